@@ -1,0 +1,3 @@
+module github.com/e6ac58cb/mcp
+
+go 1.25
