@@ -1,0 +1,916 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// An Option configures a Client or a Server; both are peers over the same
+// engine, so most options apply to either.
+type Option func(*config)
+
+// NotificationHandler handles one inbound notification. Handlers of one
+// connection run one at a time, in arrival order, never on the reader.
+type NotificationHandler func(ctx context.Context, params json.RawMessage)
+
+// DefaultMaxInFlight is the default cap on concurrently dispatched inbound
+// requests and notification handlers; see [WithMaxInFlight].
+const DefaultMaxInFlight = 1024
+
+type config struct {
+	logger            *slog.Logger
+	requestTimeout    time.Duration
+	maxRequestTimeout time.Duration
+	maxInFlight       int
+	maxMessageSize    int
+	notifications     map[string]NotificationHandler
+	protocolVersion   string
+
+	client clientConfig
+	server serverConfig
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{
+		logger:            slog.New(slog.DiscardHandler),
+		requestTimeout:    DefaultRequestTimeout,
+		maxRequestTimeout: DefaultMaxRequestTimeout,
+		maxInFlight:       DefaultMaxInFlight,
+		maxMessageSize:    DefaultMaxMessageSize,
+	}
+	c.server.pageSize = DefaultPageSize
+	c.client.maxInputRounds = DefaultMaxInputRounds
+	c.client.discoverTimeout = DefaultDiscoverTimeout
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// WithLogger sets the logger for the engine's own diagnostics: orphan
+// responses, shed notifications, failed sends, a child's standard error.
+// The default discards everything.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithMaxInFlight caps the inbound requests and notification handlers that
+// run at once (default 1024; 0 = unlimited). A request over the cap is
+// answered at once with a CodeOverloaded error and never started; a
+// notification over the cap is dropped, except that notifications/cancelled
+// still cancels the request it names.
+func WithMaxInFlight(n int) Option {
+	return func(c *config) {
+		if n >= 0 {
+			c.maxInFlight = n
+		}
+	}
+}
+
+// WithMaxMessageSize limits the size of one incoming message (default
+// 16 MiB). A larger message is discarded and answered with an error; the
+// connection keeps working.
+func WithMaxMessageSize(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxMessageSize = n
+		}
+	}
+}
+
+// WithNotificationHandler handles notifications of the given method. For
+// notifications/cancelled it replaces the default handling (cancelling the
+// named request) below the in-flight cap; at the cap the engine cancels the
+// request itself and then runs h. For notifications/progress it receives the
+// progress whose token no call is waiting on.
+func WithNotificationHandler(method string, h NotificationHandler) Option {
+	return func(c *config) {
+		if c.notifications == nil {
+			c.notifications = make(map[string]NotificationHandler)
+		}
+		c.notifications[method] = h
+	}
+}
+
+// WithProtocolVersion pins the protocol revision: a client speaks only that
+// one, a server accepts only that one.
+func WithProtocolVersion(v string) Option {
+	return func(c *config) { c.protocolVersion = v }
+}
+
+// dispatcher is the layer above the engine: the Client or a Server session.
+type dispatcher interface {
+	// handleRequest serves one inbound request. The result is marshalled
+	// unless it is a json.RawMessage.
+	handleRequest(ctx context.Context, req *inboundRequest) (any, error)
+	// notificationHandler returns the built-in handler for method, or nil.
+	notificationHandler(method string) NotificationHandler
+}
+
+// inboundRequest is a request the peer sent us, as a handler sees it.
+type inboundRequest struct {
+	id     ID
+	method string
+	params json.RawMessage
+	conn   *conn
+	// route says how messages about this request travel back (HTTP streams).
+	route any
+}
+
+// inboundCall is the engine's record of an inbound request in flight.
+type inboundCall struct {
+	cancel    context.CancelCauseFunc
+	cancelled bool
+}
+
+// outgoing is one queued write.
+type outgoing struct {
+	data []byte
+	// related is the inbound request this message answers or belongs to;
+	// HTTP routes it onto that request's stream.
+	related ID
+	final   bool // data is the response to related
+	route   any
+}
+
+// routedWriter is implemented by transports that route each message onto a
+// stream (Streamable HTTP).
+type routedWriter interface {
+	writeRouted(msgs []outgoing) error
+}
+
+// exchangeAborter is implemented by transports whose requests each have an
+// exchange that can be abandoned (an HTTP POST).
+type exchangeAborter interface {
+	abortExchange(id ID)
+}
+
+// writeBacklog is how many queued bytes make handler writes wait for the
+// writer, so a peer that stops reading cannot grow memory without bound.
+const writeBacklog = 8 << 20
+
+// conn is the engine: one peer over one Transport.
+type conn struct {
+	t    Transport
+	cfg  *config
+	disp dispatcher
+	log  *slog.Logger
+
+	baseCtx    context.Context
+	cancelBase context.CancelCauseFunc
+
+	mu          sync.Mutex
+	closed      bool
+	closeErr    error
+	nextID      int64
+	pending     map[ID]*pendingCall
+	progress    map[ID]*pendingCall // progress token → waiting call
+	inbound     map[ID]*inboundCall
+	occupied    int
+	notifyQueue []func()
+	notifying   bool
+	shed        int64
+
+	wmu      sync.Mutex
+	wqueue   []outgoing
+	wbytes   int
+	wwake    chan struct{}
+	wspace   chan struct{} // closed when the backlog drains
+	wclosed  bool
+	done     chan struct{}
+	wg       sync.WaitGroup
+	batchOK  atomic.Bool
+	armed    atomic.Int64 // deadlines armed and not yet released
+	progSeen atomic.Int64
+}
+
+func newConn(t Transport, cfg *config, disp dispatcher) *conn {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &conn{
+		t:          t,
+		cfg:        cfg,
+		disp:       disp,
+		log:        cfg.logger,
+		baseCtx:    ctx,
+		cancelBase: cancel,
+		pending:    make(map[ID]*pendingCall),
+		progress:   make(map[ID]*pendingCall),
+		inbound:    make(map[ID]*inboundCall),
+		wwake:      make(chan struct{}, 1),
+		wspace:     make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+}
+
+// start launches the reader and the writer.
+func (c *conn) start(ctx context.Context) error {
+	if s, ok := c.t.(starter); ok {
+		if err := s.start(ctx, c.log); err != nil {
+			return err
+		}
+	}
+	if s, ok := c.t.(sizeLimited); ok {
+		s.setMaxMessageSize(c.cfg.maxMessageSize)
+	}
+	c.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	return nil
+}
+
+// readLoop only parses and routes: it never runs user code and never waits
+// for a handler.
+func (c *conn) readLoop() {
+	defer c.wg.Done()
+	for {
+		data, err := c.t.ReadMessage()
+		if err != nil {
+			if errors.Is(err, ErrMessageTooLarge) {
+				c.log.Warn("dropping an oversized message", "err", err)
+				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()})
+				continue
+			}
+			c.close(err)
+			return
+		}
+		c.handleFrame(data)
+	}
+}
+
+// handleFrame decodes one frame: a message, or a batch where allowed.
+func (c *conn) handleFrame(data []byte) {
+	if !utf8.Valid(data) {
+		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: message is not valid UTF-8"})
+		return
+	}
+	if first := trimJSONSpace(data); len(first) > 0 && first[0] == '[' {
+		c.handleBatch(data)
+		return
+	}
+	var m wireMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) || json.Valid(data) {
+			// Well-formed JSON of the wrong shape.
+			c.queueError(idOf(data), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()})
+			return
+		}
+		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: " + err.Error()})
+		return
+	}
+	c.handleMessage(&m)
+}
+
+// idOf recovers the id of a message that failed to decode, if it has one.
+func idOf(data []byte) ID {
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &probe) == nil {
+		if id, ok := parseID(probe.ID); ok {
+			return id
+		}
+	}
+	return ID{}
+}
+
+func (c *conn) handleBatch(data []byte) {
+	if !c.batchOK.Load() {
+		c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: JSON-RPC batches are accepted only on protocol revision 2025-03-26"})
+		return
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(data, &items); err != nil {
+		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: " + err.Error()})
+		return
+	}
+	if len(items) == 0 {
+		c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: empty batch"})
+		return
+	}
+	for _, item := range items {
+		var m wireMessage
+		if err := json.Unmarshal(item, &m); err != nil {
+			c.queueError(idOf(item), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()})
+			continue
+		}
+		if m.Method == "initialize" {
+			c.queueError(idOf(item), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be batched"})
+			continue
+		}
+		c.handleMessage(&m)
+	}
+}
+
+func (c *conn) handleMessage(m *wireMessage) {
+	kind, why := m.kind()
+	switch kind {
+	case kindResponse:
+		c.routeResponse(m)
+	case kindRequest:
+		id, ok := parseID(m.ID)
+		if !ok {
+			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: the id must be a string or an integer"})
+			return
+		}
+		c.dispatchRequest(id, m.Method, m.Params, nil)
+	case kindNotification:
+		c.routeNotification(m.Method, m.Params)
+	default:
+		id, _ := parseID(m.ID)
+		if m.Method == "" && len(m.ID) == 0 && m.JSONRPC == "2.0" {
+			c.log.Debug("ignoring a message that is neither request nor response")
+			return
+		}
+		c.queueError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + why})
+	}
+}
+
+// routeResponse hands a response to the call waiting for it. A response
+// nobody waits for (the call timed out, was cancelled, or never existed) is
+// an orphan: logged and dropped.
+func (c *conn) routeResponse(m *wireMessage) {
+	id, ok := parseID(m.ID)
+	if !ok {
+		if m.Error != nil {
+			c.log.Warn("discarding an error response without a usable id", "code", m.Error.Code, "message", m.Error.Message)
+		} else {
+			c.log.Warn("discarding a response without a usable id")
+		}
+		return
+	}
+	c.mu.Lock()
+	call := c.pending[id]
+	if call != nil {
+		delete(c.pending, id)
+		if call.token.valid && c.progress[call.token] == call {
+			delete(c.progress, call.token)
+		}
+	}
+	c.mu.Unlock()
+	if call == nil {
+		if m.Error != nil {
+			c.log.Warn("discarding orphan error response for unknown request id", "id", id.String(), "code", m.Error.Code)
+		} else {
+			c.log.Warn("discarding orphan success response for unknown request id", "id", id.String())
+		}
+		return
+	}
+	if m.Error != nil {
+		call.finish(nil, m.Error)
+	} else {
+		call.finish(m.Result, nil)
+	}
+}
+
+// dispatchRequest admits an inbound request past the cap and the duplicate
+// check, then runs it on its own goroutine.
+func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if c.atCapLocked() {
+		c.noteShedLocked(method)
+		c.mu.Unlock()
+		// Answered before the id is claimed: the request left no trace and
+		// a retry is not a duplicate.
+		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeOverloaded, Message: "overloaded"}), related: id, final: true, route: route}, true)
+		return
+	}
+	if _, dup := c.inbound[id]; dup {
+		c.mu.Unlock()
+		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: request id " + id.String() + " is already in flight"}), related: id, final: true, route: route}, true)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(c.baseCtx)
+	in := &inboundCall{cancel: cancel}
+	c.inbound[id] = in
+	c.occupied++
+	c.wg.Add(1)
+	c.mu.Unlock()
+	req := &inboundRequest{id: id, method: method, params: params, conn: c, route: route}
+	go c.serveRequest(ctx, in, req)
+}
+
+func (c *conn) atCapLocked() bool {
+	return c.cfg.maxInFlight > 0 && c.occupied >= c.cfg.maxInFlight
+}
+
+// noteShedLocked logs shedding with a throttle: the first, then every 100th.
+func (c *conn) noteShedLocked(method string) {
+	c.shed++
+	if c.shed == 1 || c.shed%100 == 0 {
+		c.log.Warn("in-flight cap reached: shedding", "method", method, "shed_so_far", c.shed, "cap", c.cfg.maxInFlight)
+	}
+}
+
+func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRequest) {
+	defer c.wg.Done()
+	result, err := c.runHandler(ctx, req)
+	c.mu.Lock()
+	delete(c.inbound, req.id)
+	c.occupied--
+	cancelled := in.cancelled
+	c.mu.Unlock()
+	in.cancel(nil)
+	if cancelled {
+		c.log.Debug("dropping the response to a cancelled request", "id", req.id.String(), "method", req.method)
+		return
+	}
+	var data []byte
+	if err != nil {
+		var rpcErr *Error
+		if !errors.As(err, &rpcErr) {
+			rpcErr = &Error{Code: CodeInternalError, Message: err.Error()}
+		}
+		data = encodeError(req.id, rpcErr)
+	} else {
+		raw, merr := marshalResult(result)
+		if merr != nil {
+			data = encodeError(req.id, &Error{Code: CodeInternalError, Message: "Internal error: cannot encode the result"})
+			c.log.Error("cannot encode a result", "method", req.method, "err", merr)
+		} else {
+			data = encodeResult(req.id, raw)
+		}
+	}
+	c.queueWrite(outgoing{data: data, related: req.id, final: true, route: req.route}, false)
+}
+
+// runHandler calls the dispatcher, turning a panic into an internal error.
+func (c *conn) runHandler(ctx context.Context, req *inboundRequest) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("handler panicked", "method", req.method, "panic", p, "stack", string(debug.Stack()))
+			result, err = nil, &Error{Code: CodeInternalError, Message: "Internal error"}
+		}
+	}()
+	return c.disp.handleRequest(ctx, req)
+}
+
+func marshalResult(v any) (json.RawMessage, error) {
+	switch r := v.(type) {
+	case json.RawMessage:
+		if len(r) == 0 {
+			return json.RawMessage("{}"), nil
+		}
+		return r, nil
+	case nil:
+		return json.RawMessage("{}"), nil
+	}
+	return json.Marshal(v)
+}
+
+// routeNotification routes progress and cancellation itself and queues every
+// other notification that has a handler behind the cap.
+func (c *conn) routeNotification(method string, params json.RawMessage) {
+	switch method {
+	case "notifications/progress":
+		if c.routeProgress(params) {
+			return
+		}
+	case "notifications/cancelled":
+		c.routeCancelled(params)
+		return
+	}
+	h := c.cfg.notifications[method]
+	if h == nil {
+		h = c.disp.notificationHandler(method)
+	}
+	if h == nil {
+		return // costs nothing: no handler
+	}
+	c.mu.Lock()
+	if c.atCapLocked() {
+		c.noteShedLocked(method)
+		c.mu.Unlock()
+		return
+	}
+	c.enqueueNotificationLocked(func() { h(c.baseCtx, params) }, method)
+	c.mu.Unlock()
+}
+
+// routeCancelled performs inbound cancellation. Below the cap a user handler
+// replaces the default; at the cap the engine cancels the named request
+// itself, and only a cancel that took effect admits the notification past
+// the cap (each request can push at most one cancellation through).
+func (c *conn) routeCancelled(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		c.log.Debug("ignoring a malformed notifications/cancelled")
+		return
+	}
+	id, ok := parseID(p.RequestID)
+	if !ok {
+		c.log.Debug("ignoring a notifications/cancelled without a usable requestId")
+		return
+	}
+	user := c.cfg.notifications["notifications/cancelled"]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.atCapLocked() {
+		if !c.cancelInboundLocked(id, p.Reason) {
+			c.noteShedLocked("notifications/cancelled")
+			return
+		}
+		if user != nil {
+			c.enqueueNotificationLocked(func() { user(c.baseCtx, params) }, "notifications/cancelled")
+		}
+		return
+	}
+	if user != nil {
+		c.enqueueNotificationLocked(func() { user(c.baseCtx, params) }, "notifications/cancelled")
+		return
+	}
+	if !c.cancelInboundLocked(id, p.Reason) {
+		c.log.Debug("ignoring a cancellation naming a request that is not in flight or is already cancelled", "id", id.String())
+	}
+}
+
+// CancelledError is the cause of a handler context cancelled by the peer's
+// notifications/cancelled; read it with context.Cause.
+type CancelledError struct {
+	// Reason is the peer's reason, possibly empty.
+	Reason string
+}
+
+// Error implements the error interface.
+func (e *CancelledError) Error() string {
+	if e.Reason == "" {
+		return "mcp: request cancelled by the peer"
+	}
+	return "mcp: request cancelled by the peer: " + e.Reason
+}
+
+// Is makes a CancelledError match context.Canceled.
+func (e *CancelledError) Is(target error) bool { return target == context.Canceled }
+
+// cancelInboundLocked cancels an in-flight inbound request; it reports
+// whether this call did it (false for unknown, finished or already
+// cancelled ids).
+func (c *conn) cancelInboundLocked(id ID, reason string) bool {
+	in := c.inbound[id]
+	if in == nil || in.cancelled {
+		return false
+	}
+	in.cancelled = true
+	in.cancel(&CancelledError{Reason: reason})
+	return true
+}
+
+// enqueueNotificationLocked queues a notification handler. It occupies a
+// dispatch slot until it has run; handlers run one at a time, in order, on a
+// goroutine that exists only while the queue is non-empty.
+func (c *conn) enqueueNotificationLocked(run func(), method string) {
+	if c.closed {
+		return
+	}
+	c.occupied++
+	c.notifyQueue = append(c.notifyQueue, func() {
+		defer func() {
+			if p := recover(); p != nil {
+				c.log.Error("notification handler panicked", "method", method, "panic", p)
+			}
+		}()
+		run()
+	})
+	if !c.notifying {
+		c.notifying = true
+		c.wg.Add(1)
+		go c.runNotifications()
+	}
+}
+
+func (c *conn) runNotifications() {
+	defer c.wg.Done()
+	for {
+		c.mu.Lock()
+		if len(c.notifyQueue) == 0 {
+			c.notifying = false
+			c.notifyQueue = nil
+			c.mu.Unlock()
+			return
+		}
+		run := c.notifyQueue[0]
+		c.notifyQueue[0] = nil
+		c.notifyQueue = c.notifyQueue[1:]
+		c.mu.Unlock()
+		run()
+		c.mu.Lock()
+		c.occupied--
+		c.mu.Unlock()
+	}
+}
+
+// queueError queues an error response from the reader.
+func (c *conn) queueError(id ID, e *Error) {
+	c.queueWrite(outgoing{data: encodeError(id, e), related: id, final: id.valid}, true)
+}
+
+// queueWrite hands a message to the writer. Control writes (from the reader,
+// cancellations) never wait; others wait while the backlog is over
+// writeBacklog, so a peer that stops reading slows its handlers instead of
+// growing memory.
+func (c *conn) queueWrite(o outgoing, control bool) error {
+	for {
+		c.wmu.Lock()
+		if c.wclosed {
+			c.wmu.Unlock()
+			return c.closedErr()
+		}
+		if control || c.wbytes < writeBacklog {
+			c.wqueue = append(c.wqueue, o)
+			c.wbytes += len(o.data)
+			c.wmu.Unlock()
+			select {
+			case c.wwake <- struct{}{}:
+			default:
+			}
+			return nil
+		}
+		space := c.wspace
+		c.wmu.Unlock()
+		select {
+		case <-space:
+		case <-c.done:
+		}
+	}
+}
+
+// writeLoop is the serialised writer. It takes everything queued at once and
+// writes it as one batch, so concurrent senders share writes and flushes.
+func (c *conn) writeLoop() {
+	defer c.wg.Done()
+	var batch []outgoing
+	var frames [][]byte
+	for {
+		select {
+		case <-c.wwake:
+		case <-c.done:
+			return
+		}
+		for {
+			c.wmu.Lock()
+			batch, c.wqueue = c.wqueue, batch[:0]
+			c.wbytes = 0
+			close(c.wspace)
+			c.wspace = make(chan struct{})
+			c.wmu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			if err := c.writeBatch(batch, &frames); err != nil {
+				c.log.Warn("write failed; closing the connection", "err", err)
+				c.close(fmt.Errorf("write: %w", err))
+				return
+			}
+			clear(batch)
+		}
+	}
+}
+
+func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
+	if rw, ok := c.t.(routedWriter); ok {
+		return rw.writeRouted(batch)
+	}
+	if bw, ok := c.t.(batchWriter); ok && len(batch) > 1 {
+		*frames = (*frames)[:0]
+		for _, o := range batch {
+			*frames = append(*frames, o.data)
+		}
+		err := bw.writeBatch(*frames)
+		clear(*frames)
+		return err
+	}
+	for _, o := range batch {
+		if err := c.t.WriteMessage(o.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notify sends a notification. related names the inbound request it belongs
+// to (zero for none).
+func (c *conn) notify(method string, params any, related ID, route any) error {
+	raw, err := marshalParams(params)
+	if err != nil {
+		return err
+	}
+	return c.queueWrite(outgoing{data: encodeRequest(ID{}, method, raw), related: related, route: route}, false)
+}
+
+func marshalParams(params any) (json.RawMessage, error) {
+	switch p := params.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return p, nil
+	}
+	return json.Marshal(params)
+}
+
+func (c *conn) closedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closeErr != nil {
+		return fmt.Errorf("%w: %v", ErrClosed, c.closeErr)
+	}
+	return ErrClosed
+}
+
+// close ends the connection once: every pending call fails with an error
+// wrapping ErrClosed, every handler's context is cancelled, the writer stops
+// and the transport is closed.
+func (c *conn) close(cause error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	if cause == nil {
+		cause = errors.New("closed")
+	}
+	c.closeErr = cause
+	pending := c.pending
+	c.pending = make(map[ID]*pendingCall)
+	clear(c.progress)
+	c.mu.Unlock()
+
+	c.wmu.Lock()
+	c.wclosed = true
+	c.wmu.Unlock()
+
+	err := fmt.Errorf("%w: %v", ErrClosed, cause)
+	for _, call := range pending {
+		call.finish(nil, err)
+	}
+	c.cancelBase(err)
+	close(c.done)
+	c.t.Close()
+}
+
+// closeAndWait closes the connection and waits for every goroutine it
+// started, handlers included, to return.
+func (c *conn) closeAndWait(cause error) {
+	c.close(cause)
+	c.wg.Wait()
+}
+
+// call sends a request and waits for its response, its deadline, ctx, or the
+// end of the connection, whichever comes first.
+func (c *conn) call(ctx context.Context, method string, params json.RawMessage, o *callOptions) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dl := o.dl
+	if dl == nil {
+		idle := c.cfg.requestTimeout
+		if o.timeoutSet {
+			idle = o.timeout
+		}
+		dl = armDeadline(idle, c.cfg.maxRequestTimeout, &c.armed)
+		defer dl.release()
+	}
+	call, err := c.send(method, params, o, dl)
+	if err != nil {
+		return nil, err
+	}
+	return c.await(ctx, call, o)
+}
+
+// send registers a call and queues its request. The progress token is the
+// request's own id, which is unique among our outstanding requests.
+func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *deadline) (*pendingCall, error) {
+	call := &pendingCall{method: method, done: make(chan struct{}), deadline: dl}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, c.closedErr()
+	}
+	c.nextID++
+	call.id = Int64ID(c.nextID)
+	meta := o.meta
+	if o.progress != nil {
+		call.token = call.id
+		call.progressFn = o.progress
+		call.psignal = make(chan struct{}, 1)
+		c.progress[call.token] = call
+		meta = append(meta[:len(meta):len(meta)], metaEntry{key: "progressToken", value: call.id.appendJSON(nil)})
+	}
+	c.pending[call.id] = call
+	c.mu.Unlock()
+	data := encodeRequest(call.id, method, withMeta(params, meta))
+	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, false); err != nil {
+		c.forget(call)
+		return nil, err
+	}
+	return call, nil
+}
+
+// forget removes a call from the tables; it reports whether the call was
+// still pending, that is, whether the caller now owns its outcome.
+func (c *conn) forget(call *pendingCall) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending[call.id] != call {
+		return false
+	}
+	delete(c.pending, call.id)
+	if call.token.valid && c.progress[call.token] == call {
+		delete(c.progress, call.token)
+	}
+	return true
+}
+
+func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (json.RawMessage, error) {
+	dl := call.deadline
+	for {
+		var bound TimeoutBound
+		select {
+		case <-call.done:
+			call.deliverProgress()
+			if call.err != nil {
+				return nil, call.err
+			}
+			return call.result, nil
+		case <-call.psignal:
+			call.deliverProgress()
+			continue
+		case <-dl.idleC():
+			bound = BoundIdle
+		case <-dl.ceilingC():
+			bound = BoundCeiling
+			select {
+			case <-dl.idleC():
+				bound = BoundIdle // both elapsed together: the idle bound is the one to name
+			default:
+			}
+		case <-ctx.Done():
+		}
+		if !c.forget(call) {
+			// The response won the race; take it.
+			<-call.done
+			call.deliverProgress()
+			if call.err != nil {
+				return nil, call.err
+			}
+			return call.result, nil
+		}
+		if bound != "" {
+			c.abandon(call, o, "The request timed out.")
+			d := dl.idleFor
+			if bound == BoundCeiling {
+				d = dl.ceilingFor
+			}
+			return nil, &RequestTimeoutError{ID: call.id, Method: call.method, Bound: bound, Timeout: d}
+		}
+		cause := context.Cause(ctx)
+		c.abandon(call, o, "The request was cancelled by the caller: "+cause.Error())
+		if cause != ctx.Err() {
+			return nil, fmt.Errorf("mcp: request %s (%s) abandoned: %w (%w)", call.id, call.method, ctx.Err(), cause)
+		}
+		return nil, fmt.Errorf("mcp: request %s (%s) abandoned: %w", call.id, call.method, ctx.Err())
+	}
+}
+
+// abandon tells the peer that a call it may still be working on is dropped,
+// after the call's slot was freed: abort its exchange where the transport
+// has one, then send notifications/cancelled. The send is queued, never
+// awaited; if it cannot be queued it is only logged. initialize is never
+// cancelled.
+func (c *conn) abandon(call *pendingCall, o *callOptions, reason string) {
+	if a, ok := c.t.(exchangeAborter); ok {
+		a.abortExchange(call.id)
+	}
+	if call.method == "initialize" {
+		return
+	}
+	params := make([]byte, 0, 64+len(reason))
+	params = append(params, `{"requestId":`...)
+	params = call.id.appendJSON(params)
+	params = append(params, `,"reason":`...)
+	params = appendJSONString(params, reason)
+	params = append(params, '}')
+	data := encodeRequest(ID{}, "notifications/cancelled", withMeta(params, o.meta))
+	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, true); err != nil {
+		c.log.Warn("could not tell the peer that a request was abandoned", "id", call.id.String(), "err", err)
+	}
+}

@@ -1,0 +1,325 @@
+// Package mcp is a Model Context Protocol SDK: one package that is both an MCP
+// client and an MCP server, on every protocol revision from 2024-11-05 to
+// 2026-07-28, using only the standard library.
+//
+// A [Client] connects to a server over a [Transport] and calls its tools,
+// resources and prompts. Long calls behave: each call may carry a progress
+// callback ([WithProgress]), an idle timeout that progress restarts
+// ([WithRequestTimeout]), a hard ceiling ([WithMaxRequestTimeout]) and a
+// per-call override ([WithTimeout]). When a deadline elapses the client frees
+// the call, tells the server with notifications/cancelled and returns a
+// [*RequestTimeoutError]; a late reply is dropped.
+//
+// A [Server] registers tools, resources and prompts and serves them over a
+// Transport. Handlers talk back to the client through a [ClientGateway]:
+// progress, logs, notifications, and asks (elicitation, sampling, roots) that
+// are live requests on the older revisions and replayed calls on 2026-07-28.
+//
+// Client and Server are thin layers over one engine: a reader goroutine that
+// only parses and routes, a serialised writer, a table of pending calls and a
+// capped set of dispatched handlers.
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// Protocol revisions this package speaks.
+const (
+	Version20241105 = "2024-11-05"
+	Version20250326 = "2025-03-26"
+	Version20250618 = "2025-06-18"
+	Version20251125 = "2025-11-25"
+	Version20260728 = "2026-07-28"
+
+	// LatestVersion is the newest revision, the one a client tries first.
+	LatestVersion = Version20260728
+	// LatestLegacyVersion is the newest revision that uses the initialize
+	// handshake; a client falls back to it when a server does not speak
+	// LatestVersion.
+	LatestLegacyVersion = Version20251125
+)
+
+// SupportedVersions lists every revision this package speaks, newest first.
+var SupportedVersions = []string{Version20260728, Version20251125, Version20250618, Version20250326, Version20241105}
+
+// isSupportedVersion reports whether v is a revision this package speaks.
+func isSupportedVersion(v string) bool { return slices.Contains(SupportedVersions, v) }
+
+// isModernVersion reports whether v is a stateless revision (2026-07-28 and
+// later), which has no handshake and carries its metadata on every request.
+func isModernVersion(v string) bool { return v >= Version20260728 }
+
+// JSON-RPC and MCP error codes.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+	// CodeOverloaded answers a request that arrives while the in-flight
+	// dispatch cap is reached; the request was not started and may be retried.
+	CodeOverloaded = -32000
+	// CodeResourceNotFound is the resource-not-found code of the revisions up
+	// to 2025-11-25; 2026-07-28 uses CodeInvalidParams instead.
+	CodeResourceNotFound = -32002
+	// CodeHeaderMismatch: an HTTP header disagrees with the body (2026-07-28).
+	CodeHeaderMismatch = -32020
+	// CodeMissingRequiredClientCapability: serving the request needs a client
+	// capability the request did not declare (2026-07-28).
+	CodeMissingRequiredClientCapability = -32021
+	// CodeUnsupportedProtocolVersion: the request names a revision the server
+	// does not speak (2026-07-28).
+	CodeUnsupportedProtocolVersion = -32022
+	// CodeURLElicitationRequired: the request needs the user to complete a
+	// URL elicitation first (2025-11-25 only).
+	CodeURLElicitationRequired = -32042
+)
+
+// Error is a JSON-RPC error: a peer's error reply, or one a handler returns to
+// be sent as is. Use errors.As to recover it from an error chain.
+type Error struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	if len(e.Data) > 0 {
+		return fmt.Sprintf("mcp: %s (code %d, data %s)", e.Message, e.Code, e.Data)
+	}
+	return fmt.Sprintf("mcp: %s (code %d)", e.Message, e.Code)
+}
+
+// NewError returns an *Error with the given code and message. data, when not
+// nil, is marshalled into the error's data member.
+func NewError(code int, message string, data any) *Error {
+	e := &Error{Code: code, Message: message}
+	if data != nil {
+		if raw, err := json.Marshal(data); err == nil {
+			e.Data = raw
+		}
+	}
+	return e
+}
+
+// ErrClosed is wrapped by every error that reports a call or a handler cut
+// short because its connection ended.
+var ErrClosed = errors.New("mcp: connection closed")
+
+// ID is a JSON-RPC request id. It keeps its JSON type: the number 1 and the
+// string "1" are different ids, and an id is echoed back as it came.
+// The zero ID is "no id".
+type ID struct {
+	text  string // the number's text, or the string's value
+	isStr bool
+	valid bool
+}
+
+// Int64ID returns a numeric ID.
+func Int64ID(n int64) ID { return ID{text: strconv.FormatInt(n, 10), valid: true} }
+
+// StringID returns a string ID.
+func StringID(s string) ID { return ID{text: s, isStr: true, valid: true} }
+
+// IsValid reports whether id is set.
+func (id ID) IsValid() bool { return id.valid }
+
+// IsString reports whether id is a JSON string.
+func (id ID) IsString() bool { return id.isStr }
+
+// String returns the id as it would appear in a log line: a number bare, a
+// string quoted.
+func (id ID) String() string {
+	if !id.valid {
+		return "<none>"
+	}
+	if id.isStr {
+		return strconv.Quote(id.text)
+	}
+	return id.text
+}
+
+// MarshalJSON encodes the id with its original JSON type.
+func (id ID) MarshalJSON() ([]byte, error) {
+	if !id.valid {
+		return []byte("null"), nil
+	}
+	return id.appendJSON(nil), nil
+}
+
+func (id ID) appendJSON(b []byte) []byte {
+	if !id.valid {
+		return append(b, "null"...)
+	}
+	if id.isStr {
+		return appendJSONString(b, id.text)
+	}
+	return append(b, id.text...)
+}
+
+// UnmarshalJSON decodes a string or integer id. Anything else (null, a
+// fraction, an object) is an error.
+func (id *ID) UnmarshalJSON(data []byte) error {
+	parsed, ok := parseID(data)
+	if !ok {
+		return fmt.Errorf("mcp: invalid request id %s", data)
+	}
+	*id = parsed
+	return nil
+}
+
+// parseID reads a raw JSON id: a string, or an integer written without a
+// fraction or exponent.
+func parseID(raw []byte) (ID, bool) {
+	raw = trimJSONSpace(raw)
+	if len(raw) == 0 {
+		return ID{}, false
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return ID{}, false
+		}
+		return StringID(s), true
+	}
+	i := 0
+	if raw[0] == '-' {
+		i = 1
+	}
+	if i == len(raw) || len(raw) > 40 {
+		return ID{}, false
+	}
+	for _, c := range raw[i:] {
+		if c < '0' || c > '9' {
+			return ID{}, false
+		}
+	}
+	return ID{text: string(raw), valid: true}, true
+}
+
+func trimJSONSpace(b []byte) []byte {
+	for len(b) > 0 && isJSONSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isJSONSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// appendJSONString appends s as a JSON string, escaping like encoding/json
+// but without HTML escaping.
+func appendJSONString(b []byte, s string) []byte {
+	simple := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	enc, _ := json.Marshal(s)
+	return append(b, enc...)
+}
+
+// wireMessage is the JSON-RPC envelope every message is decoded into, once.
+// Params, result and id stay raw until the method or the caller says what
+// they are.
+type wireMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// The JSON-RPC message kinds.
+const (
+	kindInvalid = iota
+	kindRequest
+	kindNotification
+	kindResponse
+)
+
+// kind classifies a decoded envelope, or reports why it is invalid.
+func (m *wireMessage) kind() (int, string) {
+	if m.JSONRPC != "2.0" {
+		return kindInvalid, `jsonrpc must be "2.0"`
+	}
+	hasID := len(m.ID) > 0
+	switch {
+	case m.Method != "":
+		if m.Result != nil || m.Error != nil {
+			return kindInvalid, "a request carries no result or error"
+		}
+		if len(m.Params) > 0 {
+			if p := trimJSONSpace(m.Params); len(p) == 0 || (p[0] != '{' && p[0] != '[') {
+				return kindInvalid, "params must be an object"
+			}
+		}
+		if !hasID {
+			return kindNotification, ""
+		}
+		return kindRequest, ""
+	case m.Result != nil || m.Error != nil:
+		if m.Result != nil && m.Error != nil {
+			return kindInvalid, "a response carries result or error, not both"
+		}
+		return kindResponse, ""
+	}
+	return kindInvalid, "not a request, notification or response"
+}
+
+// encodeRequest writes a request or notification envelope. A zero id writes a
+// notification.
+func encodeRequest(id ID, method string, params []byte) []byte {
+	b := make([]byte, 0, len(params)+len(method)+48)
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if id.valid {
+		b = append(b, `"id":`...)
+		b = id.appendJSON(b)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b = appendJSONString(b, method)
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// encodeResult writes a success response envelope.
+func encodeResult(id ID, result []byte) []byte {
+	b := make([]byte, 0, len(result)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.appendJSON(b)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
+}
+
+// encodeError writes an error response envelope. A zero id writes id null,
+// as JSON-RPC asks when the request's id could not be read.
+func encodeError(id ID, e *Error) []byte {
+	body, _ := json.Marshal(e)
+	b := make([]byte, 0, len(body)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.appendJSON(b)
+	b = append(b, `,"error":`...)
+	b = append(b, body...)
+	return append(b, '}')
+}

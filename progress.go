@@ -1,0 +1,127 @@
+package mcp
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// Progress is one notifications/progress the peer sent about a call.
+type Progress struct {
+	// Progress is the amount done so far; it increases with every
+	// notification.
+	Progress float64 `json:"progress"`
+	// Total is the amount to do, or 0 when the peer did not say.
+	Total float64 `json:"total,omitempty"`
+	// Message describes the current step, or is empty.
+	Message string `json:"message,omitempty"`
+}
+
+// A CallOption configures one outgoing call.
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	progress   func(Progress)
+	timeout    time.Duration
+	timeoutSet bool
+
+	// Set by the package, not by users.
+	meta    []metaEntry // _meta members to add to the request
+	related ID          // the inbound request this call is made for
+	route   any
+	dl      *deadline // a deadline spanning several sends (MRTR rounds)
+}
+
+// WithProgress asks the peer to report progress on this call and delivers
+// each report to fn. Reports for one call are delivered in order, one at a
+// time, never on the connection's reader; every report the peer sent before
+// its response has been delivered when the call returns, and none after.
+// Each report also restarts the call's idle timeout ([WithRequestTimeout]).
+func WithProgress(fn func(Progress)) CallOption {
+	return func(o *callOptions) { o.progress = fn }
+}
+
+// pendingCall is an outgoing request waiting for its response.
+type pendingCall struct {
+	id     ID
+	method string
+	token  ID // progress token; zero when the call asked for none
+	done   chan struct{}
+	result json.RawMessage
+	err    error
+
+	deadline   *deadline
+	progressFn func(Progress)
+	pmu        sync.Mutex
+	pqueue     []Progress
+	psignal    chan struct{}
+}
+
+// finish records the outcome. The engine calls it exactly once, after
+// removing the call from the pending table.
+func (p *pendingCall) finish(result json.RawMessage, err error) {
+	p.result, p.err = result, err
+	close(p.done)
+}
+
+func (p *pendingCall) pushProgress(pr Progress) {
+	p.pmu.Lock()
+	p.pqueue = append(p.pqueue, pr)
+	p.pmu.Unlock()
+	select {
+	case p.psignal <- struct{}{}:
+	default:
+	}
+}
+
+// deliverProgress runs the callback for everything queued, in order, on the
+// waiting caller's goroutine.
+func (p *pendingCall) deliverProgress() {
+	if p.progressFn == nil {
+		return
+	}
+	for {
+		p.pmu.Lock()
+		queue := p.pqueue
+		p.pqueue = nil
+		p.pmu.Unlock()
+		if len(queue) == 0 {
+			return
+		}
+		for _, pr := range queue {
+			p.progressFn(pr)
+		}
+	}
+}
+
+// progressParams is the wire shape of notifications/progress.
+type progressParams struct {
+	Token    json.RawMessage `json:"progressToken"`
+	Progress float64         `json:"progress"`
+	Total    float64         `json:"total,omitempty"`
+	Message  string          `json:"message,omitempty"`
+}
+
+// routeProgress hands a progress notification to the call that asked for it
+// and restarts that call's idle bound. It reports false when no call waits
+// on the token, so the notification goes to a user handler, if any. It never
+// takes a dispatch slot: progress is never shed.
+func (c *conn) routeProgress(params json.RawMessage) bool {
+	var p progressParams
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	token, ok := parseID(p.Token)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	call := c.progress[token]
+	c.mu.Unlock()
+	if call == nil {
+		return false
+	}
+	call.deadline.extend()
+	call.pushProgress(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+	return true
+}

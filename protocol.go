@@ -1,0 +1,371 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Reserved _meta keys of the 2026-07-28 revision.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// Meta is the _meta member of params and results: free-form metadata keyed by
+// reverse-DNS-prefixed names.
+type Meta map[string]any
+
+// metaEntry is one _meta member to splice into outgoing params.
+type metaEntry struct {
+	key   string
+	value json.RawMessage
+}
+
+// withMeta adds entries to the _meta object of a JSON params object, creating
+// params or _meta as needed. Entries win over keys already present.
+func withMeta(params json.RawMessage, entries []metaEntry) json.RawMessage {
+	if len(entries) == 0 {
+		return params
+	}
+	p := trimJSONSpace(params)
+	if len(p) == 0 || string(p) == "null" {
+		p = []byte("{}")
+	}
+	if !bytes.Contains(p, []byte(`"_meta"`)) && p[0] == '{' {
+		b := make([]byte, 0, len(p)+64)
+		b = append(b, `{"_meta":{`...)
+		for i, e := range entries {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, e.key)
+			b = append(b, ':')
+			b = append(b, e.value...)
+		}
+		b = append(b, '}')
+		rest := trimJSONSpace(p[1:])
+		if len(rest) > 0 && rest[0] != '}' {
+			b = append(b, ',')
+		}
+		return append(b, rest...)
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(p, &obj) != nil {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := obj["_meta"]; ok {
+		_ = json.Unmarshal(raw, &meta)
+	}
+	if meta == nil {
+		meta = make(map[string]json.RawMessage, len(entries))
+	}
+	for _, e := range entries {
+		meta[e.key] = e.value
+	}
+	obj["_meta"], _ = json.Marshal(meta)
+	out, _ := json.Marshal(obj)
+	return out
+}
+
+// Implementation names a client or server program.
+type Implementation struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Version     string `json:"version"`
+	Description string `json:"description,omitempty"`
+	WebsiteURL  string `json:"websiteUrl,omitempty"`
+	Icons       []Icon `json:"icons,omitempty"`
+}
+
+// Icon is an image a client may show for a server, tool, resource or prompt.
+type Icon struct {
+	Src      string   `json:"src"`
+	MIMEType string   `json:"mimeType,omitempty"`
+	Sizes    []string `json:"sizes,omitempty"`
+	Theme    string   `json:"theme,omitempty"`
+}
+
+// ClientCapabilities is what a client declares it can do. A capability is
+// declared by the presence of its member: a non-nil pointer, even to an
+// empty struct.
+type ClientCapabilities struct {
+	Experimental map[string]any             `json:"experimental,omitempty"`
+	Roots        *RootsCapability           `json:"roots,omitempty"`
+	Sampling     *SamplingCapability        `json:"sampling,omitempty"`
+	Elicitation  *ElicitationCapability     `json:"elicitation,omitempty"`
+	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
+}
+
+// RootsCapability declares that the client answers roots/list.
+type RootsCapability struct {
+	// ListChanged declares notifications/roots/list_changed (before
+	// 2026-07-28).
+	ListChanged bool `json:"listChanged,omitempty"`
+}
+
+// SamplingCapability declares that the client answers sampling/createMessage.
+type SamplingCapability struct {
+	// Context declares support for includeContext values other than "none".
+	Context *struct{} `json:"context,omitempty"`
+	// Tools declares support for tools and toolChoice in sampling requests.
+	Tools *struct{} `json:"tools,omitempty"`
+}
+
+// ElicitationCapability declares that the client answers elicitation/create.
+// An empty one declares form mode only.
+type ElicitationCapability struct {
+	Form *struct{} `json:"form,omitempty"`
+	URL  *struct{} `json:"url,omitempty"`
+}
+
+// ServerCapabilities is what a server declares it offers.
+type ServerCapabilities struct {
+	Experimental map[string]any             `json:"experimental,omitempty"`
+	Logging      *struct{}                  `json:"logging,omitempty"`
+	Completions  *struct{}                  `json:"completions,omitempty"`
+	Prompts      *ListChangedCapability     `json:"prompts,omitempty"`
+	Resources    *ResourcesCapability       `json:"resources,omitempty"`
+	Tools        *ListChangedCapability     `json:"tools,omitempty"`
+	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
+}
+
+// ListChangedCapability declares a feature and whether its list_changed
+// notification is sent.
+type ListChangedCapability struct {
+	ListChanged bool `json:"listChanged,omitempty"`
+}
+
+// ResourcesCapability declares resources, subscriptions and list_changed.
+type ResourcesCapability struct {
+	Subscribe   bool `json:"subscribe,omitempty"`
+	ListChanged bool `json:"listChanged,omitempty"`
+}
+
+// initializeParams is the legacy handshake's request.
+type initializeParams struct {
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ClientInfo      Implementation  `json:"clientInfo"`
+}
+
+// InitializeResult is the server's answer to the legacy handshake.
+type InitializeResult struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    ServerCapabilities `json:"capabilities"`
+	ServerInfo      Implementation     `json:"serverInfo"`
+	Instructions    string             `json:"instructions,omitempty"`
+}
+
+// DiscoverResult is the answer to server/discover (2026-07-28).
+type DiscoverResult struct {
+	SupportedVersions []string           `json:"supportedVersions"`
+	Capabilities      ServerCapabilities `json:"capabilities"`
+	Instructions      string             `json:"instructions,omitempty"`
+	Meta              Meta               `json:"_meta,omitempty"`
+}
+
+// Result types of 2026-07-28.
+const (
+	resultComplete      = "complete"
+	resultInputRequired = "input_required"
+)
+
+// Tool describes a tool a server offers.
+type Tool struct {
+	Name         string           `json:"name"`
+	Title        string           `json:"title,omitempty"`
+	Description  string           `json:"description,omitempty"`
+	InputSchema  json.RawMessage  `json:"inputSchema"`
+	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
+	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+	Icons        []Icon           `json:"icons,omitempty"`
+	Meta         Meta             `json:"_meta,omitempty"`
+}
+
+// ToolAnnotations are hints about a tool's behaviour. Clients must not trust
+// them unless they trust the server.
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// CallToolParams are the params of tools/call.
+type CallToolParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Meta      Meta            `json:"_meta,omitempty"`
+}
+
+// CallToolResult is the result of tools/call. A tool that failed sets
+// IsError and explains in Content, so the model can correct itself.
+type CallToolResult struct {
+	Content           []Content       `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	Meta              Meta            `json:"_meta,omitempty"`
+}
+
+// ListToolsResult is the result of tools/list.
+type ListToolsResult struct {
+	Tools      []*Tool `json:"tools"`
+	NextCursor string  `json:"nextCursor,omitempty"`
+}
+
+// Content is one block of a tool result, prompt message or sampling message:
+// text, image, audio, resource_link or an embedded resource. Type says which
+// fields are set.
+type Content struct {
+	Type string `json:"type"`
+	// Text is set for "text".
+	Text string `json:"text,omitempty"`
+	// Data is base64 for "image" and "audio".
+	Data     string `json:"data,omitempty"`
+	MIMEType string `json:"mimeType,omitempty"`
+	// URI, Name, Title, Description and Size describe a "resource_link".
+	URI         string `json:"uri,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Size        *int64 `json:"size,omitempty"`
+	// Resource is set for "resource" (an embedded resource).
+	Resource    *ResourceContents `json:"resource,omitempty"`
+	Annotations *Annotations      `json:"annotations,omitempty"`
+	Meta        Meta              `json:"_meta,omitempty"`
+}
+
+// TextContent returns a text content block.
+func TextContent(text string) Content { return Content{Type: "text", Text: text} }
+
+// ImageContent returns an image content block; data is base64.
+func ImageContent(data, mimeType string) Content {
+	return Content{Type: "image", Data: data, MIMEType: mimeType}
+}
+
+// AudioContent returns an audio content block; data is base64.
+func AudioContent(data, mimeType string) Content {
+	return Content{Type: "audio", Data: data, MIMEType: mimeType}
+}
+
+// ResourceLinkContent returns a resource_link content block.
+func ResourceLinkContent(uri, name, mimeType string) Content {
+	return Content{Type: "resource_link", URI: uri, Name: name, MIMEType: mimeType}
+}
+
+// EmbeddedResourceContent returns an embedded resource content block.
+func EmbeddedResourceContent(r ResourceContents) Content {
+	return Content{Type: "resource", Resource: &r}
+}
+
+// Annotations tell a client how to use a content block or resource.
+type Annotations struct {
+	Audience     []string `json:"audience,omitempty"`
+	Priority     *float64 `json:"priority,omitempty"`
+	LastModified string   `json:"lastModified,omitempty"`
+}
+
+// ResourceContents is the content of a resource: Text or Blob (base64).
+type ResourceContents struct {
+	URI      string `json:"uri"`
+	MIMEType string `json:"mimeType,omitempty"`
+	Text     string `json:"text,omitempty"`
+	Blob     string `json:"blob,omitempty"`
+	Meta     Meta   `json:"_meta,omitempty"`
+}
+
+// MarshalJSON writes text contents with their text member even when empty,
+// and blob contents with their blob member.
+func (r ResourceContents) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		URI      string  `json:"uri"`
+		MIMEType string  `json:"mimeType,omitempty"`
+		Text     *string `json:"text,omitempty"`
+		Blob     *string `json:"blob,omitempty"`
+		Meta     Meta    `json:"_meta,omitempty"`
+	}
+	p := plain{URI: r.URI, MIMEType: r.MIMEType, Meta: r.Meta}
+	if r.Blob != "" {
+		p.Blob = &r.Blob
+	} else {
+		p.Text = &r.Text
+	}
+	return json.Marshal(p)
+}
+
+// capabilitySet answers capability questions with the seed's presence
+// semantics over the JSON form of a capabilities object, whatever Go value
+// it came from.
+type capabilitySet map[string]json.RawMessage
+
+func newCapabilitySet(v any) capabilitySet {
+	var raw []byte
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		raw = x
+	case []byte:
+		raw = x
+	default:
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return nil
+		}
+	}
+	var set capabilitySet
+	if json.Unmarshal(raw, &set) != nil {
+		return nil
+	}
+	return set
+}
+
+// has reports whether the capability's key is present, whatever its value.
+func (s capabilitySet) has(name string) bool {
+	_, ok := s[name]
+	return ok
+}
+
+// hasSub reports whether capability name holds an object with member sub.
+func (s capabilitySet) hasSub(name, sub string) bool {
+	raw, ok := s[name]
+	if !ok {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return false
+	}
+	_, ok = obj[sub]
+	return ok
+}
+
+// elicitationModes reports which elicitation modes are declared: a bare
+// elicitation object declares form mode only.
+func (s capabilitySet) elicitationModes() (form, url bool) {
+	if !s.has("elicitation") {
+		return false, false
+	}
+	form, url = s.hasSub("elicitation", "form"), s.hasSub("elicitation", "url")
+	if !form && !url {
+		form = true
+	}
+	return form, url
+}
+
+func decodeParams(params json.RawMessage, v any) error {
+	if len(params) == 0 {
+		params = []byte("{}")
+	}
+	if err := json.Unmarshal(params, v); err != nil {
+		return &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: %v", err)}
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Default request bounds; see [WithRequestTimeout] and [WithMaxRequestTimeout].
+const (
+	DefaultRequestTimeout    = 60 * time.Second
+	DefaultMaxRequestTimeout = 600 * time.Second
+)
+
+// WithRequestTimeout sets the idle bound of every outgoing request (default
+// 60s): the longest the peer may stay silent. Each progress notification of
+// a call that asked for progress ([WithProgress]) restarts it, so a long call
+// that reports progress lives on, up to the ceiling. 0 disables both bounds.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d >= 0 {
+			c.requestTimeout = d
+		}
+	}
+}
+
+// WithMaxRequestTimeout sets the ceiling of every outgoing request (default
+// 600s): the longest it may run however much progress it reports. The
+// ceiling never cuts a request short of its own idle bound: it fires at the
+// later of the two. 0 removes only the ceiling.
+func WithMaxRequestTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d >= 0 {
+			c.maxRequestTimeout = d
+		}
+	}
+}
+
+// WithTimeout replaces the idle bound for one call. It may exceed the
+// client's ceiling, which then widens to match; it is the way to give a long
+// call that reports no progress the time it needs. 0 disables both bounds for
+// the call.
+func WithTimeout(d time.Duration) CallOption {
+	return func(o *callOptions) {
+		o.timeout = d
+		o.timeoutSet = true
+	}
+}
+
+// TimeoutBound names which bound of a request's deadline fired.
+type TimeoutBound string
+
+// The bounds of a request's deadline.
+const (
+	// BoundIdle is the idle timeout: the peer was silent too long.
+	BoundIdle TimeoutBound = "idle"
+	// BoundCeiling is the ceiling: the request ran too long in total.
+	BoundCeiling TimeoutBound = "ceiling"
+)
+
+// RequestTimeoutError reports a request abandoned because a bound of its
+// deadline elapsed. The peer was told with notifications/cancelled and a late
+// reply is dropped. It matches context.DeadlineExceeded with errors.Is.
+type RequestTimeoutError struct {
+	// ID is the abandoned request's id.
+	ID ID
+	// Method is the abandoned request's method.
+	Method string
+	// Bound is the bound that fired.
+	Bound TimeoutBound
+	// Timeout is that bound's duration.
+	Timeout time.Duration
+}
+
+// Error reads like "request 7 (tools/call) went unanswered for 60s".
+func (e *RequestTimeoutError) Error() string {
+	return fmt.Sprintf("request %s (%s) went unanswered for %s", e.ID, e.Method, formatDuration(e.Timeout))
+}
+
+// Is makes a RequestTimeoutError match context.DeadlineExceeded.
+func (e *RequestTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// formatDuration prints whole seconds as "60s" rather than time's "1m0s".
+func formatDuration(d time.Duration) string {
+	if d >= time.Second && d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}
+
+// deadline is the two-bound deadline of one outgoing request: an idle timer
+// that progress restarts and a ceiling that nothing extends. A nil *deadline
+// is a request with no bounds.
+type deadline struct {
+	idleFor    time.Duration
+	ceilingFor time.Duration
+	idle       *time.Timer
+	ceiling    *time.Timer
+	armed      *atomic.Int64
+
+	mu       sync.Mutex
+	released bool
+}
+
+// armDeadline starts both timers. An idle bound of 0 means no deadline at all:
+// the ceiling is ignored too.
+func armDeadline(idle, ceiling time.Duration, armed *atomic.Int64) *deadline {
+	if idle <= 0 {
+		return nil
+	}
+	d := &deadline{idleFor: idle, idle: time.NewTimer(idle), armed: armed}
+	if ceiling > 0 {
+		d.ceilingFor = max(ceiling, idle)
+		d.ceiling = time.NewTimer(d.ceilingFor)
+	}
+	armed.Add(1)
+	return d
+}
+
+func (d *deadline) idleC() <-chan time.Time {
+	if d == nil {
+		return nil
+	}
+	return d.idle.C
+}
+
+func (d *deadline) ceilingC() <-chan time.Time {
+	if d == nil || d.ceiling == nil {
+		return nil
+	}
+	return d.ceiling.C
+}
+
+// extend restarts the idle bound; the ceiling keeps running.
+func (d *deadline) extend() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	if !d.released {
+		d.idle.Reset(d.idleFor)
+	}
+	d.mu.Unlock()
+}
+
+// release disarms both timers. It is safe to call more than once.
+func (d *deadline) release() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.released {
+		return
+	}
+	d.released = true
+	d.idle.Stop()
+	if d.ceiling != nil {
+		d.ceiling.Stop()
+	}
+	d.armed.Add(-1)
+}

@@ -1,0 +1,396 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A Transport carries JSON-RPC messages for one connection. The package
+// provides newline-delimited JSON over byte streams ([NewIOTransport],
+// [StdioTransport], [NewCommandTransport], [NewInMemoryTransports]) and
+// Streamable HTTP; any other carrier (a WebSocket, a Unix socket with another
+// framing) can implement it.
+//
+// ReadMessage is called from one goroutine only; WriteMessage from one
+// goroutine at a time; Close from any goroutine, and it must unblock a
+// pending ReadMessage.
+type Transport interface {
+	// ReadMessage returns the next message. The slice is valid until the
+	// next call. An error ends the connection, except one that wraps
+	// ErrMessageTooLarge: that message was skipped and reading goes on.
+	ReadMessage() ([]byte, error)
+	// WriteMessage sends one message. msg is valid only during the call.
+	WriteMessage(msg []byte) error
+	// Close ends the connection.
+	Close() error
+}
+
+// ErrMessageTooLarge is wrapped by a Transport's read error when a message
+// exceeded the size limit. The message was discarded; the connection lives.
+var ErrMessageTooLarge = errors.New("mcp: message too large")
+
+// DefaultMaxMessageSize is the default limit on one incoming message; see
+// [WithMaxMessageSize].
+const DefaultMaxMessageSize = 16 << 20
+
+// batchWriter is implemented by transports that can send several messages in
+// one write; the engine's writer uses it to coalesce under load.
+type batchWriter interface {
+	writeBatch(msgs [][]byte) error
+}
+
+// sizeLimited is implemented by transports that enforce a message size limit
+// the engine configures.
+type sizeLimited interface {
+	setMaxMessageSize(n int)
+}
+
+// starter is implemented by transports that must start something (a child
+// process, say) before the first message.
+type starter interface {
+	start(ctx context.Context, log *slog.Logger) error
+}
+
+// IOTransport speaks newline-delimited JSON over a reader and a writer: one
+// message per line, no embedded newlines. It is the stdio framing.
+type IOTransport struct {
+	r       *bufio.Reader
+	w       io.Writer
+	closers []io.Closer
+	maxSize int
+
+	line    []byte // accumulates a line longer than the reader's buffer
+	wbuf    []byte
+	closeMu sync.Once
+	closeFn func() error
+}
+
+// NewIOTransport returns a Transport that reads messages from r and writes
+// them to w, one per line. Close closes r and w if they are io.Closers.
+func NewIOTransport(r io.Reader, w io.Writer) *IOTransport {
+	t := &IOTransport{r: bufio.NewReaderSize(r, 64<<10), w: w, maxSize: DefaultMaxMessageSize}
+	for _, x := range []any{w, r} {
+		if c, ok := x.(io.Closer); ok {
+			t.closers = append(t.closers, c)
+		}
+	}
+	return t
+}
+
+// StdioTransport returns a Transport over the process's standard input and
+// output, for a server launched by its client. Standard error is left alone:
+// log there.
+func StdioTransport() *IOTransport {
+	t := NewIOTransport(os.Stdin, os.Stdout)
+	// Closing our own stdin and stdout would hide later mistakes (a stray
+	// print) behind EBADF; leave them open.
+	t.closers = nil
+	return t
+}
+
+func (t *IOTransport) setMaxMessageSize(n int) {
+	if n > 0 {
+		t.maxSize = n
+	}
+}
+
+// ReadMessage returns the next non-empty line.
+func (t *IOTransport) ReadMessage() ([]byte, error) {
+	for {
+		chunk, err := t.r.ReadSlice('\n')
+		if err == nil && len(t.line) == 0 {
+			if msg := trimLine(chunk); len(msg) > 0 {
+				if len(msg) > t.maxSize {
+					return nil, t.tooLarge(len(msg))
+				}
+				return msg, nil
+			}
+			continue
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(t.line)+len(chunk) > t.maxSize {
+				t.line = t.line[:0]
+				n, derr := t.discardLine()
+				if derr != nil {
+					return nil, derr
+				}
+				return nil, t.tooLarge(t.maxSize + n)
+			}
+			t.line = append(t.line, chunk...)
+			continue
+		}
+		if err != nil && !(errors.Is(err, io.EOF) && len(chunk)+len(t.line) > 0) {
+			return nil, err
+		}
+		// A complete long line, or a last line without its newline.
+		t.line = append(t.line, chunk...)
+		msg := trimLine(t.line)
+		t.line = t.line[:0]
+		if len(msg) > t.maxSize {
+			return nil, t.tooLarge(len(msg))
+		}
+		if len(msg) > 0 {
+			return msg, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (t *IOTransport) tooLarge(n int) error {
+	return fmt.Errorf("%w: a message of at least %d bytes exceeds the limit of %d", ErrMessageTooLarge, n, t.maxSize)
+}
+
+// discardLine skips the rest of an over-long line, counting what it skipped.
+func (t *IOTransport) discardLine() (int, error) {
+	n := 0
+	for {
+		chunk, err := t.r.ReadSlice('\n')
+		n += len(chunk)
+		if err == nil {
+			return n, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return n, err
+		}
+	}
+}
+
+func trimLine(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte{'\n'})
+	return bytes.TrimSuffix(b, []byte{'\r'})
+}
+
+// WriteMessage writes msg and a newline in one write.
+func (t *IOTransport) WriteMessage(msg []byte) error {
+	return t.writeBatch([][]byte{msg})
+}
+
+func (t *IOTransport) writeBatch(msgs [][]byte) error {
+	t.wbuf = t.wbuf[:0]
+	for _, m := range msgs {
+		t.wbuf = append(t.wbuf, m...)
+		t.wbuf = append(t.wbuf, '\n')
+	}
+	_, err := t.w.Write(t.wbuf)
+	if cap(t.wbuf) > 1<<20 {
+		t.wbuf = nil // don't pin a large message's buffer
+	}
+	return err
+}
+
+// Close closes the underlying reader and writer, if they can be closed.
+func (t *IOTransport) Close() error {
+	var err error
+	t.closeMu.Do(func() {
+		if t.closeFn != nil {
+			err = t.closeFn()
+			return
+		}
+		for _, c := range t.closers {
+			if cerr := c.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	})
+	return err
+}
+
+// NewInMemoryTransports returns two connected Transports with the stdio
+// framing, for tests and benchmarks: give one to a Server and the other to a
+// Client.
+func NewInMemoryTransports() (clientSide, serverSide Transport) {
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	return NewIOTransport(cr, cw), NewIOTransport(sr, sw)
+}
+
+// CommandTransport runs an MCP server as a child process and speaks to it
+// over its standard input and output. The child's standard error is drained
+// line by line to the client's logger unless cmd.Stderr is already set.
+//
+// Close ends the child in steps, each bounded: close its standard input and
+// wait up to CloseTimeout for it to exit, then send SIGTERM and wait up to
+// TerminateTimeout, then SIGKILL.
+type CommandTransport struct {
+	// CloseTimeout bounds the wait for the child to exit after its standard
+	// input is closed (default 5s).
+	CloseTimeout time.Duration
+	// TerminateTimeout bounds the wait after SIGTERM (default 5s).
+	TerminateTimeout time.Duration
+
+	cmd *exec.Cmd
+	*IOTransport
+	stdin  *os.File
+	stdout *os.File
+	exited chan struct{}
+	waitErr error
+	drain   sync.WaitGroup
+}
+
+// NewCommandTransport returns a Transport that starts cmd when a Client
+// connects over it. cmd must not be started yet and must leave Stdin and
+// Stdout unset.
+func NewCommandTransport(cmd *exec.Cmd) *CommandTransport {
+	return &CommandTransport{cmd: cmd, CloseTimeout: 5 * time.Second, TerminateTimeout: 5 * time.Second}
+}
+
+func (t *CommandTransport) start(ctx context.Context, log *slog.Logger) error {
+	if t.cmd.Stdin != nil || t.cmd.Stdout != nil {
+		return errors.New("mcp: NewCommandTransport: cmd.Stdin and cmd.Stdout must be unset")
+	}
+	// Our own pipes rather than cmd.StdoutPipe: Wait closes those as soon as
+	// the child exits, which would lose the last messages it wrote.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return err
+	}
+	var errR, errW *os.File
+	if t.cmd.Stderr == nil {
+		if errR, errW, err = os.Pipe(); err != nil {
+			inR.Close()
+			inW.Close()
+			outR.Close()
+			outW.Close()
+			return err
+		}
+		t.cmd.Stderr = errW
+	}
+	t.cmd.Stdin, t.cmd.Stdout = inR, outW
+	err = t.cmd.Start()
+	inR.Close()
+	outW.Close()
+	if errW != nil {
+		errW.Close()
+	}
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		if errR != nil {
+			errR.Close()
+		}
+		return fmt.Errorf("mcp: starting %s: %w", t.cmd.Path, err)
+	}
+	t.stdin, t.stdout = inW, outR
+	t.IOTransport = NewIOTransport(outR, inW)
+	t.IOTransport.closeFn = t.shutdown
+	t.exited = make(chan struct{})
+	if errR != nil {
+		t.drain.Add(1)
+		go func() {
+			defer t.drain.Done()
+			drainStderr(errR, log, t.cmd.Path)
+		}()
+	}
+	go func() {
+		t.waitErr = t.cmd.Wait()
+		close(t.exited)
+	}()
+	return nil
+}
+
+// ReadMessage returns the child's next message.
+func (t *CommandTransport) ReadMessage() ([]byte, error) {
+	if t.IOTransport == nil {
+		return nil, errors.New("mcp: CommandTransport not started")
+	}
+	msg, err := t.IOTransport.ReadMessage()
+	if errors.Is(err, io.EOF) {
+		select {
+		case <-t.exited:
+			if t.waitErr != nil {
+				return nil, fmt.Errorf("server process exited: %w", t.waitErr)
+			}
+			return nil, errors.New("server process exited")
+		case <-time.After(10 * time.Millisecond):
+		}
+		return nil, fmt.Errorf("server closed its standard output: %w", err)
+	}
+	return msg, err
+}
+
+// WriteMessage sends msg to the child's standard input.
+func (t *CommandTransport) WriteMessage(msg []byte) error {
+	if t.IOTransport == nil {
+		return errors.New("mcp: CommandTransport not started")
+	}
+	return t.IOTransport.WriteMessage(msg)
+}
+
+// Close stops the child, escalating as the type's documentation says, and
+// returns once it has exited.
+func (t *CommandTransport) Close() error {
+	if t.IOTransport == nil {
+		return nil
+	}
+	return t.IOTransport.Close()
+}
+
+func (t *CommandTransport) shutdown() error {
+	t.stdin.Close()
+	if !waitFor(t.exited, t.CloseTimeout) {
+		t.cmd.Process.Signal(syscall.SIGTERM)
+		if !waitFor(t.exited, t.TerminateTimeout) {
+			t.cmd.Process.Kill()
+			<-t.exited
+		}
+	}
+	t.stdout.Close()
+	t.drain.Wait()
+	return nil
+}
+
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+// drainStderr forwards the child's standard error to the logger, one record
+// a line, so a chatty child can never block on a full pipe.
+func drainStderr(r io.ReadCloser, log *slog.Logger, name string) {
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 4096)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			log.Info("server stderr", "command", name, "line", string(trimLine(line)))
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			return
+		}
+	}
+}
