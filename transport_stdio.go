@@ -232,9 +232,9 @@ type CommandTransport struct {
 
 	cmd *exec.Cmd
 	*IOTransport
-	stdin  *os.File
-	stdout *os.File
-	exited chan struct{}
+	stdin   *os.File
+	stdout  *os.File
+	exited  chan struct{}
 	waitErr error
 	drain   sync.WaitGroup
 }
