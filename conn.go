@@ -914,3 +914,9 @@ func (c *conn) abandon(call *pendingCall, o *callOptions, reason string) {
 		c.log.Warn("could not tell the peer that a request was abandoned", "id", call.id.String(), "err", err)
 	}
 }
+
+func (c *conn) pendingCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}

@@ -234,9 +234,10 @@ type CommandTransport struct {
 	*IOTransport
 	stdin   *os.File
 	stdout  *os.File
+	stderr  *os.File
 	exited  chan struct{}
 	waitErr error
-	drain   sync.WaitGroup
+	drained chan struct{}
 }
 
 // NewCommandTransport returns a Transport that starts cmd when a Client
@@ -288,16 +289,18 @@ func (t *CommandTransport) start(ctx context.Context, log *slog.Logger) error {
 		}
 		return fmt.Errorf("mcp: starting %s: %w", t.cmd.Path, err)
 	}
-	t.stdin, t.stdout = inW, outR
+	t.stdin, t.stdout, t.stderr = inW, outR, errR
 	t.IOTransport = NewIOTransport(outR, inW)
 	t.IOTransport.closeFn = t.shutdown
 	t.exited = make(chan struct{})
+	t.drained = make(chan struct{})
 	if errR != nil {
-		t.drain.Add(1)
 		go func() {
-			defer t.drain.Done()
+			defer close(t.drained)
 			drainStderr(errR, log, t.cmd.Path)
 		}()
+	} else {
+		close(t.drained)
 	}
 	go func() {
 		t.waitErr = t.cmd.Wait()
@@ -353,7 +356,14 @@ func (t *CommandTransport) shutdown() error {
 		}
 	}
 	t.stdout.Close()
-	t.drain.Wait()
+	if !waitFor(t.drained, time.Second) {
+		// A grandchild still holds the pipe open; stop reading it.
+		t.stderr.Close()
+		<-t.drained
+	}
+	if t.stderr != nil {
+		t.stderr.Close()
+	}
 	return nil
 }
 
@@ -378,8 +388,7 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 
 // drainStderr forwards the child's standard error to the logger, one record
 // a line, so a chatty child can never block on a full pipe.
-func drainStderr(r io.ReadCloser, log *slog.Logger, name string) {
-	defer r.Close()
+func drainStderr(r io.Reader, log *slog.Logger, name string) {
 	br := bufio.NewReaderSize(r, 4096)
 	for {
 		line, err := br.ReadSlice('\n')

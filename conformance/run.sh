@@ -111,6 +111,8 @@ if [[ $node_version != v22.* ]]; then
 fi
 for v in $KNOWN_VERSIONS; do
   [[ -f ${CLI[$v]} ]] || { echo "conformance: missing ${CLI[$v]}" >&2; exit 1; }
+  got=$("$NODE" "${CLI[$v]}" --version)
+  [[ $got == "$v" ]] || { echo "conformance: ${CLI[$v]} reports version $got, expected $v" >&2; exit 1; }
 done
 LOOPBACK_URL=$("$NODE" -e 'process.stdout.write(require("url").pathToFileURL(process.argv[1]).href)' "$CONF_DIR/lib/loopback.mjs")
 suite() { # suite <version> <args...>: the CLI under Node 22, listeners pinned to loopback
@@ -194,12 +196,17 @@ start_server() { # start_server <version>
   done
 }
 
-ensure_server() { # restart the server if a scenario killed it
-  if [[ -z $SERVER_PID ]] || ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    [[ -n $SERVER_PID ]] && log "  !! everything-server died; restarting it (see $SERVER_LOG)"
-    stop_server
-    start_server "$1"
-  fi
+declare -A START_FAILS=()
+ensure_server() { # ensure_server <version>: (re)start the server if it is not running
+  local v=$1
+  if [[ -n $SERVER_PID ]] && kill -0 "$SERVER_PID" 2>/dev/null; then return 0; fi
+  [[ -n $SERVER_PID ]] && log "  !! everything-server died; restarting it (see $SERVER_LOG)"
+  stop_server
+  if ((${START_FAILS[$v]:-0} >= 3)); then return 1; fi
+  if start_server "$v"; then return 0; fi
+  START_FAILS[$v]=$((${START_FAILS[$v]:-0} + 1))
+  stop_server
+  return 1
 }
 
 # --- run ------------------------------------------------------------------------------
@@ -259,14 +266,11 @@ current=""
 for entry in "${PLAN[@]}"; do
   i=$((i + 1))
   read -r v role s <<<"$entry"
-  # one fresh server per version's server pass
-  if [[ $role == server && $current != "$v" ]]; then
-    stop_server
-    start_server "$v"
-    current=$v
-  elif [[ $role != server ]]; then
+  # one fresh server per version's server pass (started lazily by ensure_server)
+  if [[ $role != server || $current != "$v" ]]; then
     stop_server
     current=""
+    [[ $role == server ]] && current=$v
   fi
 
   dir="$RESULTS/$v/$role/${s//\//__}"
@@ -278,8 +282,14 @@ for entry in "${PLAN[@]}"; do
     secs=0
   else
     cap=$((remaining < HARD_TIMEOUT ? remaining : HARD_TIMEOUT))
+    if [[ $role == server ]] && ! ensure_server "$v"; then
+      printf '  [ERROR] not run: everything-server is not running (see %s)\n' "$SERVER_LOG" >"$dir/verdict.txt"
+      record "$v" "$role" "$s" FAIL
+      printf '[%3d/%d] %-5s %-14s %-6s %s (0s)\n' "$i" "${#PLAN[@]}" "$LAST_OUTCOME" "$v" "$role" "$s"
+      [[ $LAST_OUTCOME == FAIL ]] && cat "$dir/verdict.txt"
+      continue
+    fi
     if [[ $role == server ]]; then
-      ensure_server "$v"
       args=(server --url "$SERVER_URL" --scenario "$s" -o "$dir/out")
       [[ $v == 0.2.0-alpha.12 ]] && args+=(--spec-version 2026-07-28 --force --timeout "$SERVER_TIMEOUT_MS")
     else

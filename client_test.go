@@ -1,0 +1,194 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestLifecycle runs the handshake and a few calls on every revision, both
+// sides ours, over in-memory pipes and over a child process on stdio.
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	for _, v := range SupportedVersions {
+		for _, transport := range []string{"memory", "stdio"} {
+			t.Run(v+"/"+transport, func(t *testing.T) {
+				t.Parallel()
+				var cl *Client
+				if transport == "memory" {
+					cl = pair(t, newTestServer(), WithProtocolVersion(v))
+				} else {
+					cl = childServer(t, "", WithProtocolVersion(v))
+				}
+				if got := cl.ProtocolVersion(); got != v {
+					t.Fatalf("negotiated %s, want %s", got, v)
+				}
+				if cl.ServerInfo().Name != "test-server" {
+					t.Fatalf("server info %+v", cl.ServerInfo())
+				}
+				if cl.ServerCapabilities().Tools == nil {
+					t.Fatal("tools capability missing")
+				}
+				ctx := context.Background()
+				if !isModernVersion(v) {
+					if err := cl.Ping(ctx); err != nil {
+						t.Fatalf("Ping: %v", err)
+					}
+				}
+				tools, err := cl.ListTools(ctx, "")
+				if err != nil || len(tools.Tools) == 0 {
+					t.Fatalf("ListTools: %v %v", tools, err)
+				}
+				res, err := cl.CallTool(ctx, "echo", map[string]string{"v": v})
+				if err != nil {
+					t.Fatalf("CallTool: %v", err)
+				}
+				if !strings.Contains(res.Content[0].Text, v) {
+					t.Fatalf("echo: %+v", res)
+				}
+			})
+		}
+	}
+}
+
+// TestUnpinnedClientPicksLatest: with nothing pinned, our client and server
+// agree on 2026-07-28 through server/discover.
+func TestUnpinnedClientPicksLatest(t *testing.T) {
+	t.Parallel()
+	cl := pair(t, newTestServer())
+	if v := cl.ProtocolVersion(); v != LatestVersion {
+		t.Fatalf("negotiated %s", v)
+	}
+}
+
+// TestDiscoverFallsBackToInitialize: against servers that do not speak
+// 2026-07-28, the probe fails one way or another and the client falls back
+// to initialize.
+func TestDiscoverFallsBackToInitialize(t *testing.T) {
+	t.Parallel()
+	t.Run("server pinned to a legacy revision", func(t *testing.T) {
+		t.Parallel()
+		cl := pair(t, newTestServer(WithProtocolVersion(Version20250618)))
+		if v := cl.ProtocolVersion(); v != Version20250618 {
+			t.Fatalf("negotiated %s", v)
+		}
+	})
+	t.Run("legacy-only child server", func(t *testing.T) {
+		t.Parallel()
+		cl := childServer(t, Version20251125)
+		if v := cl.ProtocolVersion(); v != Version20251125 {
+			t.Fatalf("negotiated %s", v)
+		}
+	})
+	for _, answer := range []string{"method not found", "silence"} {
+		t.Run("raw legacy server answering with "+answer, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ct, st := NewInMemoryTransports()
+				p := newRawPeer(t, st.(*IOTransport))
+				connected := make(chan error, 1)
+				cl := NewClient(Implementation{Name: "c", Version: "1"})
+				go func() { connected <- cl.Connect(context.Background(), ct) }()
+				probe := p.recv()
+				if field(t, probe, "method") != "server/discover" {
+					t.Fatalf("first message %s", probe)
+				}
+				start := time.Now()
+				if answer == "method not found" {
+					p.send(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`)
+				}
+				init := p.recv()
+				if answer == "silence" {
+					if field(t, init, "method") != "notifications/cancelled" {
+						t.Fatalf("expected the probe to be cancelled, got %s", init)
+					}
+					if d := time.Since(start); d != DefaultDiscoverTimeout {
+						t.Fatalf("fell back after %v", d)
+					}
+					init = p.recv()
+				}
+				if field(t, init, "method") != "initialize" || field(t, init, "params.protocolVersion") != LatestLegacyVersion {
+					t.Fatalf("expected initialize, got %s", init)
+				}
+				p.send(`{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}}`)
+				if err := <-connected; err != nil {
+					t.Fatal(err)
+				}
+				if n := p.recv(); field(t, n, "method") != "notifications/initialized" {
+					t.Fatalf("expected initialized, got %s", n)
+				}
+				if cl.ProtocolVersion() != Version20250618 {
+					t.Fatalf("version %s", cl.ProtocolVersion())
+				}
+				cl.Close()
+			})
+		})
+	}
+}
+
+// TestClientRejectsUnknownVersion: a server answering initialize with a
+// revision the client does not speak fails Connect clearly.
+func TestClientRejectsUnknownVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ct, st := NewInMemoryTransports()
+		p := newRawPeer(t, st.(*IOTransport))
+		connected := make(chan error, 1)
+		cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
+		go func() { connected <- cl.Connect(context.Background(), ct) }()
+		p.recv()
+		p.send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2023-01-01","capabilities":{},"serverInfo":{"name":"odd","version":"1"}}}`)
+		err := <-connected
+		if err == nil || !strings.Contains(err.Error(), "2023-01-01") {
+			t.Fatalf("Connect = %v", err)
+		}
+		if cl.Ping(context.Background()) != ErrNotConnected {
+			t.Fatal("client usable after a failed Connect")
+		}
+	})
+}
+
+// TestServerNegotiatesDown: a client offering a revision the server does
+// not speak gets the server's latest legacy revision.
+func TestServerNegotiatesDown(t *testing.T) {
+	t.Parallel()
+	p := rawServer(t, newTestServer())
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2030-01-01","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	if got := field(t, p.recv(), "result.protocolVersion"); got != LatestLegacyVersion {
+		t.Fatalf("server answered %v", got)
+	}
+}
+
+func TestPingBothWays(t *testing.T) {
+	t.Parallel()
+	p := rawServer(t, newTestServer())
+	p.initialize(Version20251125)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	// And the client answers the server's ping.
+	ct, st := NewInMemoryTransports()
+	srvSide := newRawPeer(t, st.(*IOTransport))
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
+	connected := make(chan error, 1)
+	go func() { connected <- cl.Connect(context.Background(), ct) }()
+	srvSide.recv()
+	srvSide.send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+	if err := <-connected; err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	srvSide.recv() // initialized
+	srvSide.send(`{"jsonrpc":"2.0","id":"sp","method":"ping"}`)
+	srvSide.expect(`{"jsonrpc":"2.0","id":"sp","result":{}}`)
+}
+
+func TestCallAfterCloseFails(t *testing.T) {
+	t.Parallel()
+	cl := pair(t, newTestServer())
+	cl.Close()
+	cl.Close() // idempotent
+	if _, err := cl.CallTool(context.Background(), "echo", nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("CallTool after Close = %v", err)
+	}
+}

@@ -1,0 +1,383 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestWireErrors sends malformed and unanswerable messages and checks each
+// gets the protocol's error, with the connection still serving afterwards.
+func TestWireErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, send string
+		code       int
+		id         any // nil: id null
+	}{
+		{"parse error", `{"jsonrpc":"2.0","id":1,"method":`, CodeParseError, nil},
+		{"not utf-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}", CodeParseError, nil},
+		{"jsonrpc missing", `{"id":2,"method":"ping"}`, CodeInvalidRequest, 2.0},
+		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":3,"method":"ping"}`, CodeInvalidRequest, 3.0},
+		{"id object", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, CodeInvalidRequest, nil},
+		{"id null", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, CodeInvalidRequest, nil},
+		{"id float", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, CodeInvalidRequest, nil},
+		{"params not object", `{"jsonrpc":"2.0","id":4,"method":"ping","params":"x"}`, CodeInvalidRequest, 4.0},
+		{"method not a string", `{"jsonrpc":"2.0","id":5,"method":7}`, CodeInvalidRequest, 5.0},
+		{"batch where not allowed", `[{"jsonrpc":"2.0","id":6,"method":"ping"}]`, CodeInvalidRequest, nil},
+		{"unknown method", `{"jsonrpc":"2.0","id":7,"method":"no/such"}`, CodeMethodNotFound, 7.0},
+		{"notification with an id is a request", `{"jsonrpc":"2.0","id":8,"method":"notifications/initialized"}`, CodeMethodNotFound, 8.0},
+		{"invalid params", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":5}}`, CodeInvalidParams, 9.0},
+		{"unknown tool", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"nope"}}`, CodeInvalidParams, 10.0},
+		{"handler panic", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"panic"}}`, CodeInternalError, 11.0},
+		{"unsupported modern version", `{"jsonrpc":"2.0","id":12,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`, CodeUnsupportedProtocolVersion, 12.0},
+		{"missing modern capabilities", `{"jsonrpc":"2.0","id":13,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, CodeInvalidParams, 13.0},
+		{"legacy method on modern", `{"jsonrpc":"2.0","id":14,"method":"logging/setLevel","params":{"level":"info","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, CodeMethodNotFound, 14.0},
+		{"huge id", `{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, CodeInvalidRequest, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := rawServer(t, newTestServer())
+			p.initialize(Version20251125)
+			p.send(tc.send)
+			got := p.recv()
+			if code := field(t, got, "error.code"); code != float64(tc.code) {
+				t.Fatalf("code %v, want %d: %s", code, tc.code, got)
+			}
+			if id := field(t, got, "id"); id != tc.id {
+				t.Fatalf("id %v, want %v: %s", id, tc.id, got)
+			}
+			// The connection keeps working.
+			p.send(`{"jsonrpc":"2.0","id":"next","method":"ping"}`)
+			p.expect(`{"jsonrpc":"2.0","id":"next","result":{}}`)
+		})
+	}
+}
+
+func TestUnsupportedVersionData(t *testing.T) {
+	t.Parallel()
+	p := rawServer(t, newTestServer())
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	got := p.recv()
+	if field(t, got, "error.data.requested") != "2027-01-01" {
+		t.Fatalf("no requested version: %s", got)
+	}
+	supported, _ := field(t, got, "error.data.supported").([]any)
+	if len(supported) != len(SupportedVersions) {
+		t.Fatalf("supported = %v", supported)
+	}
+}
+
+func TestRequestBeforeInitializeIsRejected(t *testing.T) {
+	t.Parallel()
+	p := rawServer(t, newTestServer())
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if code := field(t, p.recv(), "error.code"); code != float64(CodeInvalidRequest) {
+		t.Fatalf("code %v", code)
+	}
+	// ping is allowed before initialize.
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":2,"result":{}}`)
+	p.initialize(Version20250618)
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	if field(t, p.recv(), "result.tools") == nil {
+		t.Fatal("tools/list failed after initialize")
+	}
+}
+
+// TestIDTypeIsEchoed: 1 and "1" are different ids, each echoed as sent.
+func TestIDTypeIsEchoed(t *testing.T) {
+	t.Parallel()
+	p := rawServer(t, newTestServer())
+	p.initialize(Version20251125)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	p.send(`{"jsonrpc":"2.0","id":"1","method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":"1","result":{}}`)
+	p.send(`{"jsonrpc":"2.0","id":-9007199254740993,"method":"ping"}`)
+	if got := p.recv(); !strings.Contains(got, `"id":-9007199254740993`) {
+		t.Fatalf("large id not echoed exactly: %s", got)
+	}
+	// Both in flight at once: no duplicate.
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"block"}}`)
+	p.send(`{"jsonrpc":"2.0","id":"7","method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	if got := p.recv(); field(t, got, "id") != "7" || field(t, got, "error") != nil {
+		t.Fatalf("string id 7 was treated as the number 7: %s", got)
+	}
+}
+
+// TestDuplicateInFlightID: a second request with an id in flight gets -32600
+// and no handler; once the first finishes, the id may be reused.
+func TestDuplicateInFlightID(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	srv := newTestServer()
+	srv.AddTool(Tool{Name: "gate"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		started <- struct{}{}
+		<-release
+		return &CallToolResult{Content: []Content{TextContent("released")}}, nil
+	})
+	p := rawServer(t, srv)
+	p.initialize(Version20251125)
+	p.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"gate"}}`)
+	<-started
+	p.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"gate"}}`)
+	got := p.recv()
+	if field(t, got, "error.code") != float64(CodeInvalidRequest) || field(t, got, "id") != 5.0 {
+		t.Fatalf("duplicate: %s", got)
+	}
+	close(release)
+	if got := p.recv(); field(t, got, "result.content") == nil {
+		t.Fatalf("first call: %s", got)
+	}
+	if len(started) != 0 {
+		t.Fatal("the duplicate ran a handler")
+	}
+	p.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	if got := p.recv(); field(t, got, "error") != nil {
+		t.Fatalf("sequential reuse rejected: %s", got)
+	}
+}
+
+// TestOverloadedBeforeClaim: at the cap a request is refused with -32000
+// before its id is claimed, so a retry with the same id is not a duplicate.
+func TestOverloadedBeforeClaim(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	srv := newTestServer(WithMaxInFlight(1))
+	srv.AddTool(Tool{Name: "gate"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		started <- struct{}{}
+		<-release
+		return &CallToolResult{}, nil
+	})
+	p := rawServer(t, srv)
+	p.initialize(Version20251125)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"gate"}}`)
+	<-started
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"overloaded"}}`)
+	close(release)
+	p.recv() // id 1's result
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":2,"result":{}}`)
+}
+
+// TestCancelledRequestIsNotAnswered: notifications/cancelled cancels the
+// handler's context and its response is never written.
+func TestCancelledRequestIsNotAnswered(t *testing.T) {
+	t.Parallel()
+	observed := make(chan error, 1)
+	srv := newTestServer()
+	srv.AddTool(Tool{Name: "wait"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		<-ctx.Done()
+		observed <- context.Cause(ctx)
+		// A handler that returns tidily after cancellation is still not answered.
+		return &CallToolResult{Content: []Content{TextContent("too late")}}, nil
+	})
+	p := rawServer(t, srv)
+	p.initialize(Version20251125)
+	p.send(`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}}`)
+	p.send(`{"jsonrpc":"2.0","id":"warm","method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":"warm","result":{}}`)
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w","reason":"user aborted"}}`)
+	cause := <-observed
+	if !strings.Contains(cause.Error(), "user aborted") {
+		t.Fatalf("cause %v does not carry the reason", cause)
+	}
+	// The next line is the ping's answer: nothing was written for "w".
+	p.send(`{"jsonrpc":"2.0","id":"after","method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":"after","result":{}}`)
+	// Cancelling an id that is not in flight is harmless.
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nope"}}`)
+	p.send(`{"jsonrpc":"2.0","id":"again","method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":"again","result":{}}`)
+}
+
+// TestMessageSizeLimit: an over-long line is answered with an error and
+// skipped; the next message is served.
+func TestMessageSizeLimit(t *testing.T) {
+	t.Parallel()
+	p := rawServer(t, newTestServer(WithMaxMessageSize(1024)))
+	p.initialize(Version20251125)
+	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"s":%q}}}`, strings.Repeat("x", 200_000))
+	p.send(big)
+	got := p.recv()
+	if field(t, got, "error.code") != float64(CodeInvalidRequest) || !strings.Contains(got, "exceeds the limit of 1024") {
+		t.Fatalf("oversized: %s", got)
+	}
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":2,"result":{}}`)
+}
+
+// TestBatchesOnlyOn20250326: an array is served on 2025-03-26 and refused
+// with -32600 on every other revision.
+func TestBatchesOnlyOn20250326(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{Version20241105, Version20250326, Version20250618, Version20251125} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			p := rawServer(t, newTestServer())
+			p.initialize(v)
+			p.send(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+			if v != Version20250326 {
+				if got := p.recv(); field(t, got, "error.code") != float64(CodeInvalidRequest) {
+					t.Fatalf("batch on %s: %s", v, got)
+				}
+				return
+			}
+			ids := map[any]bool{}
+			for range 2 {
+				got := p.recv()
+				if field(t, got, "result") == nil {
+					t.Fatalf("batch item: %s", got)
+				}
+				ids[field(t, got, "id")] = true
+			}
+			if !ids[1.0] || !ids[2.0] {
+				t.Fatalf("ids %v", ids)
+			}
+			p.send(`[{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}]`)
+			if got := p.recv(); field(t, got, "error.code") != float64(CodeInvalidRequest) {
+				t.Fatalf("batched initialize: %s", got)
+			}
+		})
+	}
+}
+
+// TestOrphanResponseIsDropped: a response nobody waits for is logged and
+// dropped, and the connection goes on.
+func TestOrphanResponseIsDropped(t *testing.T) {
+	t.Parallel()
+	rec := &logRecorder{}
+	p := rawServer(t, newTestServer(WithLogger(slog.New(rec))))
+	p.initialize(Version20251125)
+	p.send(`{"jsonrpc":"2.0","id":99,"result":{}}`)
+	p.send(`{"jsonrpc":"2.0","id":98,"error":{"code":-1,"message":"x"}}`)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	if rec.count("orphan success") != 1 || rec.count("orphan error") != 1 {
+		t.Fatalf("orphans not logged: %v", rec.msgs)
+	}
+}
+
+// TestCloseFailsPendingCalls: closing either side mid-call fails every
+// pending call with an ErrClosed-wrapped error at once (no time passes in
+// the bubble) and leaves no goroutine behind.
+func TestCloseFailsPendingCalls(t *testing.T) {
+	for _, side := range []string{"client", "server"} {
+		t.Run(side, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ct, st := NewInMemoryTransports()
+				srv := newTestServer()
+				ctx, stopServer := context.WithCancel(context.Background())
+				served := make(chan error, 1)
+				go func() { served <- srv.Serve(ctx, st) }()
+				cl := NewClient(Implementation{Name: "c", Version: "1"})
+				if err := cl.Connect(context.Background(), ct); err != nil {
+					t.Fatal(err)
+				}
+				errs := make(chan error, 3)
+				for range 3 {
+					go func() {
+						_, err := cl.CallTool(context.Background(), "block", nil)
+						errs <- err
+					}()
+				}
+				synctest.Wait()
+				start := time.Now()
+				if side == "client" {
+					cl.Close()
+				} else {
+					stopServer()
+				}
+				for range 3 {
+					if err := <-errs; !isClosedErr(err) {
+						t.Fatalf("pending call returned %v, want ErrClosed", err)
+					}
+				}
+				if d := time.Since(start); d != 0 {
+					t.Fatalf("pending calls took %v to fail", d)
+				}
+				cl.Close()
+				<-served
+				stopServer()
+				synctest.Wait() // every goroutine of the bubble has ended, or the test fails
+			})
+		})
+	}
+}
+
+// TestHandlersCancelledOnClose: when the transport ends, every handler's
+// context is cancelled.
+func TestHandlersCancelledOnClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		observed := make(chan error, 2)
+		srv := NewServer(Implementation{Name: "s", Version: "1"})
+		srv.AddTool(Tool{Name: "wait"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+			<-ctx.Done()
+			observed <- context.Cause(ctx)
+			return nil, ctx.Err()
+		})
+		ct, st := NewInMemoryTransports()
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(context.Background(), st) }()
+		cl := NewClient(Implementation{Name: "c", Version: "1"})
+		if err := cl.Connect(context.Background(), ct); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			go cl.CallTool(context.Background(), "wait", nil)
+		}
+		synctest.Wait()
+		cl.Close()
+		for range 2 {
+			if err := <-observed; !isClosedErr(err) {
+				t.Fatalf("handler saw %v", err)
+			}
+		}
+		if err := <-served; err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	})
+}
+
+func TestPendingTableEmptyAfterCalls(t *testing.T) {
+	t.Parallel()
+	cl := pair(t, newTestServer())
+	for i := range 50 {
+		if _, err := cl.CallTool(context.Background(), "echo", map[string]int{"i": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := cl.conn
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) != 0 || len(c.progress) != 0 || len(c.inbound) != 0 {
+		t.Fatalf("pending %d progress %d inbound %d", len(c.pending), len(c.progress), len(c.inbound))
+	}
+}
+
+func TestWithMeta(t *testing.T) {
+	t.Parallel()
+	e := []metaEntry{{key: "k", value: json.RawMessage(`1`)}}
+	cases := []struct{ in, want string }{
+		{``, `{"_meta":{"k":1}}`},
+		{`{}`, `{"_meta":{"k":1}}`},
+		{`{"a":2}`, `{"_meta":{"k":1},"a":2}`},
+		{`{"a":2,"_meta":{"x":3}}`, `{"a":2,"_meta":{"k":1,"x":3}}`},
+		{`{"_meta":{"k":0}}`, `{"_meta":{"k":1}}`},
+	}
+	for _, tc := range cases {
+		if got := withMeta(json.RawMessage(tc.in), e); !jsonEqual(string(got), tc.want) {
+			t.Errorf("withMeta(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary double as a stdio server for the tests that
+// need a real child process.
+func TestMain(m *testing.M) {
+	if v, ok := os.LookupEnv("MCP_TEST_SERVE"); ok {
+		var opts []Option
+		if v != "" {
+			opts = append(opts, WithProtocolVersion(v))
+		}
+		if err := newTestServer(opts...).Serve(context.Background(), StdioTransport()); err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// newTestServer returns the server most tests talk to.
+func newTestServer(opts ...Option) *Server {
+	s := NewServer(Implementation{Name: "test-server", Version: "1.0.0"}, opts...)
+	s.AddTool(Tool{Name: "echo"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent(string(req.Params.Arguments))}}, nil
+	})
+	s.AddTool(Tool{Name: "progress"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		var args struct {
+			Steps   int `json:"steps"`
+			DelayMs int `json:"delayMs"`
+		}
+		json.Unmarshal(req.Params.Arguments, &args)
+		for i := 1; i <= args.Steps; i++ {
+			if args.DelayMs > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Duration(args.DelayMs) * time.Millisecond):
+				}
+			}
+			if err := req.Gateway().Progress(float64(i), float64(args.Steps), ""); err != nil {
+				return nil, err
+			}
+		}
+		return &CallToolResult{Content: []Content{TextContent(fmt.Sprintf("%d steps", args.Steps))}}, nil
+	})
+	s.AddTool(Tool{Name: "block"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	s.AddTool(Tool{Name: "panic"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		panic("boom")
+	})
+	return s
+}
+
+// pair connects a client and a server over in-memory transports. The server
+// runs until the client closes; cleanup checks that Serve returned.
+func pair(t testing.TB, srv *Server, clientOpts ...Option) *Client {
+	t.Helper()
+	ct, st := NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), st) }()
+	cl := NewClient(Implementation{Name: "test-client", Version: "1.0.0"}, clientOpts...)
+	if err := cl.Connect(context.Background(), ct); err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() {
+		cl.Close()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return cl
+}
+
+// childServer starts the test binary as a stdio server and connects a
+// client to it.
+func childServer(t testing.TB, serverVersion string, clientOpts ...Option) *Client {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MCP_TEST_SERVE="+serverVersion)
+	cl := NewClient(Implementation{Name: "test-client", Version: "1.0.0"}, clientOpts...)
+	if err := cl.Connect(context.Background(), NewCommandTransport(cmd)); err != nil {
+		t.Fatalf("Connect to child: %v", err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// rawPeer drives the other end of a connection with raw JSON lines.
+type rawPeer struct {
+	t     testing.TB
+	w     io.WriteCloser
+	lines chan string
+}
+
+// rawServer serves srv on one end of an in-memory connection and returns the
+// raw peer on the other.
+func rawServer(t testing.TB, srv *Server) *rawPeer {
+	t.Helper()
+	ct, st := NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), st) }()
+	p := newRawPeer(t, ct.(*IOTransport))
+	t.Cleanup(func() {
+		p.w.Close()
+		<-served
+	})
+	return p
+}
+
+func newRawPeer(t testing.TB, tr *IOTransport) *rawPeer {
+	p := &rawPeer{t: t, w: tr.w.(io.WriteCloser), lines: make(chan string, 1024)}
+	go func() {
+		defer close(p.lines)
+		for {
+			msg, err := tr.ReadMessage()
+			if err != nil {
+				return
+			}
+			p.lines <- string(msg)
+		}
+	}()
+	return p
+}
+
+func (p *rawPeer) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.w, line+"\n"); err != nil {
+		p.t.Fatalf("send: %v", err)
+	}
+}
+
+// recv returns the next line the peer received.
+func (p *rawPeer) recv() string {
+	p.t.Helper()
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			p.t.Fatal("recv: connection closed")
+		}
+		return l
+	case <-time.After(10 * time.Second):
+		p.t.Fatal("recv: nothing arrived")
+	}
+	return ""
+}
+
+// expect receives the next line and checks it equals want as JSON.
+func (p *rawPeer) expect(want string) {
+	p.t.Helper()
+	got := p.recv()
+	if !jsonEqual(got, want) {
+		p.t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// initialize performs the legacy handshake at version v.
+func (p *rawPeer) initialize(v string) {
+	p.t.Helper()
+	p.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + v + `","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	got := p.recv()
+	if !strings.Contains(got, `"protocolVersion":"`+v+`"`) {
+		p.t.Fatalf("initialize: %s", got)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+func jsonEqual(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// field extracts a member path like "error.code" from a JSON message.
+func field(t testing.TB, msg, path string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(msg), &v); err != nil {
+		t.Fatalf("not JSON: %s", msg)
+	}
+	for _, k := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// logRecorder is a slog handler that keeps the messages it saw.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b bytes.Buffer
+	b.WriteString(rec.Message)
+	rec.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	r.msgs = append(r.msgs, b.String())
+	return nil
+}
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *logRecorder) count(substr string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, m := range r.msgs {
+		if strings.Contains(m, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// settleGoroutines waits until the goroutine count is at most want, failing
+// the test if it does not get there.
+func settleGoroutines(t testing.TB, want int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("%d goroutines, want at most %d:\n%s", n, want, buf)
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func isClosedErr(err error) bool { return errors.Is(err, ErrClosed) }
+
+func slogOf(h slog.Handler) *slog.Logger { return slog.New(h) }
