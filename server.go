@@ -326,11 +326,10 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 	}, nil
 }
 
+// notificationHandler returns the server's built-in handling of a
+// notification. notifications/initialized needs none: a legacy session is
+// usable once initialize was answered.
 func (ss *serverSession) notificationHandler(method string) NotificationHandler {
-	switch method {
-	case "notifications/initialized":
-		return func(context.Context, json.RawMessage) {}
-	}
 	return nil
 }
 
