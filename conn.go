@@ -151,6 +151,17 @@ type routedWriter interface {
 	writeRouted(msgs []outgoing) error
 }
 
+// pushTransport is implemented by transports whose owner pushes inbound
+// messages into the engine itself (Streamable HTTP, where each POST's
+// handler goroutine delivers its body): the engine then starts no reader and
+// no writer goroutine, so an idle connection holds none, and writes go
+// straight to writeRouted, which must be safe for concurrent use and must
+// not block on a slow peer.
+type pushTransport interface {
+	routedWriter
+	pushesMessages()
+}
+
 // exchangeAborter is implemented by transports whose requests each have an
 // exchange that can be abandoned (an HTTP POST).
 type exchangeAborter interface {
@@ -191,6 +202,7 @@ type conn struct {
 	wclosed  bool
 	done     chan struct{}
 	wg       sync.WaitGroup
+	direct   bool // a pushTransport: no reader, no writer goroutine
 	batchOK  atomic.Bool
 	armed    atomic.Int64 // deadlines armed and not yet released
 	progSeen atomic.Int64
@@ -224,6 +236,10 @@ func (c *conn) start(ctx context.Context) error {
 	if s, ok := c.t.(sizeLimited); ok {
 		s.setMaxMessageSize(c.cfg.maxMessageSize)
 	}
+	if _, ok := c.t.(pushTransport); ok {
+		c.direct = true
+		return nil
+	}
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -239,24 +255,25 @@ func (c *conn) readLoop() {
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) {
 				c.log.Warn("dropping an oversized message", "err", err)
-				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()})
+				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()}, nil)
 				continue
 			}
 			c.close(err)
 			return
 		}
-		c.handleFrame(data)
+		c.handleFrame(data, nil)
 	}
 }
 
-// handleFrame decodes one frame: a message, or a batch where allowed.
-func (c *conn) handleFrame(data []byte) {
+// handleFrame decodes one frame: a message, or a batch where allowed. route
+// says how answers travel back (an HTTP stream); nil for stream transports.
+func (c *conn) handleFrame(data []byte, route any) {
 	if !utf8.Valid(data) {
-		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: message is not valid UTF-8"})
+		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: message is not valid UTF-8"}, route)
 		return
 	}
 	if first := trimJSONSpace(data); len(first) > 0 && first[0] == '[' {
-		c.handleBatch(data)
+		c.handleBatch(data, route)
 		return
 	}
 	var m wireMessage
@@ -264,13 +281,13 @@ func (c *conn) handleFrame(data []byte) {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) || json.Valid(data) {
 			// Well-formed JSON of the wrong shape.
-			c.queueError(idOf(data), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()})
+			c.queueError(idOf(data), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()}, route)
 			return
 		}
-		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: " + err.Error()})
+		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: " + err.Error()}, route)
 		return
 	}
-	c.handleMessage(&m)
+	c.handleMessage(&m, route)
 }
 
 // idOf recovers the id of a message that failed to decode, if it has one.
@@ -286,35 +303,35 @@ func idOf(data []byte) ID {
 	return ID{}
 }
 
-func (c *conn) handleBatch(data []byte) {
+func (c *conn) handleBatch(data []byte, route any) {
 	if !c.batchOK.Load() {
-		c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: JSON-RPC batches are accepted only on protocol revision 2025-03-26"})
+		c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: JSON-RPC batches are accepted only on protocol revision 2025-03-26"}, route)
 		return
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(data, &items); err != nil {
-		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: " + err.Error()})
+		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: " + err.Error()}, route)
 		return
 	}
 	if len(items) == 0 {
-		c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: empty batch"})
+		c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: empty batch"}, route)
 		return
 	}
 	for _, item := range items {
 		var m wireMessage
 		if err := json.Unmarshal(item, &m); err != nil {
-			c.queueError(idOf(item), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()})
+			c.queueError(idOf(item), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()}, route)
 			continue
 		}
 		if m.Method == "initialize" {
-			c.queueError(idOf(item), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be batched"})
+			c.queueError(idOf(item), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be batched"}, route)
 			continue
 		}
-		c.handleMessage(&m)
+		c.handleMessage(&m, route)
 	}
 }
 
-func (c *conn) handleMessage(m *wireMessage) {
+func (c *conn) handleMessage(m *wireMessage, route any) {
 	kind, why := m.kind()
 	switch kind {
 	case kindResponse:
@@ -322,10 +339,10 @@ func (c *conn) handleMessage(m *wireMessage) {
 	case kindRequest:
 		id, ok := parseID(m.ID)
 		if !ok {
-			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: the id must be a string or an integer"})
+			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: the id must be a string or an integer"}, route)
 			return
 		}
-		c.dispatchRequest(id, m.Method, m.Params, nil)
+		c.dispatchRequest(id, m.Method, m.Params, route)
 	case kindNotification:
 		c.routeNotification(m.Method, m.Params)
 	default:
@@ -334,7 +351,7 @@ func (c *conn) handleMessage(m *wireMessage) {
 			c.log.Debug("ignoring a message that is neither request nor response")
 			return
 		}
-		c.queueError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + why})
+		c.queueError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}, route)
 	}
 }
 
@@ -619,8 +636,8 @@ func (c *conn) runNotifications() {
 }
 
 // queueError queues an error response from the reader.
-func (c *conn) queueError(id ID, e *Error) {
-	c.queueWrite(outgoing{data: encodeError(id, e), related: id, final: id.valid}, true)
+func (c *conn) queueError(id ID, e *Error, route any) {
+	c.queueWrite(outgoing{data: encodeError(id, e), related: id, final: true, route: route}, true)
 }
 
 // queueWrite hands a message to the writer. Control writes (from the reader,
@@ -628,6 +645,15 @@ func (c *conn) queueError(id ID, e *Error) {
 // writeBacklog, so a peer that stops reading slows its handlers instead of
 // growing memory.
 func (c *conn) queueWrite(o outgoing, control bool) error {
+	if c.direct {
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			return c.closedErr()
+		}
+		return c.t.(routedWriter).writeRouted([]outgoing{o})
+	}
 	for {
 		c.wmu.Lock()
 		if c.wclosed {
