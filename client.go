@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,101 @@ const (
 type clientConfig struct {
 	discoverTimeout time.Duration
 	maxInputRounds  int
+
+	elicitation     ElicitationHandler
+	elicitURL       bool
+	sampling        SamplingHandler
+	samplingTools   bool
+	samplingContext bool
+	roots           []Root
+	rootsHandler    RootsHandler
+	rootsSet        bool
+	extensions      map[string]json.RawMessage
+}
+
+// ElicitationHandler answers a server's elicitation: it shows the user the
+// message and form (or URL) and returns the user's action. Declining is a
+// result; an error is reported to the server as a failed request.
+type ElicitationHandler func(ctx context.Context, params *ElicitParams) (*ElicitResult, error)
+
+// SamplingHandler answers a server's sampling request with a message from
+// the client's language model.
+type SamplingHandler func(ctx context.Context, params *CreateMessageParams) (*CreateMessageResult, error)
+
+// RootsHandler returns the client's current roots.
+type RootsHandler func(ctx context.Context) ([]Root, error)
+
+// WithElicitationHandler lets servers elicit input from the user through h.
+// The client declares form-mode elicitation; add [WithURLElicitation] for
+// url mode.
+func WithElicitationHandler(h ElicitationHandler) Option {
+	return func(c *config) { c.client.elicitation = h }
+}
+
+// WithURLElicitation declares url-mode elicitation as well: the elicitation
+// handler also receives requests to send the user to a URL.
+func WithURLElicitation() Option {
+	return func(c *config) { c.client.elicitURL = true }
+}
+
+// WithSamplingHandler lets servers sample the client's language model
+// through h.
+//
+// Deprecated: Sampling is deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28). It keeps working on every
+// revision.
+func WithSamplingHandler(h SamplingHandler) Option {
+	return func(c *config) { c.client.sampling = h }
+}
+
+// WithSamplingTools declares sampling.tools: sampling requests may carry
+// tools and toolChoice.
+func WithSamplingTools() Option {
+	return func(c *config) { c.client.samplingTools = true }
+}
+
+// WithSamplingContext declares sampling.context: sampling requests may ask
+// to include context from this or all servers.
+func WithSamplingContext() Option {
+	return func(c *config) { c.client.samplingContext = true }
+}
+
+// WithRoots declares roots and answers roots/list with these. Change them
+// later with [Client.SetRoots].
+//
+// Deprecated: Roots are deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28). They keep working on every
+// revision.
+func WithRoots(roots ...Root) Option {
+	return func(c *config) {
+		c.client.roots, c.client.rootsSet = roots, true
+	}
+}
+
+// WithRootsHandler declares roots and answers roots/list by calling h.
+//
+// Deprecated: Roots are deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28). They keep working on every
+// revision.
+func WithRootsHandler(h RootsHandler) Option {
+	return func(c *config) { c.client.rootsHandler, c.client.rootsSet = h, true }
+}
+
+// WithExtension declares a protocol extension under
+// capabilities.extensions, with its settings (nil for none).
+func WithExtension(id string, settings any) Option {
+	return func(c *config) {
+		raw := json.RawMessage(`{}`)
+		if settings != nil {
+			if b, err := json.Marshal(settings); err == nil {
+				raw = b
+			}
+		}
+		if c.client.extensions == nil {
+			c.client.extensions = make(map[string]json.RawMessage)
+		}
+		c.client.extensions[id] = raw
+	}
 }
 
 // WithDiscoverTimeout bounds how long a client waits for the answer to its
@@ -134,9 +230,29 @@ func (c *Client) modernEnvelope(version string) []metaEntry {
 	}
 }
 
-// capabilitiesJSON declares what the client's options configure.
+// capabilitiesJSON declares what the client's options configure, and
+// nothing else.
 func (c *Client) capabilitiesJSON(modern bool) json.RawMessage {
-	caps := ClientCapabilities{}
+	cc := &c.cfg.client
+	caps := ClientCapabilities{Extensions: cc.extensions}
+	if cc.elicitation != nil {
+		caps.Elicitation = &ElicitationCapability{Form: &struct{}{}}
+		if cc.elicitURL {
+			caps.Elicitation.URL = &struct{}{}
+		}
+	}
+	if cc.sampling != nil {
+		caps.Sampling = &SamplingCapability{}
+		if cc.samplingTools {
+			caps.Sampling.Tools = &struct{}{}
+		}
+		if cc.samplingContext {
+			caps.Sampling.Context = &struct{}{}
+		}
+	}
+	if cc.rootsSet {
+		caps.Roots = &RootsCapability{ListChanged: !modern}
+	}
 	b, _ := json.Marshal(caps)
 	return b
 }
@@ -290,7 +406,10 @@ func (c *Client) SendRequest(ctx context.Context, method string, params any, res
 	return nil
 }
 
-// request is the one road of every client call.
+// request is the one road of every client call. On 2026-07-28 a call that
+// may need input runs the input loop: each input_required result is
+// answered with the client's handlers and the call re-sent (with a new id),
+// all inside one deadline, with the progress callback kept across rounds.
 func (c *Client) request(ctx context.Context, method string, params json.RawMessage, opts []CallOption) (json.RawMessage, error) {
 	conn, envelope, err := c.session()
 	if err != nil {
@@ -300,7 +419,79 @@ func (c *Client) request(ctx context.Context, method string, params json.RawMess
 	for _, opt := range opts {
 		opt(o)
 	}
-	return conn.call(ctx, method, params, o)
+	if envelope == nil || !mrtrMethods[method] {
+		return conn.call(ctx, method, params, o)
+	}
+	idle := conn.cfg.requestTimeout
+	if o.timeoutSet {
+		idle = o.timeout
+	}
+	o.dl = armDeadline(idle, conn.cfg.maxRequestTimeout, &conn.armed)
+	defer o.dl.release()
+	for round := 1; ; round++ {
+		res, err := conn.call(ctx, method, params, o)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Contains(res, []byte(resultInputRequired)) {
+			return res, nil
+		}
+		var ir struct {
+			ResultType    string                  `json:"resultType"`
+			InputRequests map[string]InputRequest `json:"inputRequests"`
+			RequestState  *string                 `json:"requestState"`
+		}
+		if err := json.Unmarshal(res, &ir); err != nil {
+			return nil, fmt.Errorf("mcp: malformed %s result: %w", method, err)
+		}
+		switch ir.ResultType {
+		case "", resultComplete:
+			return res, nil
+		case resultInputRequired:
+		default:
+			return nil, fmt.Errorf("mcp: %s answered with an unknown resultType %q", method, ir.ResultType)
+		}
+		if round >= c.cfg.client.maxInputRounds {
+			return nil, fmt.Errorf("mcp: %s still needed input after %d rounds", method, round)
+		}
+		responses := make(map[string]json.RawMessage, len(ir.InputRequests))
+		for key, ask := range ir.InputRequests {
+			answer, err := c.answer(ctx, ask.Method, ask.Params)
+			if err != nil {
+				return nil, fmt.Errorf("mcp: answering the server's %s ask %q: %w", ask.Method, key, err)
+			}
+			if responses[key], err = marshalResult(answer); err != nil {
+				return nil, err
+			}
+		}
+		if params, err = withInputResponses(params, responses, ir.RequestState); err != nil {
+			return nil, err
+		}
+		// The server answered, so it is not silent: the time the handlers
+		// took (a person answering, say) counts against the ceiling only.
+		o.dl.extend()
+	}
+}
+
+// withInputResponses returns a call's params for its next round: the
+// original params, this round's answers, and the server's state echoed
+// verbatim (only if it sent one).
+func withInputResponses(params json.RawMessage, responses map[string]json.RawMessage, state *string) (json.RawMessage, error) {
+	obj := map[string]json.RawMessage{}
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &obj); err != nil {
+			return nil, err
+		}
+	}
+	delete(obj, "requestState")
+	var err error
+	if obj["inputResponses"], err = json.Marshal(responses); err != nil {
+		return nil, err
+	}
+	if state != nil {
+		obj["requestState"], _ = json.Marshal(*state)
+	}
+	return json.Marshal(obj)
 }
 
 // Ping checks that the server answers.
@@ -347,11 +538,99 @@ func cursorParams(cursor string) any {
 }
 
 func (c *Client) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
-	switch req.method {
-	case "ping":
+	if req.method == "ping" {
 		return json.RawMessage("{}"), nil
 	}
-	return nil, &Error{Code: CodeMethodNotFound, Message: fmt.Sprintf("Method not found: the client does not handle %q requests", req.method)}
+	return c.answer(ctx, req.method, req.params)
+}
+
+// answer serves a server's ask, whether it came as a live request (older
+// revisions) or inside an input_required result (2026-07-28).
+func (c *Client) answer(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	cc := &c.cfg.client
+	notHandled := &Error{Code: CodeMethodNotFound, Message: fmt.Sprintf("Method not found: the client does not handle %q requests", method)}
+	switch method {
+	case "elicitation/create":
+		if cc.elicitation == nil {
+			return nil, notHandled
+		}
+		var p ElicitParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		if p.Mode == ElicitationURL && !cc.elicitURL {
+			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: this client did not declare url-mode elicitation"}
+		}
+		return handlerResult(cc.elicitation(ctx, &p))
+	case "sampling/createMessage":
+		if cc.sampling == nil {
+			return nil, notHandled
+		}
+		var p CreateMessageParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		if (len(p.Tools) > 0 || p.ToolChoice != nil) && !cc.samplingTools {
+			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: this client did not declare sampling.tools"}
+		}
+		return handlerResult(cc.sampling(ctx, &p))
+	case "roots/list":
+		if !cc.rootsSet {
+			return nil, notHandled
+		}
+		roots, err := c.currentRoots(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &ListRootsResult{Roots: roots}, nil
+	}
+	return nil, notHandled
+}
+
+// handlerResult passes a handler's *Error through and hides other errors'
+// detail behind an internal error that still says what failed.
+func handlerResult[T any](v *T, err error) (any, error) {
+	if err != nil {
+		var rpcErr *Error
+		if errors.As(err, &rpcErr) {
+			return nil, rpcErr
+		}
+		return nil, &Error{Code: CodeInternalError, Message: err.Error()}
+	}
+	if v == nil {
+		return nil, &Error{Code: CodeInternalError, Message: "Internal error: the handler returned no result"}
+	}
+	return v, nil
+}
+
+func (c *Client) currentRoots(ctx context.Context) ([]Root, error) {
+	c.mu.Lock()
+	h, roots := c.cfg.client.rootsHandler, c.cfg.client.roots
+	c.mu.Unlock()
+	if h != nil {
+		return h(ctx)
+	}
+	if roots == nil {
+		roots = []Root{}
+	}
+	return roots, nil
+}
+
+// SetRoots replaces the client's roots and, on the older revisions, tells
+// the server with notifications/roots/list_changed.
+//
+// Deprecated: Roots are deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28). They keep working on every
+// revision.
+func (c *Client) SetRoots(roots ...Root) error {
+	c.mu.Lock()
+	c.cfg.client.roots, c.cfg.client.rootsHandler, c.cfg.client.rootsSet = roots, nil, true
+	conn, modern := c.conn, c.modern
+	c.mu.Unlock()
+	if conn == nil || modern {
+		return nil
+	}
+	return conn.notify("notifications/roots/list_changed", nil, ID{}, nil)
 }
 
 func (c *Client) notificationHandler(method string) NotificationHandler {

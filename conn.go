@@ -47,6 +47,7 @@ func newConfig(opts []Option) *config {
 		maxMessageSize:    DefaultMaxMessageSize,
 	}
 	c.server.pageSize = DefaultPageSize
+	c.server.stateTTL = DefaultStateTTL
 	c.client.maxInputRounds = DefaultMaxInputRounds
 	c.client.discoverTimeout = DefaultDiscoverTimeout
 	for _, o := range opts {

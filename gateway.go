@@ -1,10 +1,15 @@
 package mcp
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"time"
 )
 
 // ErrInputRequired is returned by an ask (Elicit, Sample, ListRoots) on the
@@ -121,4 +126,662 @@ func (g *ClientGateway) Log(level LoggingLevel, logger string, data any) error {
 		return nil
 	}
 	return g.Notify("notifications/message", logMessage{Level: level, Logger: logger, Data: data})
+}
+
+// Elicitation modes and actions.
+const (
+	ElicitationForm = "form"
+	ElicitationURL  = "url"
+
+	ActionAccept  = "accept"
+	ActionDecline = "decline"
+	ActionCancel  = "cancel"
+)
+
+// ElicitParams are the params of elicitation/create: a form (a message and a
+// flat requested schema) or, in url mode, a URL the user should visit.
+type ElicitParams struct {
+	Mode            string          `json:"mode,omitempty"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	// ElicitationID names a url-mode elicitation (2025-11-25 only).
+	ElicitationID string `json:"elicitationId,omitempty"`
+	Meta          Meta   `json:"_meta,omitempty"`
+}
+
+// ElicitResult is the user's answer to an elicitation. Declining or
+// cancelling is an answer, not an error. Content is set only when a form
+// was accepted.
+type ElicitResult struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+	Meta    Meta           `json:"_meta,omitempty"`
+}
+
+// CreateMessageParams are the params of sampling/createMessage.
+//
+// Deprecated: Sampling is deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28); call an LLM provider's API
+// directly instead. It keeps working on every revision.
+type CreateMessageParams struct {
+	Messages         []SamplingMessage `json:"messages"`
+	ModelPreferences *ModelPreferences `json:"modelPreferences,omitempty"`
+	SystemPrompt     string            `json:"systemPrompt,omitempty"`
+	IncludeContext   string            `json:"includeContext,omitempty"`
+	Temperature      *float64          `json:"temperature,omitempty"`
+	MaxTokens        int               `json:"maxTokens"`
+	StopSequences    []string          `json:"stopSequences,omitempty"`
+	Metadata         map[string]any    `json:"metadata,omitempty"`
+	Tools            []*Tool           `json:"tools,omitempty"`
+	ToolChoice       *ToolChoice       `json:"toolChoice,omitempty"`
+	Meta             Meta              `json:"_meta,omitempty"`
+}
+
+// ModelPreferences are a server's hints for the client's choice of model.
+type ModelPreferences struct {
+	Hints                []ModelHint `json:"hints,omitempty"`
+	CostPriority         *float64    `json:"costPriority,omitempty"`
+	SpeedPriority        *float64    `json:"speedPriority,omitempty"`
+	IntelligencePriority *float64    `json:"intelligencePriority,omitempty"`
+}
+
+// ModelHint names a model, or part of a name, a server would like.
+type ModelHint struct {
+	Name string `json:"name,omitempty"`
+}
+
+// ToolChoice says whether the model may, must or must not call tools.
+type ToolChoice struct {
+	Mode string `json:"mode,omitempty"`
+}
+
+// SamplingMessage is one message of a sampling conversation.
+type SamplingMessage struct {
+	Role    string          `json:"role"`
+	Content SamplingContent `json:"content"`
+	Meta    Meta            `json:"_meta,omitempty"`
+}
+
+// SamplingContent is the content of a sampling message: one block, or
+// several (parallel tool uses and their results). One block travels as a
+// JSON object, several as an array.
+type SamplingContent []Content
+
+// MarshalJSON writes a single block as an object.
+func (s SamplingContent) MarshalJSON() ([]byte, error) {
+	if len(s) == 1 {
+		return json.Marshal(s[0])
+	}
+	return json.Marshal([]Content(s))
+}
+
+// UnmarshalJSON reads an object or an array of blocks.
+func (s *SamplingContent) UnmarshalJSON(data []byte) error {
+	if d := trimJSONSpace(data); len(d) > 0 && d[0] == '[' {
+		return json.Unmarshal(data, (*[]Content)(s))
+	}
+	var c Content
+	if err := json.Unmarshal(data, &c); err != nil {
+		return err
+	}
+	*s = SamplingContent{c}
+	return nil
+}
+
+// CreateMessageResult is the client's sampled message.
+type CreateMessageResult struct {
+	Role       string          `json:"role"`
+	Content    SamplingContent `json:"content"`
+	Model      string          `json:"model"`
+	StopReason string          `json:"stopReason,omitempty"`
+	Meta       Meta            `json:"_meta,omitempty"`
+}
+
+// Root is a directory or file the client lets the server work on.
+type Root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
+}
+
+// ListRootsResult is the client's answer to roots/list.
+type ListRootsResult struct {
+	Roots []Root `json:"roots"`
+}
+
+// URLElicitation describes one url-mode elicitation in a
+// URLElicitationRequired error.
+type URLElicitation struct {
+	Mode          string `json:"mode"`
+	ElicitationID string `json:"elicitationId"`
+	URL           string `json:"url"`
+	Message       string `json:"message"`
+}
+
+// URLElicitationRequired returns the error (code -32042, 2025-11-25) that
+// tells the client the request needs the user to complete these url-mode
+// elicitations first.
+func URLElicitationRequired(message string, elicitations ...URLElicitation) *Error {
+	for i := range elicitations {
+		elicitations[i].Mode = ElicitationURL
+	}
+	return NewError(CodeURLElicitationRequired, message, map[string]any{"elicitations": elicitations})
+}
+
+// An AskOption configures one ask (Elicit, ElicitURL, Sample, ListRoots).
+type AskOption func(*askOptions)
+
+type askOptions struct {
+	key           string
+	timeout       time.Duration
+	timeoutSet    bool
+	elicitationID string
+}
+
+// WithKey names an ask. On 2026-07-28 the answer to an ask is filed under
+// its key across the rounds of the call; the default key is the ask's kind
+// and position in the handler ("elicitation_1", "sampling_2"), which is
+// stable only if the handler asks in the same order every time it runs.
+func WithKey(key string) AskOption {
+	return func(o *askOptions) { o.key = key }
+}
+
+// WithAskTimeout replaces the idle bound of one live ask (older revisions),
+// for example to give a person more time to answer. On 2026-07-28 the ask
+// ends the request instead and the bound does not apply.
+func WithAskTimeout(d time.Duration) AskOption {
+	return func(o *askOptions) { o.timeout, o.timeoutSet = d, true }
+}
+
+// WithElicitationID sets the id of a url-mode elicitation on 2025-11-25, to
+// be named later in CompleteElicitation; by default a random one is made.
+func WithElicitationID(id string) AskOption {
+	return func(o *askOptions) { o.elicitationID = id }
+}
+
+// SupportsElicitation reports whether the client declared elicitation.
+func (g *ClientGateway) SupportsElicitation() bool { return g.req.caps.has("elicitation") }
+
+// SupportsElicitationURL reports whether the client declared url-mode
+// elicitation. A bare elicitation capability declares form mode only.
+func (g *ClientGateway) SupportsElicitationURL() bool {
+	_, url := g.req.caps.elicitationModes()
+	return url
+}
+
+// SupportsExtension reports whether the client declared the extension with
+// this id under capabilities.extensions (for MCP Apps,
+// "io.modelcontextprotocol/ui").
+func (g *ClientGateway) SupportsExtension(id string) bool { return g.req.caps.hasSub("extensions", id) }
+
+// SupportsRoots reports whether the client declared roots.
+func (g *ClientGateway) SupportsRoots() bool { return g.req.caps.has("roots") }
+
+// SupportsSampling reports whether the client declared sampling.
+func (g *ClientGateway) SupportsSampling() bool { return g.req.caps.has("sampling") }
+
+// SupportsSamplingContext reports whether the client declared
+// sampling.context, needed for includeContext values other than "none".
+func (g *ClientGateway) SupportsSamplingContext() bool { return g.req.caps.hasSub("sampling", "context") }
+
+// SupportsSamplingTools reports whether the client declared sampling.tools;
+// a sampling request may carry tools or toolChoice only then.
+func (g *ClientGateway) SupportsSamplingTools() bool { return g.req.caps.hasSub("sampling", "tools") }
+
+// Elicit asks the user, through the client, to fill in a form described by
+// schema (a flat JSON Schema object: a *Schema, a json.RawMessage or any
+// value that marshals to one). The user may accept, decline or cancel; all
+// three are results.
+//
+// On 2024-11-05 … 2025-11-25 this is a live elicitation/create request,
+// bounded by the server's request timeouts and by ctx. On 2026-07-28 the
+// first call returns ErrInputRequired: return it, and the handler runs again
+// once the client re-sends the request with the answer, which this call
+// then returns. See [WithKey].
+func (g *ClientGateway) Elicit(ctx context.Context, message string, schema any, opts ...AskOption) (*ElicitResult, error) {
+	rawSchema, err := marshalParams(schema)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: encoding the requested schema: %w", err)
+	}
+	if len(rawSchema) == 0 {
+		rawSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	p := &ElicitParams{Message: message, RequestedSchema: rawSchema}
+	if g.req.modern {
+		p.Mode = ElicitationForm
+	}
+	var res ElicitResult
+	if err := g.ask(ctx, "elicitation", "elicitation/create", p, ElicitationForm, opts, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ElicitURL sends the user to url to complete an interaction out of band
+// (a consent screen, a checkout). The result carries only the user's
+// action: accept means the user agreed to open the URL. The client must
+// have declared url-mode elicitation; otherwise ElicitURL fails before
+// sending anything.
+func (g *ClientGateway) ElicitURL(ctx context.Context, message, url string, opts ...AskOption) (*ElicitResult, error) {
+	if !g.SupportsElicitationURL() {
+		return nil, errors.New("mcp: the client did not declare url-mode elicitation (capabilities.elicitation.url)")
+	}
+	p := &ElicitParams{Mode: ElicitationURL, Message: message, URL: url}
+	if !g.req.modern && g.req.version >= Version20251125 {
+		var o askOptions
+		for _, opt := range opts {
+			opt(&o)
+		}
+		p.ElicitationID = o.elicitationID
+		if p.ElicitationID == "" {
+			p.ElicitationID = randomID()
+		}
+	}
+	var res ElicitResult
+	if err := g.ask(ctx, "elicitation", "elicitation/create", p, ElicitationURL, opts, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// CompleteElicitation tells the client that the url-mode elicitation with
+// this id has been completed (notifications/elicitation/complete,
+// 2025-11-25 only; on other revisions it sends nothing).
+func (g *ClientGateway) CompleteElicitation(elicitationID string) error {
+	if g.req.modern || g.req.version < Version20251125 {
+		return nil
+	}
+	return g.Notify("notifications/elicitation/complete", map[string]string{"elicitationId": elicitationID})
+}
+
+// Sample asks the client to sample a message from its language model.
+// Tools and ToolChoice require the client's sampling.tools capability, an
+// IncludeContext other than "none" its sampling.context; Sample refuses
+// otherwise. Like Elicit, it is a live request on the older revisions and
+// an ask answered by replay on 2026-07-28.
+//
+// Deprecated: Sampling is deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28); call an LLM provider's API
+// directly instead. It keeps working on every revision.
+func (g *ClientGateway) Sample(ctx context.Context, params *CreateMessageParams, opts ...AskOption) (*CreateMessageResult, error) {
+	if (len(params.Tools) > 0 || params.ToolChoice != nil) && !g.SupportsSamplingTools() && !g.req.modern {
+		return nil, errors.New("mcp: the client did not declare sampling.tools; a sampling request may not carry tools or toolChoice")
+	}
+	if params.IncludeContext != "" && params.IncludeContext != "none" && !g.SupportsSamplingContext() && !g.req.modern {
+		return nil, errors.New("mcp: the client did not declare sampling.context; includeContext must be \"none\"")
+	}
+	var res CreateMessageResult
+	if err := g.ask(ctx, "sampling", "sampling/createMessage", params, "", opts, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ListRoots asks the client for its roots: the directories or files the
+// server may work on. Like Elicit, it is a live request on the older
+// revisions and an ask answered by replay on 2026-07-28.
+//
+// Deprecated: Roots are deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28); pass directories or files
+// through tool arguments, resource URIs or server configuration instead.
+// It keeps working on every revision.
+func (g *ClientGateway) ListRoots(ctx context.Context, opts ...AskOption) (*ListRootsResult, error) {
+	var res ListRootsResult
+	if err := g.ask(ctx, "roots", "roots/list", json.RawMessage(`{}`), "", opts, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ask runs one ask on whichever mechanic the request's revision has and
+// decodes the answer into result.
+func (g *ClientGateway) ask(ctx context.Context, kind, method string, params any, mode string, opts []AskOption, result any) error {
+	var o askOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	raw, err := marshalParams(params)
+	if err != nil {
+		return fmt.Errorf("mcp: encoding %s params: %w", method, err)
+	}
+	var answer json.RawMessage
+	if g.req.modern {
+		answer, err = g.replay(kind, method, raw, mode, o)
+	} else {
+		co := &callOptions{related: g.req.id, route: g.req.route, timeout: o.timeout, timeoutSet: o.timeoutSet}
+		answer, err = g.req.conn.call(ctx, method, raw, co)
+		var rpcErr *Error
+		if errors.As(err, &rpcErr) {
+			// The client's refusal is this handler's error to handle, not a
+			// protocol error of the request being served.
+			return fmt.Errorf("mcp: the client answered %s with an error: %w", method, err)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(answer, result); err != nil {
+		return fmt.Errorf("mcp: the client's answer to %s is malformed: %w", method, err)
+	}
+	return nil
+}
+
+func randomID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// InputRequest is one ask of a 2026-07-28 input_required result: a request
+// the client runs locally (elicitation/create, sampling/createMessage or
+// roots/list) and answers in the retry's inputResponses.
+type InputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// InputRequiredError is returned by a handler that asks for input itself
+// rather than through the gateway: the request ends with an input_required
+// result carrying Requests, and State (any JSON value) comes back, signed,
+// on the retry, readable with [RequestInfo.State]. On the older revisions
+// the server sends the asks as live requests and runs the handler again
+// with the answers, readable with [RequestInfo.InputResponse].
+type InputRequiredError struct {
+	Requests map[string]InputRequest
+	State    any
+}
+
+// Error implements the error interface.
+func (e *InputRequiredError) Error() string {
+	return fmt.Sprintf("mcp: input required from the client (%d asks)", len(e.Requests))
+}
+
+// Is makes an InputRequiredError match ErrInputRequired.
+func (e *InputRequiredError) Is(target error) bool { return target == ErrInputRequired }
+
+// mrtrMethods may answer with input_required on 2026-07-28.
+var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// inputRound is one run of a handler serving a request that may ask for
+// input: the answers it can use and the asks it left unanswered.
+type inputRound struct {
+	mu       sync.Mutex
+	binding  string
+	retry    bool // the request carried inputResponses or a requestState
+	answers  map[string]json.RawMessage
+	used     map[string]json.RawMessage // answers this run consumed; carried forward
+	asks     map[string]InputRequest
+	position int
+	payload  json.RawMessage // the handler's state from the previous round
+	next     json.RawMessage // the handler's state for the next round
+}
+
+func newInputRound(binding string) *inputRound {
+	return &inputRound{binding: binding, answers: map[string]json.RawMessage{}, used: map[string]json.RawMessage{}, asks: map[string]InputRequest{}}
+}
+
+// openRound reads a 2026-07-28 retry's inputResponses and requestState. A
+// state that fails verification is -32602; an inputResponses that is not an
+// object is ignored, so its asks are simply asked again.
+func (s *Server) openRound(method string, params json.RawMessage) (*inputRound, error) {
+	var p struct {
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   *string         `json:"requestState"`
+	}
+	_ = json.Unmarshal(params, &p)
+	r := newInputRound(requestBinding(method, params))
+	if p.RequestState != nil {
+		st, err := s.stateCodec().open(*p.RequestState, r.binding)
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
+		}
+		maps.Copy(r.answers, st.Answers)
+		r.payload = st.Payload
+		r.retry = true
+	}
+	var responses map[string]json.RawMessage
+	if json.Unmarshal(p.InputResponses, &responses) == nil && responses != nil {
+		maps.Copy(r.answers, responses)
+		r.retry = true
+	}
+	return r, nil
+}
+
+func (s *Server) stateCodec() stateCodec {
+	key := s.cfg.server.stateKey
+	if key == nil {
+		key = processStateKey
+	}
+	return stateCodec{key: key, ttl: s.cfg.server.stateTTL}
+}
+
+// replay is an ask on 2026-07-28: answered from this round's answers if the
+// client already gave one, else recorded so the request ends as
+// input_required.
+func (g *ClientGateway) replay(kind, method string, params json.RawMessage, mode string, o askOptions) (json.RawMessage, error) {
+	r := g.req.round
+	if r == nil {
+		return nil, &Error{Code: CodeInternalError, Message: "Internal error: on protocol revision 2026-07-28 a server can ask the client for input only while serving tools/call, prompts/get or resources/read"}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.position++
+	key := o.key
+	if key == "" {
+		key = fmt.Sprintf("%s_%d", kind, r.position)
+	}
+	if answer, ok := r.answers[key]; ok && validAnswer(kind, mode, answer) {
+		r.used[key] = answer
+		return answer, nil
+	}
+	if missing := missingCapabilities(g.req.caps, method, params); missing != nil {
+		return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
+	}
+	r.asks[key] = InputRequest{Method: method, Params: params}
+	return nil, fmt.Errorf("%w: %s", ErrInputRequired, key)
+}
+
+// validAnswer reports whether an inputResponses entry is a well-formed
+// answer to an ask of this kind; a malformed one is asked again.
+func validAnswer(kind, mode string, raw json.RawMessage) bool {
+	switch kind {
+	case "elicitation":
+		var a struct {
+			Action  string          `json:"action"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(raw, &a) != nil {
+			return false
+		}
+		switch a.Action {
+		case ActionDecline, ActionCancel:
+			return true
+		case ActionAccept:
+			hasContent := len(a.Content) > 0 && string(a.Content) != "null"
+			if mode == ElicitationURL {
+				return !hasContent
+			}
+			var obj map[string]json.RawMessage
+			return hasContent && json.Unmarshal(a.Content, &obj) == nil
+		}
+		return false
+	case "sampling":
+		var a CreateMessageResult
+		return json.Unmarshal(raw, &a) == nil && a.Role != "" && len(a.Content) > 0
+	case "roots":
+		var a struct {
+			Roots *[]Root `json:"roots"`
+		}
+		return json.Unmarshal(raw, &a) == nil && a.Roots != nil
+	}
+	return false
+}
+
+// missingCapabilities returns the client capabilities an ask needs that the
+// request did not declare, or nil.
+func missingCapabilities(caps capabilitySet, method string, params json.RawMessage) map[string]any {
+	empty := map[string]any{}
+	switch method {
+	case "elicitation/create":
+		var p struct {
+			Mode string `json:"mode"`
+		}
+		_ = json.Unmarshal(params, &p)
+		form, url := caps.elicitationModes()
+		if p.Mode == ElicitationURL && !url {
+			return map[string]any{"elicitation": map[string]any{"url": empty}}
+		}
+		if p.Mode != ElicitationURL && !form {
+			return map[string]any{"elicitation": map[string]any{"form": empty}}
+		}
+	case "sampling/createMessage":
+		var p struct {
+			Tools          json.RawMessage `json:"tools"`
+			ToolChoice     json.RawMessage `json:"toolChoice"`
+			IncludeContext string          `json:"includeContext"`
+		}
+		_ = json.Unmarshal(params, &p)
+		if !caps.has("sampling") {
+			return map[string]any{"sampling": empty}
+		}
+		if (len(p.Tools) > 0 && string(p.Tools) != "null" || len(p.ToolChoice) > 0 && string(p.ToolChoice) != "null") && !caps.hasSub("sampling", "tools") {
+			return map[string]any{"sampling": map[string]any{"tools": empty}}
+		}
+		if p.IncludeContext != "" && p.IncludeContext != "none" && !caps.hasSub("sampling", "context") {
+			return map[string]any{"sampling": map[string]any{"context": empty}}
+		}
+	case "roots/list":
+		if !caps.has("roots") {
+			return map[string]any{"roots": empty}
+		}
+	}
+	return nil
+}
+
+// inputRequiredResult is the 2026-07-28 result of a round that needs input.
+type inputRequiredResult struct {
+	ResultType    string                  `json:"resultType"`
+	InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
+	RequestState  string                  `json:"requestState,omitempty"`
+}
+
+// finishRound turns a handler's outcome into the request's answer on
+// 2026-07-28: if any ask of the round is unanswered, the request ends as
+// input_required, whatever the handler returned.
+func (s *Server) finishRound(r *inputRound, caps capabilitySet, result any, err error) (any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	asks := r.asks
+	var own *InputRequiredError
+	if len(asks) == 0 && errors.As(err, &own) {
+		for _, ask := range own.Requests {
+			if missing := missingCapabilities(caps, ask.Method, ask.Params); missing != nil {
+				return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
+			}
+		}
+		asks = own.Requests
+		if own.State != nil {
+			payload, merr := json.Marshal(own.State)
+			if merr != nil {
+				return nil, fmt.Errorf("mcp: encoding the handler's state: %w", merr)
+			}
+			r.next = payload
+		}
+	}
+	if len(asks) == 0 {
+		if errors.Is(err, ErrInputRequired) {
+			return nil, &Error{Code: CodeInternalError, Message: "Internal error: the handler reported input required without asking for any"}
+		}
+		return result, err
+	}
+	state := &sealedState{Binding: r.binding, Answers: r.used, Payload: r.next}
+	if len(state.Answers) == 0 {
+		state.Answers = nil
+	}
+	return &inputRequiredResult{ResultType: resultInputRequired, InputRequests: asks, RequestState: s.stateCodec().seal(state)}, nil
+}
+
+// InputResponse returns the client's answer to the ask named key, if this
+// run of the handler has one: from the retry's inputResponses or carried in
+// its requestState on 2026-07-28, or gathered by live requests on the older
+// revisions after the handler returned an InputRequiredError.
+func (r *RequestInfo) InputResponse(key string) (json.RawMessage, bool) {
+	if r.round == nil {
+		return nil, false
+	}
+	r.round.mu.Lock()
+	defer r.round.mu.Unlock()
+	answer, ok := r.round.answers[key]
+	if ok {
+		r.round.used[key] = answer
+	}
+	return answer, ok
+}
+
+// State decodes into v the state the handler carried from its previous
+// round (see SetState and InputRequiredError.State). It reports false on a
+// first round.
+func (r *RequestInfo) State(v any) (bool, error) {
+	if r.round == nil || len(r.round.payload) == 0 {
+		return false, nil
+	}
+	return true, json.Unmarshal(r.round.payload, v)
+}
+
+// SetState sets the state (any JSON value) to carry, signed, to the next
+// round if this run ends asking for input.
+func (r *RequestInfo) SetState(v any) error {
+	if r.round == nil {
+		return errors.New("mcp: no input round: SetState needs a tools/call, prompts/get or resources/read request")
+	}
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	r.round.mu.Lock()
+	r.round.next = payload
+	r.round.mu.Unlock()
+	return nil
+}
+
+// maxShimRounds bounds how often the older revisions re-run a handler that
+// keeps returning InputRequiredError.
+const maxShimRounds = 8
+
+// runLegacyShim serves, on the older revisions, a handler that returns
+// InputRequiredError: each ask goes out as a live request, the answers are
+// gathered (an ask the client refuses is skipped), and the handler runs
+// again with them.
+func (ss *serverSession) runLegacyShim(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
+	info.round = newInputRound("")
+	for round := 0; ; round++ {
+		result, err := ss.dispatch(ctx, req, info)
+		var own *InputRequiredError
+		if !errors.As(err, &own) {
+			return result, err
+		}
+		if round == maxShimRounds {
+			return nil, &Error{Code: CodeInternalError, Message: "Internal error: the handler kept asking for input"}
+		}
+		for _, ask := range own.Requests {
+			if missing := missingCapabilities(info.caps, ask.Method, ask.Params); missing != nil {
+				return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
+			}
+		}
+		next := newInputRound("")
+		for key, ask := range own.Requests {
+			answer, err := req.conn.call(ctx, ask.Method, ask.Params, &callOptions{related: req.id, route: req.route})
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				continue
+			}
+			next.answers[key] = answer
+		}
+		if own.State != nil {
+			next.payload, _ = json.Marshal(own.State)
+		}
+		info.round = next
+	}
 }

@@ -68,7 +68,81 @@ func newTestServer(opts ...Option) *Server {
 	s.AddTool(Tool{Name: "panic"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		panic("boom")
 	})
+	addGatewayTools(s)
 	return s
+}
+
+// gatewayArgs are the arguments of the gateway test tools.
+type gatewayArgs struct {
+	Message string          `json:"message"`
+	URL     string          `json:"url"`
+	Tools   bool            `json:"tools"`
+	Level   LoggingLevel    `json:"level"`
+	Key     string          `json:"key"`
+	Extra   json.RawMessage `json:"extra"`
+}
+
+// addGatewayTools registers tools that exercise every ClientGateway method
+// and report what came back as JSON text.
+func addGatewayTools(s *Server) {
+	reply := func(v any, err error) (*CallToolResult, error) {
+		if err != nil {
+			return nil, err
+		}
+		b, _ := json.Marshal(v)
+		return &CallToolResult{Content: []Content{TextContent(string(b))}}, nil
+	}
+	args := func(req *CallToolRequest) gatewayArgs {
+		var a gatewayArgs
+		json.Unmarshal(req.Params.Arguments, &a)
+		return a
+	}
+	s.AddTool(Tool{Name: "ask_elicitation"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		a := args(req)
+		var opts []AskOption
+		if a.Key != "" {
+			opts = append(opts, WithKey(a.Key))
+		}
+		return reply(req.Gateway().Elicit(ctx, a.Message, json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`), opts...))
+	})
+	s.AddTool(Tool{Name: "ask_url"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		a := args(req)
+		return reply(req.Gateway().ElicitURL(ctx, a.Message, a.URL))
+	})
+	s.AddTool(Tool{Name: "ask_sampling"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		a := args(req)
+		p := &CreateMessageParams{MaxTokens: 64, Messages: []SamplingMessage{{Role: "user", Content: SamplingContent{TextContent(a.Message)}}}}
+		if a.Tools {
+			p.Tools = []*Tool{{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+			p.ToolChoice = &ToolChoice{Mode: "auto"}
+		}
+		return reply(req.Gateway().Sample(ctx, p))
+	})
+	s.AddTool(Tool{Name: "ask_roots"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return reply(req.Gateway().ListRoots(ctx))
+	})
+	s.AddTool(Tool{Name: "log"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		sent := 0
+		for _, l := range []LoggingLevel{LevelDebug, LevelInfo, LevelWarning, LevelError} {
+			if err := req.Gateway().Log(l, "test", "at "+string(l)); err != nil {
+				return nil, err
+			}
+			sent++
+		}
+		return reply(sent, nil)
+	})
+	s.AddTool(Tool{Name: "notify"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return reply("notified", req.Gateway().Notify("notifications/custom", map[string]string{"hello": "world"}))
+	})
+	s.AddTool(Tool{Name: "capabilities"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		g := req.Gateway()
+		return reply(map[string]bool{
+			"elicitation": g.SupportsElicitation(), "elicitationURL": g.SupportsElicitationURL(),
+			"roots": g.SupportsRoots(), "sampling": g.SupportsSampling(),
+			"samplingContext": g.SupportsSamplingContext(), "samplingTools": g.SupportsSamplingTools(),
+			"ui": g.SupportsExtension("io.modelcontextprotocol/ui"),
+		}, nil)
+	})
 }
 
 // pair connects a client and a server over in-memory transports. The server

@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"time"
 )
 
 // DefaultPageSize is the default number of items in one page of a list
@@ -18,6 +19,8 @@ const DefaultPageSize = 100
 type serverConfig struct {
 	instructions string
 	pageSize     int
+	stateKey     []byte
+	stateTTL     time.Duration
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
@@ -62,6 +65,7 @@ type RequestInfo struct {
 	conn     *conn
 	route    any
 	gateway  *ClientGateway
+	round    *inputRound // the asks and answers of a call that may need input
 }
 
 // ProtocolVersion returns the protocol revision the request is served under.
@@ -211,6 +215,9 @@ func (ss *serverSession) handleRequest(ctx context.Context, req *inboundRequest)
 	}
 	info.version, info.caps, info.logLevel = version, caps, level
 	info.token = env.Meta.ProgressToken
+	if mrtrMethods[req.method] {
+		return ss.runLegacyShim(ctx, req, info)
+	}
 	return ss.dispatch(ctx, req, info)
 }
 
@@ -232,9 +239,16 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	info.logLevel = env.Meta.LogLevel
 	var result any
 	var err error
-	if req.method == "server/discover" {
+	switch {
+	case req.method == "server/discover":
 		result = ss.srv.discover()
-	} else {
+	case mrtrMethods[req.method]:
+		if info.round, err = ss.srv.openRound(req.method, req.params); err != nil {
+			return nil, err
+		}
+		result, err = ss.dispatch(ctx, req, info)
+		result, err = ss.srv.finishRound(info.round, info.caps, result, err)
+	default:
 		result, err = ss.dispatch(ctx, req, info)
 	}
 	if err != nil {
@@ -370,9 +384,14 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 	}
 	res, err := st.handler(ctx, &CallToolRequest{Params: &p, RequestInfo: info})
 	if err != nil {
-		var rpcErr *Error
-		if errors.As(err, &rpcErr) {
+		// Only an *Error returned as is is a protocol error: one wrapped
+		// inside another error (a client's refusal of an ask, say) is the
+		// tool's failure, for the model to see.
+		if rpcErr, ok := err.(*Error); ok {
 			return nil, rpcErr
+		}
+		if errors.Is(err, ErrInputRequired) {
+			return nil, err
 		}
 		return &CallToolResult{Content: []Content{TextContent(err.Error())}, IsError: true}, nil
 	}

@@ -1,0 +1,562 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// gatewayClientOptions configure a client that answers every kind of ask.
+func gatewayClientOptions() []Option {
+	return []Option{
+		WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+			switch p.Message {
+			case "decline":
+				return &ElicitResult{Action: ActionDecline}, nil
+			case "cancel":
+				return &ElicitResult{Action: ActionCancel}, nil
+			case "fail":
+				return nil, errors.New("the user's screen is off")
+			}
+			if p.Mode == ElicitationURL {
+				return &ElicitResult{Action: ActionAccept}, nil
+			}
+			return &ElicitResult{Action: ActionAccept, Content: map[string]any{"name": "Ada"}}, nil
+		}),
+		WithURLElicitation(),
+		WithSamplingHandler(func(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
+			text := "sampled: " + p.Messages[0].Content[0].Text
+			if len(p.Tools) > 0 {
+				text += " (with tools)"
+			}
+			return &CreateMessageResult{Role: "assistant", Content: SamplingContent{TextContent(text)}, Model: "test-model", StopReason: "endTurn"}, nil
+		}),
+		WithSamplingTools(),
+		WithRoots(Root{URI: "file:///work", Name: "work"}),
+		WithExtension("io.modelcontextprotocol/ui", map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}}),
+	}
+}
+
+// connectGateway connects a client to the test server over a transport at
+// revision v.
+func connectGateway(t *testing.T, transport, v string, opts ...Option) *Client {
+	opts = append([]Option{WithProtocolVersion(v)}, opts...)
+	if transport == "stdio" {
+		return childServer(t, "", opts...)
+	}
+	return pair(t, newTestServer(), opts...)
+}
+
+func callText(t *testing.T, cl *Client, tool string, args any) string {
+	t.Helper()
+	res, err := cl.CallTool(context.Background(), tool, args)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if res.IsError {
+		t.Fatalf("%s failed: %s", tool, res.Content[0].Text)
+	}
+	return res.Content[0].Text
+}
+
+// TestGatewayMethods runs every gateway method on a legacy revision and on
+// 2026-07-28, over in-memory pipes and a child process.
+func TestGatewayMethods(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{Version20251125, Version20260728} {
+		for _, transport := range []string{"memory", "stdio"} {
+			t.Run(v+"/"+transport, func(t *testing.T) {
+				t.Parallel()
+				custom := make(chan string, 1)
+				opts := append(gatewayClientOptions(), WithNotificationHandler("notifications/custom", func(ctx context.Context, params json.RawMessage) {
+					custom <- string(params)
+				}))
+				cl := connectGateway(t, transport, v, opts...)
+				cases := []struct {
+					tool string
+					args any
+					want string
+				}{
+					{"ask_elicitation", gatewayArgs{Message: "Your name?"}, `{"action":"accept","content":{"name":"Ada"}}`},
+					{"ask_elicitation", gatewayArgs{Message: "decline"}, `{"action":"decline"}`},
+					{"ask_elicitation", gatewayArgs{Message: "cancel"}, `{"action":"cancel"}`},
+					{"ask_url", gatewayArgs{Message: "Connect", URL: "https://example.com/connect"}, `{"action":"accept"}`},
+					{"ask_sampling", gatewayArgs{Message: "hi"}, `{"role":"assistant","content":{"type":"text","text":"sampled: hi"},"model":"test-model","stopReason":"endTurn"}`},
+					{"ask_sampling", gatewayArgs{Message: "hi", Tools: true}, `{"role":"assistant","content":{"type":"text","text":"sampled: hi (with tools)"},"model":"test-model","stopReason":"endTurn"}`},
+					{"ask_roots", nil, `{"roots":[{"uri":"file:///work","name":"work"}]}`},
+					{"capabilities", nil, `{"elicitation":true,"elicitationURL":true,"roots":true,"sampling":true,"samplingContext":false,"samplingTools":true,"ui":true}`},
+				}
+				for _, tc := range cases {
+					if got := callText(t, cl, tc.tool, tc.args); !jsonEqual(got, tc.want) {
+						t.Errorf("%s %v: got %s, want %s", tc.tool, tc.args, got, tc.want)
+					}
+				}
+				if got := callText(t, cl, "notify", nil); got != `"notified"` {
+					t.Fatalf("notify: %s", got)
+				}
+				if got := <-custom; got != `{"hello":"world"}` {
+					t.Fatalf("custom notification: %s", got)
+				}
+			})
+		}
+	}
+}
+
+// TestGatewayWithoutCapabilities: a client that declared nothing is asked
+// nothing. On the older revisions the live ask fails (the client answers
+// -32601, and ElicitURL refuses before sending); on 2026-07-28 the server
+// answers -32021 naming what is missing.
+func TestGatewayWithoutCapabilities(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{Version20251125, Version20260728} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			cl := pair(t, newTestServer(), WithProtocolVersion(v))
+			if got := callText(t, cl, "capabilities", nil); !jsonEqual(got, `{"elicitation":false,"elicitationURL":false,"roots":false,"sampling":false,"samplingContext":false,"samplingTools":false,"ui":false}`) {
+				t.Fatalf("capabilities: %s", got)
+			}
+			for _, tool := range []string{"ask_elicitation", "ask_sampling", "ask_roots"} {
+				res, err := cl.CallTool(context.Background(), tool, gatewayArgs{Message: "m"})
+				var rpcErr *Error
+				switch {
+				case isModernVersion(v):
+					if !errors.As(err, &rpcErr) || rpcErr.Code != CodeMissingRequiredClientCapability || !strings.Contains(string(rpcErr.Data), "requiredCapabilities") {
+						t.Fatalf("%s: %v %+v", tool, err, res)
+					}
+				case err == nil && res.IsError:
+				case errors.As(err, &rpcErr) && rpcErr.Code == CodeMethodNotFound:
+				default:
+					t.Fatalf("%s: %v %+v", tool, err, res)
+				}
+			}
+			res, err := cl.CallTool(context.Background(), "ask_url", gatewayArgs{Message: "m", URL: "https://x"})
+			if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "elicitation.url") {
+				t.Fatalf("ask_url without the capability: %v %+v", err, res)
+			}
+		})
+	}
+}
+
+// TestSamplingToolsNeedTheirCapability: tools in a sampling request are
+// refused unless the client declared sampling.tools.
+func TestSamplingToolsNeedTheirCapability(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{Version20251125, Version20260728} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			cl := pair(t, newTestServer(), WithProtocolVersion(v), WithSamplingHandler(func(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
+				return &CreateMessageResult{Role: "assistant", Content: SamplingContent{TextContent("x")}, Model: "m"}, nil
+			}))
+			callText(t, cl, "ask_sampling", gatewayArgs{Message: "plain"})
+			res, err := cl.CallTool(context.Background(), "ask_sampling", gatewayArgs{Message: "m", Tools: true})
+			var rpcErr *Error
+			if isModernVersion(v) {
+				if !errors.As(err, &rpcErr) || rpcErr.Code != CodeMissingRequiredClientCapability || !strings.Contains(string(rpcErr.Data), `"tools"`) {
+					t.Fatalf("%v %+v", err, res)
+				}
+				return
+			}
+			if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "sampling.tools") {
+				t.Fatalf("%v %+v", err, res)
+			}
+		})
+	}
+}
+
+// TestClientErrorReplyIsAnError: a client handler's failure reaches the
+// server's ask as an error (older revisions) or fails the client's input
+// loop (2026-07-28); declining is not an error.
+func TestClientErrorReplyIsAnError(t *testing.T) {
+	t.Parallel()
+	cl := pair(t, newTestServer(), append(gatewayClientOptions(), WithProtocolVersion(Version20251125))...)
+	res, err := cl.CallTool(context.Background(), "ask_elicitation", gatewayArgs{Message: "fail"})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "screen is off") {
+		t.Fatalf("%v %+v", err, res)
+	}
+	modern := pair(t, newTestServer(), append(gatewayClientOptions(), WithProtocolVersion(Version20260728))...)
+	if _, err := modern.CallTool(context.Background(), "ask_elicitation", gatewayArgs{Message: "fail"}); err == nil || !strings.Contains(err.Error(), "screen is off") {
+		t.Fatalf("modern: %v", err)
+	}
+}
+
+// TestCapabilityChecksReadBothShapes: presence semantics hold whether the
+// capabilities come from our live struct or from decoded JSON (hasSubCapability).
+func TestCapabilityChecksReadBothShapes(t *testing.T) {
+	t.Parallel()
+	live := ClientCapabilities{
+		Roots:       &RootsCapability{},
+		Sampling:    &SamplingCapability{Tools: &struct{}{}},
+		Elicitation: &ElicitationCapability{},
+		Extensions:  map[string]json.RawMessage{"io.modelcontextprotocol/ui": json.RawMessage(`{}`)},
+	}
+	decoded := map[string]any{}
+	b, _ := json.Marshal(live)
+	json.Unmarshal(b, &decoded)
+	cases := []struct {
+		name string
+		caps any
+		want map[string]bool
+	}{
+		{"live struct", live, map[string]bool{"roots": true, "sampling": true, "tools": true, "context": false, "elicitation": true, "url": false, "ui": true, "other-ext": false}},
+		{"decoded map", decoded, map[string]bool{"roots": true, "sampling": true, "tools": true, "context": false, "elicitation": true, "url": false, "ui": true, "other-ext": false}},
+		{"values do not matter, keys do", json.RawMessage(`{"roots":null,"sampling":{"context":{"x":1}},"elicitation":{"url":{}}}`), map[string]bool{"roots": true, "sampling": true, "tools": false, "context": true, "elicitation": true, "url": true, "ui": false}},
+		{"form only is not url", json.RawMessage(`{"elicitation":{"form":{}}}`), map[string]bool{"elicitation": true, "url": false}},
+		{"nothing", json.RawMessage(`{}`), map[string]bool{"roots": false, "sampling": false, "elicitation": false}},
+		{"a non-object sub-capability holder", json.RawMessage(`{"sampling":true,"extensions":[]}`), map[string]bool{"sampling": true, "tools": false, "ui": false}},
+	}
+	for _, tc := range cases {
+		g := (&RequestInfo{caps: newCapabilitySet(tc.caps)}).Gateway()
+		got := map[string]bool{
+			"roots": g.SupportsRoots(), "sampling": g.SupportsSampling(), "tools": g.SupportsSamplingTools(),
+			"context": g.SupportsSamplingContext(), "elicitation": g.SupportsElicitation(), "url": g.SupportsElicitationURL(),
+			"ui": g.SupportsExtension("io.modelcontextprotocol/ui"), "other-ext": g.SupportsExtension("com.example/other"),
+		}
+		for k, want := range tc.want {
+			if got[k] != want {
+				t.Errorf("%s: %s = %v, want %v", tc.name, k, got[k], want)
+			}
+		}
+	}
+}
+
+// TestTwoAsksRunTheHandlerThreeTimes: on 2026-07-28 a handler asking twice
+// runs three times; answers come back by position and by key. On a legacy
+// revision it runs once.
+func TestTwoAsksRunTheHandlerThreeTimes(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{Version20251125, Version20260728} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			var runs atomic.Int32
+			srv := NewServer(Implementation{Name: "s", Version: "1"})
+			srv.AddTool(Tool{Name: "book"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+				runs.Add(1)
+				when, err := req.Gateway().Elicit(ctx, "When?", nil)
+				if err != nil {
+					return nil, err
+				}
+				seat, err := req.Gateway().Elicit(ctx, "Seat?", nil, WithKey("seat"))
+				if err != nil {
+					return nil, err
+				}
+				return &CallToolResult{Content: []Content{TextContent(fmt.Sprint(when.Content["answer"], " ", seat.Content["answer"]))}}, nil
+			})
+			cl := pair(t, srv, WithProtocolVersion(v), WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+				return &ElicitResult{Action: ActionAccept, Content: map[string]any{"answer": strings.TrimSuffix(p.Message, "?") + "!"}}, nil
+			}))
+			if got := callText(t, cl, "book", nil); got != "When! Seat!" {
+				t.Fatalf("got %q", got)
+			}
+			want := int32(1)
+			if isModernVersion(v) {
+				want = 3
+			}
+			if runs.Load() != want {
+				t.Fatalf("handler ran %d times, want %d", runs.Load(), want)
+			}
+		})
+	}
+}
+
+// modernCall sends a raw 2026-07-28 tools/call with extra params members.
+func modernCall(p *rawPeer, id int, caps, extra string) string {
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ask_elicitation","arguments":{"message":"Name?"}%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":%s}}}`, id, extra, caps))
+	return p.recv()
+}
+
+// TestReplayWire pins the 2026-07-28 wire shapes and the requestState rules
+// (ElicitationReplayTest, StatelessProtocolTest twins).
+func TestReplayWire(t *testing.T) {
+	t.Parallel()
+	p := rawServer(t, newTestServer())
+	form := `{"elicitation":{}}`
+
+	first := modernCall(p, 1, form, "")
+	if field(t, first, "result.resultType") != "input_required" {
+		t.Fatalf("round 1: %s", first)
+	}
+	ask := field(t, first, "result.inputRequests.elicitation_1")
+	if ask == nil || field(t, first, "result.inputRequests.elicitation_1.method") != "elicitation/create" ||
+		field(t, first, "result.inputRequests.elicitation_1.params.mode") != "form" {
+		t.Fatalf("round 1 ask: %s", first)
+	}
+	state, _ := field(t, first, "result.requestState").(string)
+
+	answer := `,"inputResponses":{"elicitation_1":{"action":"accept","content":{"name":"Ada"}}}`
+	done := modernCall(p, 2, form, answer)
+	if field(t, done, "result.resultType") != "complete" || !strings.Contains(done, `\"Ada\"`) {
+		t.Fatalf("retry: %s", done)
+	}
+
+	t.Run("a forged state is -32602", func(t *testing.T) {
+		got := modernCall(p, 3, form, answer+`,"requestState":"`+state+`x"`)
+		if field(t, got, "error.code") != float64(CodeInvalidParams) {
+			t.Fatalf("%s", got)
+		}
+	})
+	t.Run("a state replayed against other arguments is -32602", func(t *testing.T) {
+		p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask_elicitation","arguments":{"message":"Other?"},"requestState":"` + state + `","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`)
+		if got := p.recv(); field(t, got, "error.code") != float64(CodeInvalidParams) {
+			t.Fatalf("%s", got)
+		}
+	})
+	t.Run("the genuine state is accepted", func(t *testing.T) {
+		got := modernCall(p, 5, form, `,"requestState":"`+state+`"`)
+		if field(t, got, "result.resultType") != "input_required" {
+			t.Fatalf("%s", got)
+		}
+	})
+	t.Run("a malformed answer is asked again", func(t *testing.T) {
+		for _, bad := range []string{`{"action":"accept"}`, `12345`, `{"action":"maybe"}`} {
+			got := modernCall(p, 6, form, `,"inputResponses":{"elicitation_1":`+bad+`}`)
+			if field(t, got, "result.resultType") != "input_required" || field(t, got, "result.inputRequests.elicitation_1") == nil {
+				t.Fatalf("%s: %s", bad, got)
+			}
+		}
+		got := modernCall(p, 7, form, `,"inputResponses":null`)
+		if field(t, got, "result.resultType") != "input_required" {
+			t.Fatalf("null inputResponses: %s", got)
+		}
+	})
+	t.Run("extra answers are ignored", func(t *testing.T) {
+		got := modernCall(p, 8, form, `,"inputResponses":{"elicitation_1":{"action":"decline"},"unknown":{"x":1}}`)
+		if field(t, got, "result.resultType") != "complete" {
+			t.Fatalf("%s", got)
+		}
+	})
+	t.Run("an undeclared capability is -32021", func(t *testing.T) {
+		got := modernCall(p, 9, `{"sampling":{}}`, "")
+		if field(t, got, "error.code") != float64(CodeMissingRequiredClientCapability) || field(t, got, "error.data.requiredCapabilities.elicitation") == nil {
+			t.Fatalf("%s", got)
+		}
+	})
+}
+
+// TestExpiredStateIsRejected.
+func TestExpiredStateIsRejected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := rawServer(t, newTestServer(WithStateTTL(time.Minute)))
+		first := modernCall(p, 1, `{"elicitation":{}}`, "")
+		state := field(t, first, "result.requestState").(string)
+		time.Sleep(2 * time.Minute)
+		got := modernCall(p, 2, `{"elicitation":{}}`, `,"requestState":"`+state+`"`)
+		if field(t, got, "error.code") != float64(CodeInvalidParams) {
+			t.Fatalf("%s", got)
+		}
+	})
+}
+
+// TestStateCodec: round trip, and every kind of tampering is refused alike.
+func TestStateCodec(t *testing.T) {
+	t.Parallel()
+	c := stateCodec{key: make([]byte, 32), ttl: time.Minute}
+	sealed := c.seal(&sealedState{Binding: "b", Answers: map[string]json.RawMessage{"k": json.RawMessage(`{"action":"decline"}`)}})
+	st, err := c.open(sealed, "b")
+	if err != nil || string(st.Answers["k"]) != `{"action":"decline"}` {
+		t.Fatalf("%v %+v", err, st)
+	}
+	other := stateCodec{key: []byte(strings.Repeat("k", 32)), ttl: time.Minute}
+	dot := strings.LastIndexByte(sealed, '.')
+	swapped := c.seal(&sealedState{Binding: "other"})
+	for name, bad := range map[string]string{
+		"foreign key":     other.seal(&sealedState{Binding: "b"}),
+		"edited payload":  "A" + sealed[1:],
+		"edited mac":      sealed[:len(sealed)-2] + "AA",
+		"swapped payload": swapped[:strings.LastIndexByte(swapped, '.')] + sealed[dot:],
+		"no dot":          "abc",
+		"empty":           "",
+		"not base64":      "!!!.???",
+		"other binding":   sealed,
+	} {
+		binding := "b"
+		if name == "other binding" {
+			binding = "c"
+		}
+		if _, err := c.open(bad, binding); !errors.Is(err, errBadState) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a short key was accepted")
+		}
+	}()
+	WithStateKey([]byte("short"))
+}
+
+// TestHandlerReturnedInputRequired: a handler may return its own asks. On
+// 2026-07-28 they go out as input_required with the handler's signed state;
+// on a legacy revision the server asks live and runs the handler again.
+func TestHandlerReturnedInputRequired(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{Version20251125, Version20260728} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			srv := NewServer(Implementation{Name: "s", Version: "1"})
+			srv.AddTool(Tool{Name: "confirm"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+				answer, ok := req.InputResponse("confirm")
+				if !ok {
+					return nil, &InputRequiredError{
+						Requests: map[string]InputRequest{"confirm": {Method: "elicitation/create", Params: json.RawMessage(`{"message":"Sure?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}`)}},
+						State:    map[string]string{"step": "confirming"},
+					}
+				}
+				var state map[string]string
+				if _, err := req.State(&state); err != nil {
+					return nil, err
+				}
+				return &CallToolResult{Content: []Content{TextContent(string(answer) + " " + state["step"])}}, nil
+			})
+			cl := pair(t, srv, WithProtocolVersion(v), WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+				return &ElicitResult{Action: ActionAccept, Content: map[string]any{"ok": true}}, nil
+			}))
+			if got := callText(t, cl, "confirm", nil); got != `{"action":"accept","content":{"ok":true}} confirming` {
+				t.Fatalf("got %q", got)
+			}
+		})
+	}
+}
+
+// TestInputRequiredWhateverTheHandlerReturned: a handler that swallows the
+// ask's error still ends the round as input_required.
+func TestInputRequiredWhateverTheHandlerReturned(t *testing.T) {
+	t.Parallel()
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "careless"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		if _, err := req.Gateway().Elicit(ctx, "x", nil); err != nil {
+			return &CallToolResult{Content: []Content{TextContent("pretending all is well")}}, nil
+		}
+		return &CallToolResult{Content: []Content{TextContent("answered")}}, nil
+	})
+	cl := pair(t, srv, WithProtocolVersion(Version20260728), WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+		return &ElicitResult{Action: ActionDecline}, nil
+	}))
+	if got := callText(t, cl, "careless", nil); got != "answered" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestClientInputLoopIsBounded: a server that never stops asking makes the
+// client give up after its round limit.
+func TestClientInputLoopIsBounded(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "greedy"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		n := runs.Add(1)
+		_, err := req.Gateway().Elicit(ctx, "again", nil, WithKey(fmt.Sprint("ask", n)))
+		return nil, err
+	})
+	cl := pair(t, srv, WithProtocolVersion(Version20260728), WithMaxInputRounds(4), WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+		return &ElicitResult{Action: ActionDecline}, nil
+	}))
+	_, err := cl.CallTool(context.Background(), "greedy", nil)
+	if err == nil || !strings.Contains(err.Error(), "after 4 rounds") || runs.Load() != 4 {
+		t.Fatalf("err %v after %d runs", err, runs.Load())
+	}
+}
+
+// TestProgressStaysAttachedAcrossRounds.
+func TestProgressStaysAttachedAcrossRounds(t *testing.T) {
+	t.Parallel()
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "steps"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		_, have := req.InputResponse("elicitation_1")
+		start := 1.0
+		if have {
+			start = 2
+		}
+		req.Gateway().Progress(start, 2, "")
+		if _, err := req.Gateway().Elicit(ctx, "go on?", nil); err != nil {
+			return nil, err
+		}
+		return &CallToolResult{}, nil
+	})
+	cl := pair(t, srv, WithProtocolVersion(Version20260728), WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+		return &ElicitResult{Action: ActionCancel}, nil
+	}))
+	var got []float64
+	if _, err := cl.CallTool(context.Background(), "steps", nil, WithProgress(func(p Progress) { got = append(got, p.Progress) })); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("progress %v", got)
+	}
+}
+
+// TestLegacyAskWithoutAnswerTimesOut: a handler blocked in a live ask whose
+// client never answers ends at the request timeout, the ask is cancelled on
+// the wire, and no goroutine is left.
+func TestLegacyAskWithoutAnswerTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		before := runtime.NumGoroutine()
+		p := rawServer(t, newTestServer(WithRequestTimeout(5*time.Second)))
+		p.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"0"}}}`)
+		p.recv()
+		start := time.Now()
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask_elicitation","arguments":{"message":"Name?"}}}`)
+		ask := p.recv()
+		if field(t, ask, "method") != "elicitation/create" {
+			t.Fatalf("ask %s", ask)
+		}
+		cancel := p.recv()
+		if field(t, cancel, "method") != "notifications/cancelled" || field(t, cancel, "params.requestId") != field(t, ask, "id") {
+			t.Fatalf("cancel %s", cancel)
+		}
+		if time.Since(start) != 5*time.Second {
+			t.Fatalf("after %v", time.Since(start))
+		}
+		res := p.recv()
+		if field(t, res, "id") != 1.0 || field(t, res, "result.isError") != true || !strings.Contains(res, "went unanswered for 5s") {
+			t.Fatalf("result %s", res)
+		}
+		p.w.Close()
+		synctest.Wait()
+		if n := runtime.NumGoroutine(); n > before+1 {
+			t.Fatalf("%d goroutines, started with %d", n, before)
+		}
+	})
+}
+
+// TestHandlerCtxEndCancelsTheAsk: when the handler's ctx ends during a live
+// ask, the ask is cancelled on the wire and the client's handler sees it
+// (inbound cancellation on the client side).
+func TestHandlerCtxEndCancelsTheAsk(t *testing.T) {
+	t.Parallel()
+	clientSaw := make(chan error, 1)
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "impatient"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err := req.Gateway().Elicit(ctx, "quick!", nil)
+		return nil, err
+	})
+	rec := &logRecorder{}
+	cl := pair(t, srv, WithProtocolVersion(Version20251125), WithLogger(slog.New(rec)), WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+		<-ctx.Done()
+		clientSaw <- context.Cause(ctx)
+		return &ElicitResult{Action: ActionDecline}, nil
+	}))
+	res, err := cl.CallTool(context.Background(), "impatient", nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "deadline exceeded") {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if cause := <-clientSaw; !strings.Contains(cause.Error(), "cancelled by the caller") {
+		t.Fatalf("client handler saw %v", cause)
+	}
+}
+
+func TestURLElicitationRequiredError(t *testing.T) {
+	e := URLElicitationRequired("Authorization needed", URLElicitation{ElicitationID: "e-41", URL: "https://srv.example/connect", Message: "Connect"})
+	if e.Code != CodeURLElicitationRequired || !jsonEqual(string(e.Data), `{"elicitations":[{"mode":"url","elicitationId":"e-41","url":"https://srv.example/connect","message":"Connect"}]}`) {
+		t.Fatalf("%+v %s", e, e.Data)
+	}
+}
