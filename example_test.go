@@ -1,0 +1,268 @@
+package mcp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"strings"
+	"time"
+
+	"github.com/e6ac58cb/mcp"
+)
+
+// connectInMemory serves srv on one end of an in-memory connection and
+// connects a client, configured by opts, to the other end.
+func connectInMemory(srv *mcp.Server, opts ...mcp.Option) *mcp.Client {
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(context.Background(), serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "example-client", Version: "1.0.0"}, opts...)
+	if err := client.Connect(context.Background(), clientSide); err != nil {
+		log.Fatal(err)
+	}
+	return client
+}
+
+func text(res *mcp.CallToolResult) string { return res.Content[0].Text }
+
+// A long call streams progress to a callback of its own. Every report the
+// server sent before its result has been delivered when CallTool returns.
+func ExampleWithProgress() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "indexer", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "reindex"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for i := 1; i <= 3; i++ {
+			req.Gateway().Progress(float64(i), 3, fmt.Sprintf("shard %d", i))
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("reindexed")}}, nil
+	})
+	client := connectInMemory(srv)
+	defer client.Close()
+
+	res, err := client.CallTool(context.Background(), "reindex", nil, mcp.WithProgress(func(p mcp.Progress) {
+		fmt.Printf("%g/%g %s\n", p.Progress, p.Total, p.Message)
+	}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text(res))
+	// Output:
+	// 1/3 shard 1
+	// 2/3 shard 2
+	// 3/3 shard 3
+	// reindexed
+}
+
+// Every request has two bounds: an idle timeout that each progress report
+// of the call restarts, and a ceiling nothing extends.
+func ExampleWithRequestTimeout() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "slow", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "chatty"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// Busy for 300ms in all, but never silent for 200ms at a stretch.
+		for i := 1; i <= 5; i++ {
+			time.Sleep(60 * time.Millisecond)
+			req.Gateway().Progress(float64(i), 5, "")
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("done")}}, nil
+	})
+	client := connectInMemory(srv,
+		mcp.WithRequestTimeout(200*time.Millisecond), // idle bound
+		mcp.WithMaxRequestTimeout(10*time.Second),    // ceiling
+	)
+	defer client.Close()
+
+	res, err := client.CallTool(context.Background(), "chatty", nil, mcp.WithProgress(func(mcp.Progress) {}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text(res))
+	// Output: done
+}
+
+// A long call that reports no progress needs a wider idle bound of its own.
+// WithTimeout may exceed the client's ceiling.
+func ExampleWithTimeout() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "batch", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "export"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		time.Sleep(200 * time.Millisecond) // works quietly
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("exported")}}, nil
+	})
+	client := connectInMemory(srv, mcp.WithRequestTimeout(50*time.Millisecond))
+	defer client.Close()
+
+	var res mcp.CallToolResult
+	err := client.SendRequest(context.Background(), "tools/call", mcp.CallToolParams{Name: "export"}, &res,
+		mcp.WithTimeout(5*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text(&res))
+	// Output: exported
+}
+
+// When a bound elapses the call returns a *RequestTimeoutError naming the
+// request and the bound; the server was told with notifications/cancelled.
+func ExampleRequestTimeoutError() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "stuck", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "hang"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done() // cancelled by the client's notifications/cancelled
+		return nil, ctx.Err()
+	})
+	client := connectInMemory(srv, mcp.WithProtocolVersion(mcp.Version20251125))
+	defer client.Close()
+
+	_, err := client.CallTool(context.Background(), "hang", nil, mcp.WithTimeout(20*time.Millisecond))
+	var timeout *mcp.RequestTimeoutError
+	if errors.As(err, &timeout) {
+		fmt.Println(timeout.Method, timeout.Bound, timeout.Timeout)
+		fmt.Println(err)
+	}
+	// Output:
+	// tools/call idle 20ms
+	// request 2 (tools/call) went unanswered for 20ms
+}
+
+// A tool asks the user for input. On the older revisions this is a live
+// request to the client; on 2026-07-28 the first Elicit returns
+// ErrInputRequired, the handler returns it, and it runs again with the
+// answer once the client (automatically) re-sends the call.
+func ExampleClientGateway_Elicit() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "booking", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "book"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		schema := `{"type":"object","properties":{"seat":{"type":"string"}},"required":["seat"]}`
+		answer, err := req.Gateway().Elicit(ctx, "Which seat?", []byte(schema))
+		if err != nil {
+			return nil, err // on 2026-07-28: ErrInputRequired, the round ends here
+		}
+		if answer.Action != mcp.ActionAccept {
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("no booking")}}, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(fmt.Sprint("booked ", answer.Content["seat"]))}}, nil
+	})
+	for _, version := range []string{mcp.Version20251125, mcp.Version20260728} {
+		client := connectInMemory(srv, mcp.WithProtocolVersion(version),
+			mcp.WithElicitationHandler(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"seat": "12A"}}, nil
+			}))
+		res, err := client.CallTool(context.Background(), "book", nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(version, text(res))
+		client.Close()
+	}
+	// Output:
+	// 2025-11-25 booked 12A
+	// 2026-07-28 booked 12A
+}
+
+// url-mode elicitation sends the user somewhere else; the client must have
+// declared it.
+func ExampleClientGateway_ElicitURL() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "drive", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "connect"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		g := req.Gateway()
+		if !g.SupportsElicitationURL() {
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("visit https://drive.example/connect")}}, nil
+		}
+		answer, err := g.ElicitURL(ctx, "Connect your drive", "https://drive.example/connect")
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("user said " + answer.Action)}}, nil
+	})
+	client := connectInMemory(srv, mcp.WithURLElicitation(),
+		mcp.WithElicitationHandler(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			fmt.Println("open", p.URL, "?")
+			return &mcp.ElicitResult{Action: mcp.ActionAccept}, nil
+		}))
+	defer client.Close()
+	res, err := client.CallTool(context.Background(), "connect", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text(res))
+	// Output:
+	// open https://drive.example/connect ?
+	// user said accept
+}
+
+// A tool borrows the client's model.
+func ExampleClientGateway_Sample() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "summariser", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "summarise"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Gateway().Sample(ctx, &mcp.CreateMessageParams{
+			MaxTokens: 100,
+			Messages:  []mcp.SamplingMessage{{Role: "user", Content: mcp.SamplingContent{mcp.TextContent("Summarise: MCP connects models to tools.")}}},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(res.Model + ": " + res.Content[0].Text)}}, nil
+	})
+	client := connectInMemory(srv, mcp.WithSamplingHandler(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+		prompt := p.Messages[0].Content[0].Text
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "tiny", Content: mcp.SamplingContent{mcp.TextContent(strings.ToUpper(prompt[11:14]))}}, nil
+	}))
+	defer client.Close()
+	res, err := client.CallTool(context.Background(), "summarise", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text(res))
+	// Output: tiny: MCP
+}
+
+// A tool asks which directories it may work on.
+func ExampleClientGateway_ListRoots() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "files", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "where"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		roots, err := req.Gateway().ListRoots(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(roots.Roots[0].URI)}}, nil
+	})
+	client := connectInMemory(srv, mcp.WithRoots(mcp.Root{URI: "file:///home/ada/project", Name: "project"}))
+	defer client.Close()
+	res, err := client.CallTool(context.Background(), "where", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text(res))
+	// Output: file:///home/ada/project
+}
+
+// A client declares what it can answer by the handlers it is given; the
+// same handlers serve live requests on the older revisions and the input
+// rounds of 2026-07-28.
+func ExampleNewClient_withHandlers() {
+	client := mcp.NewClient(mcp.Implementation{Name: "desktop-app", Version: "2.0.0"},
+		mcp.WithElicitationHandler(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			// Show p.Message and a form built from p.RequestedSchema.
+			return &mcp.ElicitResult{Action: mcp.ActionDecline}, nil
+		}),
+		mcp.WithSamplingHandler(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			// Ask the user to approve, then call the model.
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "my-model", Content: mcp.SamplingContent{mcp.TextContent("...")}}, nil
+		}),
+		mcp.WithRoots(mcp.Root{URI: "file:///workspace", Name: "workspace"}),
+		mcp.WithRequestTimeout(30*time.Second),
+	)
+	srv := mcp.NewServer(mcp.Implementation{Name: "probe", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "caps"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		g := req.Gateway()
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(fmt.Sprint(g.SupportsElicitation(), g.SupportsSampling(), g.SupportsRoots(), g.SupportsElicitationURL()))}}, nil
+	})
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(context.Background(), serverSide)
+	if err := client.Connect(context.Background(), clientSide); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	res, err := client.CallTool(context.Background(), "caps", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text(res))
+	// Output: true true true false
+}
