@@ -322,7 +322,9 @@ func (g *ClientGateway) SupportsSampling() bool { return g.req.caps.has("samplin
 
 // SupportsSamplingContext reports whether the client declared
 // sampling.context, needed for includeContext values other than "none".
-func (g *ClientGateway) SupportsSamplingContext() bool { return g.req.caps.hasSub("sampling", "context") }
+func (g *ClientGateway) SupportsSamplingContext() bool {
+	return g.req.caps.hasSub("sampling", "context")
+}
 
 // SupportsSamplingTools reports whether the client declared sampling.tools;
 // a sampling request may carry tools or toolChoice only then.

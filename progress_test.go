@@ -389,4 +389,3 @@ func TestNotificationsAtTheCapAreDropped(t *testing.T) {
 		}
 	})
 }
-
