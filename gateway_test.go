@@ -372,9 +372,10 @@ func TestStateCodec(t *testing.T) {
 		"edited mac":      sealed[:len(sealed)-2] + "AA",
 		"swapped payload": swapped[:strings.LastIndexByte(swapped, '.')] + sealed[dot:],
 		"no dot":          "abc",
-		"empty":           "",
-		"not base64":      "!!!.???",
-		"other binding":   sealed,
+		"non-canonical base64 (found by FuzzStateCodec)": nonCanonical(sealed[:dot]) + sealed[dot:],
+		"empty":         "",
+		"not base64":    "!!!.???",
+		"other binding": sealed,
 	} {
 		binding := "b"
 		if name == "other binding" {
@@ -552,6 +553,14 @@ func TestHandlerCtxEndCancelsTheAsk(t *testing.T) {
 	if cause := <-clientSaw; !strings.Contains(cause.Error(), "cancelled by the caller") {
 		t.Fatalf("client handler saw %v", cause)
 	}
+}
+
+// nonCanonical respells base64 whose last character carries unused bits,
+// changing only those bits.
+func nonCanonical(b64 string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, b64[len(b64)-1])
+	return b64[:len(b64)-1] + string(alphabet[last^1])
 }
 
 func TestURLElicitationRequiredError(t *testing.T) {

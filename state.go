@@ -65,13 +65,16 @@ type sealedState struct {
 
 var errBadState = errors.New("the supplied requestState failed verification")
 
+// stateEncoding is strict so that each state has exactly one spelling: a
+// lenient decoder would accept variants whose unused trailing bits differ.
+var stateEncoding = base64.RawURLEncoding.Strict()
+
 func (c stateCodec) seal(s *sealedState) string {
 	s.Expires = time.Now().Add(c.ttl).Unix()
 	body, _ := json.Marshal(s)
 	mac := hmac.New(sha256.New, c.key)
 	mac.Write(body)
-	enc := base64.RawURLEncoding
-	return enc.EncodeToString(body) + "." + enc.EncodeToString(mac.Sum(nil))
+	return stateEncoding.EncodeToString(body) + "." + stateEncoding.EncodeToString(mac.Sum(nil))
 }
 
 // open verifies a state against the request it must belong to. Every
@@ -88,9 +91,8 @@ func (c stateCodec) open(state, binding string) (*sealedState, error) {
 	if dot < 0 {
 		return nil, errBadState
 	}
-	enc := base64.RawURLEncoding
-	body, err1 := enc.DecodeString(state[:dot])
-	sum, err2 := enc.DecodeString(state[dot+1:])
+	body, err1 := stateEncoding.DecodeString(state[:dot])
+	sum, err2 := stateEncoding.DecodeString(state[dot+1:])
 	if err1 != nil || err2 != nil {
 		return nil, errBadState
 	}
