@@ -177,15 +177,36 @@ func (t *IOTransport) WriteMessage(msg []byte) error {
 	return t.writeBatch([][]byte{msg})
 }
 
+// directWriteSize is the message size from which a message is written as
+// is, followed by its newline, instead of being copied into the write
+// buffer: copying costs more than the extra write, and the buffer stays small.
+const directWriteSize = 64 << 10
+
 func (t *IOTransport) writeBatch(msgs [][]byte) error {
 	t.wbuf = t.wbuf[:0]
 	for _, m := range msgs {
-		t.wbuf = append(t.wbuf, m...)
+		if len(m) < directWriteSize {
+			t.wbuf = append(t.wbuf, m...)
+			t.wbuf = append(t.wbuf, '\n')
+			continue
+		}
+		if len(t.wbuf) > 0 {
+			if _, err := t.w.Write(t.wbuf); err != nil {
+				return err
+			}
+			t.wbuf = t.wbuf[:0]
+		}
+		if _, err := t.w.Write(m); err != nil {
+			return err
+		}
 		t.wbuf = append(t.wbuf, '\n')
+	}
+	if len(t.wbuf) == 0 {
+		return nil
 	}
 	_, err := t.w.Write(t.wbuf)
 	if cap(t.wbuf) > 1<<20 {
-		t.wbuf = nil // don't pin a large message's buffer
+		t.wbuf = nil // don't pin a large batch's buffer
 	}
 	return err
 }

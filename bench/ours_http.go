@@ -1,0 +1,14 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/e6ac58cb/mcp"
+)
+
+// oursHTTPHandler serves s with the default Streamable HTTP options: both
+// eras on one endpoint.
+func oursHTTPHandler(s *mcp.Server) (http.Handler, error) { return mcp.NewHTTPHandler(s), nil }
+
+// oursHTTPTransport is the default Streamable HTTP client transport.
+func oursHTTPTransport(url string) (mcp.Transport, error) { return mcp.NewHTTPTransport(url), nil }
