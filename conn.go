@@ -199,7 +199,9 @@ type conn struct {
 	wqueue   []outgoing
 	wbytes   int
 	wwake    chan struct{}
-	wspace   chan struct{} // closed when the backlog drains
+	wspace   chan struct{} // closed when the backlog drains, if anyone waits
+	wwaiters int
+	wbusy    bool // a goroutine is writing
 	wclosed  bool
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -278,10 +280,8 @@ func (c *conn) handleFrame(data []byte, route any) {
 		return
 	}
 	var m wireMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) || json.Valid(data) {
-			// Well-formed JSON of the wrong shape.
+	if err := decodeEnvelope(data, &m); err != nil {
+		if err == errEnvelopeShape {
 			c.queueError(idOf(data), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()}, route)
 			return
 		}
@@ -320,7 +320,7 @@ func (c *conn) handleBatch(data []byte, route any) {
 	}
 	for _, item := range items {
 		var m wireMessage
-		if err := json.Unmarshal(item, &m); err != nil {
+		if err := decodeEnvelope(item, &m); err != nil {
 			c.queueError(idOf(item), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()}, route)
 			continue
 		}
@@ -661,27 +661,59 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 			c.wmu.Unlock()
 			return c.closedErr()
 		}
+		if !control && !c.wbusy && len(c.wqueue) == 0 {
+			// Nobody is writing: write on this goroutine rather than hand
+			// the message to the writer, saving a goroutine switch.
+			c.wbusy = true
+			c.wmu.Unlock()
+			one := [1]outgoing{o}
+			err := c.writeBatch(one[:], nil)
+			c.wmu.Lock()
+			c.wbusy = false
+			more := len(c.wqueue) > 0
+			c.wmu.Unlock()
+			if err != nil {
+				c.log.Warn("write failed; closing the connection", "err", err)
+				c.close(fmt.Errorf("write: %w", err))
+				return c.closedErr()
+			}
+			if more {
+				c.wakeWriter()
+			}
+			return nil
+		}
 		if control || c.wbytes < writeBacklog {
 			c.wqueue = append(c.wqueue, o)
 			c.wbytes += len(o.data)
 			c.wmu.Unlock()
-			select {
-			case c.wwake <- struct{}{}:
-			default:
-			}
+			c.wakeWriter()
 			return nil
 		}
 		space := c.wspace
+		c.wwaiters++
 		c.wmu.Unlock()
 		select {
 		case <-space:
 		case <-c.done:
 		}
+		c.wmu.Lock()
+		c.wwaiters--
+		c.wmu.Unlock()
 	}
 }
 
-// writeLoop is the serialised writer. It takes everything queued at once and
-// writes it as one batch, so concurrent senders share writes and flushes.
+func (c *conn) wakeWriter() {
+	select {
+	case c.wwake <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop is the serialised writer for whatever could not be written at
+// once: it takes everything queued and writes it as one batch, so
+// concurrent senders share writes and flushes. Only one goroutine writes at
+// a time (wbusy); an inline writer that finds a queue when it is done wakes
+// this loop.
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
 	var batch []outgoing
@@ -694,15 +726,23 @@ func (c *conn) writeLoop() {
 		}
 		for {
 			c.wmu.Lock()
-			batch, c.wqueue = c.wqueue, batch[:0]
-			c.wbytes = 0
-			close(c.wspace)
-			c.wspace = make(chan struct{})
-			c.wmu.Unlock()
-			if len(batch) == 0 {
+			if c.wbusy || len(c.wqueue) == 0 {
+				c.wmu.Unlock()
 				break
 			}
-			if err := c.writeBatch(batch, &frames); err != nil {
+			c.wbusy = true
+			batch, c.wqueue = c.wqueue, batch[:0]
+			c.wbytes = 0
+			if c.wwaiters > 0 {
+				close(c.wspace)
+				c.wspace = make(chan struct{})
+			}
+			c.wmu.Unlock()
+			err := c.writeBatch(batch, &frames)
+			c.wmu.Lock()
+			c.wbusy = false
+			c.wmu.Unlock()
+			if err != nil {
 				c.log.Warn("write failed; closing the connection", "err", err)
 				c.close(fmt.Errorf("write: %w", err))
 				return
@@ -716,7 +756,7 @@ func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 	if rw, ok := c.t.(routedWriter); ok {
 		return rw.writeRouted(batch)
 	}
-	if bw, ok := c.t.(batchWriter); ok && len(batch) > 1 {
+	if bw, ok := c.t.(batchWriter); ok && len(batch) > 1 && frames != nil {
 		*frames = (*frames)[:0]
 		for _, o := range batch {
 			*frames = append(*frames, o.data)

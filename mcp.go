@@ -21,6 +21,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -322,4 +323,161 @@ func encodeError(id ID, e *Error) []byte {
 	b = append(b, `,"error":`...)
 	b = append(b, body...)
 	return append(b, '}')
+}
+
+// errEnvelopeShape reports well-formed JSON that is not a JSON-RPC message
+// object, or one whose members have the wrong types.
+var errEnvelopeShape = errors.New("not a JSON-RPC message object")
+
+// decodeEnvelope reads one message into m with a single validating pass and
+// a single scanning pass: params, result and id stay raw slices of one copy
+// of data. It is the hot path of every message; encoding/json would validate,
+// reflect and copy each member separately. A syntax error is returned as
+// is; errEnvelopeShape means valid JSON of the wrong shape.
+func decodeEnvelope(data []byte, m *wireMessage) error {
+	if !json.Valid(data) {
+		var v any
+		return json.Unmarshal(data, &v) // the same input fails again, with a useful message
+	}
+	data = bytes.Clone(data)
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return errEnvelopeShape
+	}
+	i++
+	for {
+		i = skipSpace(data, i)
+		if data[i] == '}' {
+			return nil
+		}
+		keyEnd := skipValue(data, i)
+		key := data[i:keyEnd]
+		i = skipSpace(data, keyEnd) + 1 // past ':'
+		i = skipSpace(data, i)
+		valEnd := skipValue(data, i)
+		val := data[i:valEnd]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			json.Unmarshal(key, &k)
+			key = []byte(strconv.Quote(k))
+		}
+		switch string(key) {
+		case `"jsonrpc"`:
+			if string(val) != `"2.0"` && json.Unmarshal(val, &m.JSONRPC) != nil {
+				return errEnvelopeShape
+			}
+			if string(val) == `"2.0"` {
+				m.JSONRPC = "2.0"
+			}
+		case `"id"`:
+			m.ID = val
+		case `"method"`:
+			if val[0] != '"' {
+				return errEnvelopeShape
+			}
+			m.Method = methodName(val)
+		case `"params"`:
+			if string(val) != "null" {
+				m.Params = val
+			}
+		case `"result"`:
+			m.Result = val
+		case `"error"`:
+			var e Error
+			if string(val) == "null" {
+				break
+			}
+			if json.Unmarshal(val, &e) != nil {
+				return errEnvelopeShape
+			}
+			m.Error = &e
+		}
+		i = skipSpace(data, valEnd)
+		if data[i] == ',' {
+			i++
+		}
+	}
+}
+
+// methodName returns a JSON string's value, without allocating for the
+// methods every connection uses.
+func methodName(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		switch s := raw[1 : len(raw)-1]; string(s) {
+		case "tools/call":
+			return "tools/call"
+		case "notifications/progress":
+			return "notifications/progress"
+		case "notifications/cancelled":
+			return "notifications/cancelled"
+		case "tools/list":
+			return "tools/list"
+		case "ping":
+			return "ping"
+		case "resources/read":
+			return "resources/read"
+		case "prompts/get":
+			return "prompts/get"
+		default:
+			return string(s)
+		}
+	}
+	var s string
+	json.Unmarshal(raw, &s)
+	return s
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && isJSONSpace(data[i]) {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value starting at i. data must be
+// valid JSON.
+func skipValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				i = skipString(data, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(data) {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// skipString returns the end of the JSON string starting at i.
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
 }
