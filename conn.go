@@ -911,6 +911,7 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 	dl := call.deadline
 	for {
 		var bound TimeoutBound
+		var elapsed time.Duration
 		select {
 		case <-call.done:
 			call.deliverProgress()
@@ -921,14 +922,10 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		case <-call.psignal:
 			call.deliverProgress()
 			continue
-		case <-dl.idleC():
-			bound = BoundIdle
-		case <-dl.ceilingC():
-			bound = BoundCeiling
-			select {
-			case <-dl.idleC():
-				bound = BoundIdle // both elapsed together: the idle bound is the one to name
-			default:
+		case <-dl.C():
+			var ok bool
+			if bound, elapsed, ok = dl.expired(); !ok {
+				continue
 			}
 		case <-ctx.Done():
 		}
@@ -943,11 +940,7 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		}
 		if bound != "" {
 			c.abandon(call, o, "The request timed out.")
-			d := dl.idleFor
-			if bound == BoundCeiling {
-				d = dl.ceilingFor
-			}
-			return nil, &RequestTimeoutError{ID: call.id, Method: call.method, Bound: bound, Timeout: d}
+			return nil, &RequestTimeoutError{ID: call.id, Method: call.method, Bound: bound, Timeout: elapsed}
 		}
 		cause := context.Cause(ctx)
 		c.abandon(call, o, "The request was cancelled by the caller: "+cause.Error())

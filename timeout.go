@@ -90,62 +90,84 @@ func formatDuration(d time.Duration) string {
 	return d.String()
 }
 
-// deadline is the two-bound deadline of one outgoing request: an idle timer
-// that progress restarts and a ceiling that nothing extends. A nil *deadline
-// is a request with no bounds.
+// deadline is the two-bound deadline of one outgoing request: an idle bound
+// that progress restarts and a ceiling that nothing extends. One timer serves
+// both: progress only records the time (no timer work on the reader's
+// path), and when the timer fires the deadline checks which bound, if any,
+// has really elapsed and re-arms itself otherwise. A nil *deadline is a
+// request with no bounds.
 type deadline struct {
 	idleFor    time.Duration
-	ceilingFor time.Duration
-	idle       *time.Timer
-	ceiling    *time.Timer
+	ceilingFor time.Duration // 0: no ceiling
+	start      time.Time
+	timer      *time.Timer
 	armed      *atomic.Int64
+	lastActive atomic.Int64 // unix nanoseconds of the last progress
 
 	mu       sync.Mutex
 	released bool
 }
 
-// armDeadline starts both timers. An idle bound of 0 means no deadline at all:
-// the ceiling is ignored too.
+// armDeadline starts the deadline. An idle bound of 0 means no deadline at
+// all: the ceiling is ignored too. A ceiling nearer than the idle bound is
+// widened to it.
 func armDeadline(idle, ceiling time.Duration, armed *atomic.Int64) *deadline {
 	if idle <= 0 {
 		return nil
 	}
-	d := &deadline{idleFor: idle, idle: time.NewTimer(idle), armed: armed}
+	d := &deadline{idleFor: idle, start: time.Now(), armed: armed}
 	if ceiling > 0 {
 		d.ceilingFor = max(ceiling, idle)
-		d.ceiling = time.NewTimer(d.ceilingFor)
 	}
+	d.lastActive.Store(d.start.UnixNano())
+	d.timer = time.NewTimer(idle)
 	armed.Add(1)
 	return d
 }
 
-func (d *deadline) idleC() <-chan time.Time {
+// C fires when a bound may have elapsed; call expired to find out.
+func (d *deadline) C() <-chan time.Time {
 	if d == nil {
 		return nil
 	}
-	return d.idle.C
+	return d.timer.C
 }
 
-func (d *deadline) ceilingC() <-chan time.Time {
-	if d == nil || d.ceiling == nil {
-		return nil
+// expired reports which bound has elapsed, if any, and re-arms the timer
+// for the nearer remaining bound otherwise. When both have elapsed the idle
+// bound is the one named.
+func (d *deadline) expired() (TimeoutBound, time.Duration, bool) {
+	now := time.Now()
+	idleAt := time.Unix(0, d.lastActive.Load()).Add(d.idleFor)
+	if !now.Before(idleAt) {
+		return BoundIdle, d.idleFor, true
 	}
-	return d.ceiling.C
+	next := idleAt
+	if d.ceilingFor > 0 {
+		ceilingAt := d.start.Add(d.ceilingFor)
+		if !now.Before(ceilingAt) {
+			return BoundCeiling, d.ceilingFor, true
+		}
+		if ceilingAt.Before(next) {
+			next = ceilingAt
+		}
+	}
+	d.mu.Lock()
+	if !d.released {
+		d.timer.Reset(next.Sub(now))
+	}
+	d.mu.Unlock()
+	return "", 0, false
 }
 
 // extend restarts the idle bound; the ceiling keeps running.
 func (d *deadline) extend() {
-	if d == nil {
-		return
+	if d != nil {
+		d.lastActive.Store(time.Now().UnixNano())
 	}
-	d.mu.Lock()
-	if !d.released {
-		d.idle.Reset(d.idleFor)
-	}
-	d.mu.Unlock()
 }
 
-// release disarms both timers. It is safe to call more than once.
+// release disarms the deadline. It is safe to call more than once.
 func (d *deadline) release() {
 	if d == nil {
 		return
@@ -156,9 +178,6 @@ func (d *deadline) release() {
 		return
 	}
 	d.released = true
-	d.idle.Stop()
-	if d.ceiling != nil {
-		d.ceiling.Stop()
-	}
+	d.timer.Stop()
 	d.armed.Add(-1)
 }

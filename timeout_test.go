@@ -39,6 +39,17 @@ func rawServerPeerOver(t testing.TB, ct, st Transport, opts ...Option) (*Client,
 	return cl, p
 }
 
+// waitExpired waits on the deadline as a call does and returns the bound
+// that elapsed and when.
+func waitExpired(d *deadline) (TimeoutBound, time.Duration) {
+	for range d.C() {
+		if bound, elapsed, ok := d.expired(); ok {
+			return bound, elapsed
+		}
+	}
+	return "", 0
+}
+
 // TestDeadline pins the two-bound deadline on its own (RequestDeadlineTest).
 func TestDeadline(t *testing.T) {
 	t.Run("fires after the idle timeout", func(t *testing.T) {
@@ -47,13 +58,8 @@ func TestDeadline(t *testing.T) {
 			d := armDeadline(time.Second, 10*time.Second, &armed)
 			defer d.release()
 			start := time.Now()
-			select {
-			case <-d.idleC():
-			case <-d.ceilingC():
-				t.Fatal("ceiling fired first")
-			}
-			if time.Since(start) != time.Second {
-				t.Fatalf("fired after %v", time.Since(start))
+			if bound, elapsed := waitExpired(d); bound != BoundIdle || elapsed != time.Second || time.Since(start) != time.Second {
+				t.Fatalf("%s %v after %v", bound, elapsed, time.Since(start))
 			}
 		})
 	})
@@ -65,7 +71,7 @@ func TestDeadline(t *testing.T) {
 			start := time.Now()
 			time.Sleep(900 * time.Millisecond)
 			d.extend()
-			<-d.idleC()
+			waitExpired(d)
 			if got := time.Since(start); got != 1900*time.Millisecond {
 				t.Fatalf("fired after %v", got)
 			}
@@ -77,18 +83,21 @@ func TestDeadline(t *testing.T) {
 			d := armDeadline(time.Second, 3*time.Second, &armed)
 			defer d.release()
 			start := time.Now()
-			for {
-				select {
-				case <-d.idleC():
-					t.Fatal("idle fired although extended")
-				case <-d.ceilingC():
-					if got := time.Since(start); got != 3*time.Second {
-						t.Fatalf("ceiling after %v", got)
+			stop := make(chan struct{})
+			go func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(500 * time.Millisecond):
+						d.extend()
 					}
-					return
-				case <-time.After(500 * time.Millisecond):
-					d.extend()
 				}
+			}()
+			bound, elapsed := waitExpired(d)
+			close(stop)
+			if bound != BoundCeiling || elapsed != 3*time.Second || time.Since(start) != 3*time.Second {
+				t.Fatalf("%s %v after %v", bound, elapsed, time.Since(start))
 			}
 		})
 	})
@@ -97,12 +106,13 @@ func TestDeadline(t *testing.T) {
 			var armed atomic.Int64
 			d := armDeadline(2*time.Second, time.Second, &armed)
 			defer d.release()
-			if d.ceilingFor != 2*time.Second {
-				t.Fatalf("ceiling %v, want widened to 2s", d.ceilingFor)
+			start := time.Now()
+			if bound, elapsed := waitExpired(d); bound != BoundIdle || elapsed != 2*time.Second || time.Since(start) != 2*time.Second {
+				t.Fatalf("%s %v after %v", bound, elapsed, time.Since(start))
 			}
 		})
 	})
-	t.Run("release disarms both and is counted", func(t *testing.T) {
+	t.Run("release disarms and is counted, at no goroutine's cost", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var armed atomic.Int64
 			before := runtime.NumGoroutine()
@@ -120,10 +130,8 @@ func TestDeadline(t *testing.T) {
 			}
 			time.Sleep(5 * time.Second)
 			select {
-			case <-d.idleC():
-				t.Fatal("idle fired after release")
-			case <-d.ceilingC():
-				t.Fatal("ceiling fired after release")
+			case <-d.C():
+				t.Fatal("fired after release")
 			default:
 			}
 		})
@@ -133,12 +141,16 @@ func TestDeadline(t *testing.T) {
 			var armed atomic.Int64
 			d := armDeadline(time.Second, 0, &armed)
 			defer d.release()
-			if d.ceilingC() != nil {
-				t.Fatal("a ceiling was armed")
-			}
 			for range 100 {
 				time.Sleep(900 * time.Millisecond)
 				d.extend()
+				select {
+				case <-d.C():
+					if _, _, ok := d.expired(); ok {
+						t.Fatal("expired although extended")
+					}
+				default:
+				}
 			}
 		})
 	})
