@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -80,6 +82,9 @@ func (g *ClientGateway) Progress(progress, total float64, message string) error 
 	if len(g.req.token) == 0 {
 		return nil
 	}
+	if math.IsNaN(progress) || math.IsInf(progress, 0) || math.IsNaN(total) || math.IsInf(total, 0) {
+		return fmt.Errorf("mcp: progress %g of %g is not a finite number", progress, total)
+	}
 	g.mu.Lock()
 	if g.sentProgress && progress <= g.lastProgress {
 		last := g.lastProgress
@@ -88,7 +93,22 @@ func (g *ClientGateway) Progress(progress, total float64, message string) error 
 	}
 	g.sentProgress, g.lastProgress = true, progress
 	g.mu.Unlock()
-	return g.Notify("notifications/progress", progressParams{Token: json.RawMessage(g.req.token), Progress: progress, Total: total, Message: message})
+	// Built by hand: a long call may send thousands of these.
+	b := make([]byte, 0, 96+len(g.req.token)+len(message))
+	b = append(b, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`...)
+	b = append(b, g.req.token...)
+	b = append(b, `,"progress":`...)
+	b = strconv.AppendFloat(b, progress, 'g', -1, 64)
+	if total != 0 {
+		b = append(b, `,"total":`...)
+		b = strconv.AppendFloat(b, total, 'g', -1, 64)
+	}
+	if message != "" {
+		b = append(b, `,"message":`...)
+		b = appendJSONString(b, message)
+	}
+	b = append(b, "}}"...)
+	return g.req.conn.queueWrite(outgoing{data: b, related: g.req.id, route: g.req.route}, false)
 }
 
 // logMessage is the wire shape of notifications/message.
