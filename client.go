@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
+	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -32,7 +35,6 @@ type clientConfig struct {
 	roots           []Root
 	rootsHandler    RootsHandler
 	rootsSet        bool
-	extensions      map[string]json.RawMessage
 }
 
 // ElicitationHandler answers a server's elicitation: it shows the user the
@@ -104,7 +106,9 @@ func WithRootsHandler(h RootsHandler) Option {
 }
 
 // WithExtension declares a protocol extension under
-// capabilities.extensions, with its settings (nil for none).
+// capabilities.extensions, with its settings (nil for none). A client
+// declares it on every request (2026-07-28) or at initialize; a server in
+// its capabilities.
 func WithExtension(id string, settings any) Option {
 	return func(c *config) {
 		raw := json.RawMessage(`{}`)
@@ -113,10 +117,10 @@ func WithExtension(id string, settings any) Option {
 				raw = b
 			}
 		}
-		if c.client.extensions == nil {
-			c.client.extensions = make(map[string]json.RawMessage)
+		if c.extensions == nil {
+			c.extensions = make(map[string]json.RawMessage)
 		}
-		c.client.extensions[id] = raw
+		c.extensions[id] = raw
 	}
 }
 
@@ -156,6 +160,7 @@ type Client struct {
 	serverInfo   Implementation
 	instructions string
 	envelope     []metaEntry // the 2026-07-28 _meta members every request carries
+	subs         clientSubscriptions
 }
 
 // NewClient returns a client that introduces itself as info.
@@ -188,6 +193,9 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 		c.reset()
 		return err
 	}
+	// On 2026-07-28 list changes come only on a listen stream; open one if
+	// any handler wants them.
+	c.listenForChanges(ctx)
 	return nil
 }
 
@@ -234,7 +242,7 @@ func (c *Client) modernEnvelope(version string) []metaEntry {
 // nothing else.
 func (c *Client) capabilitiesJSON(modern bool) json.RawMessage {
 	cc := &c.cfg.client
-	caps := ClientCapabilities{Extensions: cc.extensions}
+	caps := ClientCapabilities{Extensions: c.cfg.extensions}
 	if cc.elicitation != nil {
 		caps.Elicitation = &ElicitationCapability{Form: &struct{}{}}
 		if cc.elicitURL {
@@ -634,5 +642,458 @@ func (c *Client) SetRoots(roots ...Root) error {
 }
 
 func (c *Client) notificationHandler(method string) NotificationHandler {
+	if method == "notifications/subscriptions/acknowledged" {
+		return c.acknowledged
+	}
 	return nil
+}
+
+// WithToolListChangedHandler calls h when the server says its list of tools
+// changed. On 2026-07-28 the server says so only on a subscriptions/listen
+// stream: a client with list-change handlers opens one when it connects,
+// asking for the changes it has handlers for, and [Client.Subscribe] adds
+// resources to it. Handlers of one connection run one at a time, in arrival
+// order; one must not call Subscribe or Unsubscribe, which wait for a
+// notification that would queue behind it.
+func WithToolListChangedHandler(h func(ctx context.Context)) Option {
+	return WithNotificationHandler("notifications/tools/list_changed", func(ctx context.Context, _ json.RawMessage) { h(ctx) })
+}
+
+// WithPromptListChangedHandler calls h when the server says its list of
+// prompts changed; see [WithToolListChangedHandler].
+func WithPromptListChangedHandler(h func(ctx context.Context)) Option {
+	return WithNotificationHandler("notifications/prompts/list_changed", func(ctx context.Context, _ json.RawMessage) { h(ctx) })
+}
+
+// WithResourceListChangedHandler calls h when the server says its list of
+// resources or resource templates changed; see
+// [WithToolListChangedHandler].
+func WithResourceListChangedHandler(h func(ctx context.Context)) Option {
+	return WithNotificationHandler("notifications/resources/list_changed", func(ctx context.Context, _ json.RawMessage) { h(ctx) })
+}
+
+// WithResourceUpdatedHandler calls h with the URI of a subscribed resource
+// that changed (see [Client.Subscribe]); the URI may be of a part of the
+// subscribed resource. See [WithToolListChangedHandler] for how handlers
+// run.
+func WithResourceUpdatedHandler(h func(ctx context.Context, uri string)) Option {
+	return WithNotificationHandler("notifications/resources/updated", func(ctx context.Context, params json.RawMessage) {
+		var p resourceURIParams
+		if json.Unmarshal(params, &p) == nil {
+			h(ctx, p.URI)
+		}
+	})
+}
+
+// WithLoggingMessageHandler calls h with each log message the server sends:
+// on the older revisions at the level set with [Client.SetLoggingLevel] and
+// above, on 2026-07-28 only about requests sent after SetLoggingLevel.
+//
+// Deprecated: Logging is deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28). It keeps working on every
+// revision.
+func WithLoggingMessageHandler(h func(ctx context.Context, msg *LoggingMessageParams)) Option {
+	return WithNotificationHandler("notifications/message", func(ctx context.Context, params json.RawMessage) {
+		var msg LoggingMessageParams
+		if json.Unmarshal(params, &msg) == nil {
+			h(ctx, &msg)
+		}
+	})
+}
+
+// ListResources returns one page of the server's resources; pass the
+// previous page's NextCursor to get the next, "" for the first.
+func (c *Client) ListResources(ctx context.Context, cursor string, opts ...CallOption) (*ListResourcesResult, error) {
+	var res ListResourcesResult
+	if err := c.SendRequest(ctx, "resources/list", cursorParams(cursor), &res, opts...); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ListResourceTemplates returns one page of the server's resource
+// templates; pass the previous page's NextCursor to get the next, "" for
+// the first.
+func (c *Client) ListResourceTemplates(ctx context.Context, cursor string, opts ...CallOption) (*ListResourceTemplatesResult, error) {
+	var res ListResourceTemplatesResult
+	if err := c.SendRequest(ctx, "resources/templates/list", cursorParams(cursor), &res, opts...); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ReadResource reads the resource at uri. A resource the server does not
+// have is an *Error: code -32002 from servers of the older revisions,
+// -32602 from 2026-07-28 ones.
+func (c *Client) ReadResource(ctx context.Context, uri string, opts ...CallOption) (*ReadResourceResult, error) {
+	var res ReadResourceResult
+	if err := c.SendRequest(ctx, "resources/read", &ReadResourceParams{URI: uri}, &res, opts...); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ListPrompts returns one page of the server's prompts; pass the previous
+// page's NextCursor to get the next, "" for the first.
+func (c *Client) ListPrompts(ctx context.Context, cursor string, opts ...CallOption) (*ListPromptsResult, error) {
+	var res ListPromptsResult
+	if err := c.SendRequest(ctx, "prompts/list", cursorParams(cursor), &res, opts...); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// GetPrompt gets the prompt name with its arguments filled in from args.
+func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string, opts ...CallOption) (*GetPromptResult, error) {
+	var res GetPromptResult
+	if err := c.SendRequest(ctx, "prompts/get", &GetPromptParams{Name: name, Arguments: args}, &res, opts...); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Complete asks the server to complete an argument of a prompt or a
+// variable of a resource template.
+func (c *Client) Complete(ctx context.Context, params *CompleteParams, opts ...CallOption) (*CompleteResult, error) {
+	var res CompleteResult
+	if err := c.SendRequest(ctx, "completion/complete", params, &res, opts...); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SetLoggingLevel asks the server for log messages at level and above (see
+// [WithLoggingMessageHandler]). On the older revisions it sends
+// logging/setLevel; on 2026-07-28, which has no such method, every later
+// request carries the level in its _meta, so the server logs about those
+// requests.
+//
+// Deprecated: Logging is deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28). It keeps working on every
+// revision.
+func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel, opts ...CallOption) error {
+	if !validLevel(level) {
+		return fmt.Errorf("mcp: unknown logging level %q", level)
+	}
+	c.mu.Lock()
+	if c.conn == nil {
+		c.mu.Unlock()
+		return ErrNotConnected
+	}
+	if c.modern {
+		value, _ := json.Marshal(level)
+		envelope := slices.DeleteFunc(slices.Clone(c.envelope), func(e metaEntry) bool { return e.key == metaLogLevel })
+		c.envelope = append(envelope, metaEntry{key: metaLogLevel, value: value})
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
+	return c.SendRequest(ctx, "logging/setLevel", map[string]LoggingLevel{"level": level}, nil, opts...)
+}
+
+// Tools iterates over the server's tools, fetching pages as it goes. An
+// error ends the iteration, yielded with a nil tool.
+func (c *Client) Tools(ctx context.Context, opts ...CallOption) iter.Seq2[*Tool, error] {
+	return pages(func(cursor string) ([]*Tool, string, error) {
+		res, err := c.ListTools(ctx, cursor, opts...)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.Tools, res.NextCursor, nil
+	})
+}
+
+// Resources iterates over the server's resources; see [Client.Tools].
+func (c *Client) Resources(ctx context.Context, opts ...CallOption) iter.Seq2[*Resource, error] {
+	return pages(func(cursor string) ([]*Resource, string, error) {
+		res, err := c.ListResources(ctx, cursor, opts...)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.Resources, res.NextCursor, nil
+	})
+}
+
+// ResourceTemplates iterates over the server's resource templates; see
+// [Client.Tools].
+func (c *Client) ResourceTemplates(ctx context.Context, opts ...CallOption) iter.Seq2[*ResourceTemplate, error] {
+	return pages(func(cursor string) ([]*ResourceTemplate, string, error) {
+		res, err := c.ListResourceTemplates(ctx, cursor, opts...)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.ResourceTemplates, res.NextCursor, nil
+	})
+}
+
+// Prompts iterates over the server's prompts; see [Client.Tools].
+func (c *Client) Prompts(ctx context.Context, opts ...CallOption) iter.Seq2[*Prompt, error] {
+	return pages(func(cursor string) ([]*Prompt, string, error) {
+		res, err := c.ListPrompts(ctx, cursor, opts...)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.Prompts, res.NextCursor, nil
+	})
+}
+
+// pages follows a list's cursors, fetching each page when the iteration
+// reaches it. A server that hands back the cursor it was given would loop
+// forever; that ends the iteration with an error.
+func pages[T any](list func(cursor string) ([]T, string, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		cursor := ""
+		for {
+			items, next, err := list(cursor)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			for _, item := range items {
+				if !yield(item, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			if next == cursor {
+				yield(zero, fmt.Errorf("mcp: the server repeated the cursor %q", cursor))
+				return
+			}
+			cursor = next
+		}
+	}
+}
+
+// Subscribe asks the server to tell the client when the resource at uri
+// changes; [WithResourceUpdatedHandler] receives the news. On the older
+// revisions it sends resources/subscribe. On 2026-07-28 it (re)opens the
+// client's subscriptions/listen stream, which then carries every subscribed
+// URI and the list changes the client has handlers for, and returns once
+// the server acknowledged it; it is an error if the server does not honour
+// the subscription.
+func (c *Client) Subscribe(ctx context.Context, uri string, opts ...CallOption) error {
+	return c.changeSubscription(ctx, uri, true, opts)
+}
+
+// Unsubscribe undoes [Client.Subscribe]. On 2026-07-28 the listen stream is
+// reopened without uri, or closed when nothing is left to listen for.
+func (c *Client) Unsubscribe(ctx context.Context, uri string, opts ...CallOption) error {
+	return c.changeSubscription(ctx, uri, false, opts)
+}
+
+func (c *Client) changeSubscription(ctx context.Context, uri string, on bool, opts []CallOption) error {
+	c.mu.Lock()
+	connected, modern := c.conn != nil, c.modern
+	c.mu.Unlock()
+	if !connected {
+		return ErrNotConnected
+	}
+	if !modern {
+		method := "resources/unsubscribe"
+		if on {
+			method = "resources/subscribe"
+		}
+		return c.SendRequest(ctx, method, &resourceURIParams{URI: uri}, nil, opts...)
+	}
+	subs := &c.subs
+	subs.changing.Lock()
+	defer subs.changing.Unlock()
+	uris := slices.Clone(subs.uris)
+	if on && !slices.Contains(uris, uri) {
+		uris = append(uris, uri)
+	}
+	if !on {
+		uris = slices.DeleteFunc(uris, func(u string) bool { return u == uri })
+	}
+	honoured, err := c.listen(ctx, uris, opts)
+	if err != nil {
+		return err
+	}
+	if on && !slices.Contains(honoured.ResourceSubscriptions, uri) {
+		return fmt.Errorf("mcp: the server does not honour a subscription to %s", uri)
+	}
+	return nil
+}
+
+// listenForChanges opens the 2026-07-28 listen stream for the list changes
+// the client has handlers for (and the server announces), so that they
+// arrive without a Subscribe. Connect calls it once the revision is agreed;
+// a failure is only logged, since the connection works without it.
+func (c *Client) listenForChanges(ctx context.Context) {
+	c.mu.Lock()
+	modern := c.modern
+	c.mu.Unlock()
+	if !modern {
+		return
+	}
+	c.subs.changing.Lock()
+	defer c.subs.changing.Unlock()
+	if _, err := c.listen(ctx, c.subs.uris, nil); err != nil {
+		c.cfg.logger.Warn("cannot listen for list changes", "err", err)
+	}
+}
+
+// clientSubscriptions is the client's side of a 2026-07-28 listen stream.
+type clientSubscriptions struct {
+	// changing is held while the stream is being replaced, so that
+	// acknowledgements come one at a time: the one that arrives is the one
+	// awaited.
+	changing sync.Mutex
+	uris     []string // guarded by changing
+
+	mu      sync.Mutex
+	current *listenCall             // the open stream, if any
+	acks    chan SubscriptionFilter // where the awaited acknowledgement goes
+	// active is the subscription id of the newest acknowledged stream;
+	// notifications of an older one, still open while being replaced, are
+	// dropped so none is delivered twice.
+	active string
+}
+
+// listenCall is one subscriptions/listen call in flight.
+type listenCall struct {
+	stop  context.CancelFunc
+	ended chan struct{} // closed once the call returned, its cancellation queued
+}
+
+// end ends the call and waits until its cancellation is on its way, so
+// that the server sees it before anything the client sends next.
+func (l *listenCall) end() {
+	l.stop()
+	<-l.ended
+}
+
+// listen replaces the listen stream with one for uris and the list changes
+// the client has handlers for, and returns what the server agreed to send.
+// The new stream is acknowledged before the old one ends, so no
+// notification falls between the two. With nothing to listen for, it only
+// ends the old stream.
+func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (SubscriptionFilter, error) {
+	handlers := c.cfg.notifications
+	caps := c.ServerCapabilities()
+	filter := SubscriptionFilter{
+		ToolsListChanged:      handlers["notifications/tools/list_changed"] != nil && caps.Tools != nil && caps.Tools.ListChanged,
+		PromptsListChanged:    handlers["notifications/prompts/list_changed"] != nil && caps.Prompts != nil && caps.Prompts.ListChanged,
+		ResourcesListChanged:  handlers["notifications/resources/list_changed"] != nil && caps.Resources != nil && caps.Resources.ListChanged,
+		ResourceSubscriptions: uris,
+	}
+	subs := &c.subs
+	if len(uris) == 0 && !filter.ToolsListChanged && !filter.PromptsListChanged && !filter.ResourcesListChanged {
+		subs.mu.Lock()
+		old := subs.current
+		subs.current = nil
+		subs.mu.Unlock()
+		if old != nil {
+			old.end()
+		}
+		subs.uris = nil
+		return SubscriptionFilter{}, nil
+	}
+	acks := make(chan SubscriptionFilter, 1)
+	subs.mu.Lock()
+	subs.acks = acks
+	subs.mu.Unlock()
+	// The stream outlives this call: it ends when replaced, or with the
+	// connection. It has no timeout: it is meant to stay open.
+	streamCtx, stop := context.WithCancel(context.Background())
+	call := &listenCall{stop: stop, ended: make(chan struct{})}
+	result := make(chan error, 1)
+	go func() {
+		defer close(call.ended)
+		defer stop()
+		err := c.SendRequest(streamCtx, "subscriptions/listen", &listenParams{Notifications: filter}, nil, append(slices.Clip(opts), WithTimeout(0))...)
+		result <- err
+		subs.mu.Lock()
+		defer subs.mu.Unlock()
+		if subs.current == call {
+			// The server ended the stream, or the connection went: what it
+			// carried is lost until the next Subscribe.
+			subs.current = nil
+			level := slog.LevelWarn
+			if errors.Is(err, ErrClosed) {
+				level = slog.LevelDebug
+			}
+			c.cfg.logger.Log(context.Background(), level, "the subscriptions/listen stream ended", "err", err)
+		}
+	}()
+	var honoured SubscriptionFilter
+	select {
+	case honoured = <-acks:
+	case err := <-result:
+		if err == nil {
+			err = errors.New("mcp: the server ended subscriptions/listen without acknowledging it")
+		}
+		return SubscriptionFilter{}, err
+	case <-ctx.Done():
+		call.end()
+		return SubscriptionFilter{}, ctx.Err()
+	}
+	subs.mu.Lock()
+	old := subs.current
+	subs.current = call
+	subs.mu.Unlock()
+	if old != nil {
+		old.end()
+	}
+	subs.uris = honoured.ResourceSubscriptions
+	return honoured, nil
+}
+
+// acknowledged receives notifications/subscriptions/acknowledged and hands
+// it to the listen call waiting for it.
+func (c *Client) acknowledged(_ context.Context, params json.RawMessage) {
+	var p listenParams
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	c.subs.mu.Lock()
+	acks := c.subs.acks
+	c.subs.acks = nil
+	c.subs.mu.Unlock()
+	if acks != nil {
+		acks <- p.Notifications
+	}
+}
+
+// subscriptionIDOf returns the raw subscription id a notification carries
+// in its _meta, or "".
+func subscriptionIDOf(params json.RawMessage) string {
+	if !bytes.Contains(params, []byte(metaSubscriptionID)) {
+		return ""
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	return string(p.Meta[metaSubscriptionID])
+}
+
+// acceptNotification drops list-change and resource-update notifications
+// of a listen stream that a newer one has replaced. It runs on the reader,
+// in arrival order, so the switch to a new stream happens exactly at its
+// acknowledgement.
+func (c *Client) acceptNotification(method string, params json.RawMessage) bool {
+	switch method {
+	case "notifications/subscriptions/acknowledged":
+		c.subs.mu.Lock()
+		c.subs.active = subscriptionIDOf(params)
+		c.subs.mu.Unlock()
+		return true
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
+		"notifications/resources/list_changed", "notifications/resources/updated":
+	default:
+		return true
+	}
+	id := subscriptionIDOf(params)
+	if id == "" {
+		return true
+	}
+	c.subs.mu.Lock()
+	defer c.subs.mu.Unlock()
+	return c.subs.active == "" || id == c.subs.active
 }

@@ -33,6 +33,7 @@ type config struct {
 	maxMessageSize    int
 	notifications     map[string]NotificationHandler
 	protocolVersion   string
+	extensions        map[string]json.RawMessage
 
 	client clientConfig
 	server serverConfig
@@ -118,6 +119,9 @@ type dispatcher interface {
 	handleRequest(ctx context.Context, req *inboundRequest) (any, error)
 	// notificationHandler returns the built-in handler for method, or nil.
 	notificationHandler(method string) NotificationHandler
+	// acceptNotification reports whether a notification should be handled
+	// at all (a client drops those of a listen stream it has replaced).
+	acceptNotification(method string, params json.RawMessage) bool
 }
 
 // inboundRequest is a request the peer sent us, as a handler sees it.
@@ -502,6 +506,9 @@ func (c *conn) routeNotification(method string, params json.RawMessage) {
 		}
 	case "notifications/cancelled":
 		c.routeCancelled(params)
+		return
+	}
+	if !c.disp.acceptNotification(method, params) {
 		return
 	}
 	h := c.cfg.notifications[method]

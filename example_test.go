@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"time"
 
@@ -265,4 +267,270 @@ func ExampleNewClient_withHandlers() {
 	}
 	fmt.Println(text(res))
 	// Output: true true true false
+}
+
+// A typed tool: its input and output schemas come from Go types, its
+// arguments are validated (defaults filled in) before the handler runs, and
+// its result carries structured content with a JSON text copy for older
+// clients. Invalid arguments come back as a tool error the model can read.
+func ExampleAddTool() {
+	type SearchArgs struct {
+		Query string `json:"query" description:"What to look for." schema:"minLength=1"`
+		Limit int    `json:"limit" schema:"minimum=1,maximum=50,default=10"`
+	}
+	type SearchResult struct {
+		Hits []string `json:"hits"`
+	}
+	srv := mcp.NewServer(mcp.Implementation{Name: "catalogue", Version: "1.0.0"})
+	mcp.AddTool(srv, mcp.Tool{Name: "search", Description: "Searches the catalogue."},
+		func(ctx context.Context, req *mcp.CallToolRequest, args SearchArgs) (SearchResult, error) {
+			return SearchResult{Hits: []string{fmt.Sprintf("%s (%d at most)", args.Query, args.Limit)}}, nil
+		})
+	client := connectInMemory(srv)
+	defer client.Close()
+	ctx := context.Background()
+
+	res, err := client.CallTool(ctx, "search", map[string]any{"query": "otters"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(res.StructuredContent))
+	res, err = client.CallTool(ctx, "search", map[string]any{"query": "otters", "limit": 500})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.IsError, text(res))
+	// Output:
+	// {"hits":["otters (10 at most)"]}
+	// true invalid arguments: /limit: 500 is greater than the maximum 50
+}
+
+// A resource template serves a family of URIs; the handler gets the
+// variables matched in the one asked for, and reports a missing resource
+// with ErrResourceNotFound.
+func ExampleServer_AddResourceTemplate() {
+	profiles := map[string]string{"42": "Ada, engineer"}
+	srv := mcp.NewServer(mcp.Implementation{Name: "directory", Version: "1.0.0"})
+	srv.AddResourceTemplate(mcp.ResourceTemplate{URITemplate: "users://{id}/profile", Name: "profile", MIMEType: "text/plain"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			profile, ok := profiles[req.Vars["id"]]
+			if !ok {
+				return nil, mcp.ErrResourceNotFound
+			}
+			return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{MIMEType: "text/plain", Text: profile}}}, nil
+		})
+	client := connectInMemory(srv)
+	defer client.Close()
+	ctx := context.Background()
+
+	res, err := client.ReadResource(ctx, "users://42/profile")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Contents[0].URI, res.Contents[0].Text)
+	_, err = client.ReadResource(ctx, "users://7/profile")
+	var rpcErr *mcp.Error
+	if errors.As(err, &rpcErr) {
+		fmt.Println(rpcErr.Code, string(rpcErr.Data))
+	}
+	// Output:
+	// users://42/profile Ada, engineer
+	// -32602 {"uri":"users://7/profile"}
+}
+
+// A prompt with arguments; the server checks that the required ones are
+// there before the handler runs.
+func ExampleServer_AddPrompt() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "reviewer", Version: "1.0.0"})
+	srv.AddPrompt(mcp.Prompt{
+		Name:        "review",
+		Description: "Asks for a code review.",
+		Arguments: []mcp.PromptArgument{
+			{Name: "code", Required: true},
+			{Name: "focus", Description: "What to look at first."},
+		},
+	}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		args := req.Params.Arguments
+		text := "Review this code"
+		if args["focus"] != "" {
+			text += ", looking at " + args["focus"] + " first"
+		}
+		return &mcp.GetPromptResult{Messages: []mcp.PromptMessage{
+			{Role: "user", Content: mcp.TextContent(text + ":")},
+			{Role: "user", Content: mcp.TextContent(args["code"])},
+		}}, nil
+	})
+	client := connectInMemory(srv)
+	defer client.Close()
+	ctx := context.Background()
+
+	res, err := client.GetPrompt(ctx, "review", map[string]string{"code": "x := 1", "focus": "naming"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range res.Messages {
+		fmt.Println(m.Role, m.Content.Text)
+	}
+	_, err = client.GetPrompt(ctx, "review", nil)
+	fmt.Println(err)
+	// Output:
+	// user Review this code, looking at naming first:
+	// user x := 1
+	// mcp: Invalid params: prompt "review" needs the argument "code" (code -32602)
+}
+
+// Completion suggests values for a prompt's arguments (or a resource
+// template's variables) as the user types; the other arguments already
+// filled in come as context.
+func ExampleWithCompletionHandler() {
+	languages := []string{"go", "gleam", "haskell", "python"}
+	srv := mcp.NewServer(mcp.Implementation{Name: "snippets", Version: "1.0.0"},
+		mcp.WithCompletionHandler(func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			var values []string
+			for _, l := range languages {
+				if strings.HasPrefix(l, req.Params.Argument.Value) {
+					values = append(values, l)
+				}
+			}
+			return &mcp.CompleteResult{Completion: mcp.Completion{Values: values}}, nil
+		}))
+	srv.AddPrompt(mcp.Prompt{Name: "snippet", Arguments: []mcp.PromptArgument{{Name: "language", Required: true}}},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []mcp.PromptMessage{{Role: "user", Content: mcp.TextContent("Write " + req.Params.Arguments["language"])}}}, nil
+		})
+	client := connectInMemory(srv)
+	defer client.Close()
+
+	res, err := client.Complete(context.Background(), &mcp.CompleteParams{
+		Ref:      mcp.PromptReference("snippet"),
+		Argument: mcp.CompleteArgument{Name: "language", Value: "g"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Completion.Values)
+	// Output: [go gleam]
+}
+
+// Tools iterates over every tool, fetching pages as the loop needs them.
+func ExampleClient_Tools() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "toolbox", Version: "1.0.0"}, mcp.WithPageSize(2))
+	for _, name := range []string{"hammer", "saw", "drill", "level", "chisel"} {
+		srv.AddTool(mcp.Tool{Name: name}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	}
+	client := connectInMemory(srv)
+	defer client.Close()
+
+	for tool, err := range client.Tools(context.Background()) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(tool.Name)
+	}
+	// Output:
+	// hammer
+	// saw
+	// drill
+	// level
+	// chisel
+}
+
+// Subscribing to a resource works on every revision: resources/subscribe on
+// the older ones, a subscriptions/listen stream on 2026-07-28.
+func ExampleClient_Subscribe() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "config", Version: "1.0.0"})
+	srv.AddResource(mcp.Resource{URI: "config://app", Name: "app config"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{Text: "debug=true"}}}, nil
+		})
+	for _, version := range []string{mcp.Version20251125, mcp.Version20260728} {
+		updated := make(chan string, 1)
+		client := connectInMemory(srv, mcp.WithProtocolVersion(version),
+			mcp.WithResourceUpdatedHandler(func(ctx context.Context, uri string) { updated <- uri }))
+		if err := client.Subscribe(context.Background(), "config://app"); err != nil {
+			log.Fatal(err)
+		}
+		srv.ResourceUpdated("config://app")
+		fmt.Println(version, <-updated)
+		client.Close()
+	}
+	// Output:
+	// 2025-11-25 config://app
+	// 2026-07-28 config://app
+}
+
+// A server is an http.Handler: mount it on any mux, behind any middleware.
+// One endpoint serves every protocol revision. Here httptest stands in for
+// http.ListenAndServe, and a client connects over Streamable HTTP.
+func ExampleNewHTTPHandler() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "greeter", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "greet"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("hello over " + req.ProtocolVersion())}}, nil
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewHTTPHandler(srv,
+		mcp.WithAllowedOrigins("https://app.example.com"), // browsers from elsewhere get 403
+		mcp.WithSessionTimeout(5*time.Minute),             // idle legacy sessions end
+	))
+	httpServer := httptest.NewServer(mux) // in production: http.ListenAndServe("127.0.0.1:8080", mux)
+	defer httpServer.Close()
+
+	for _, version := range []string{mcp.Version20251125, mcp.Version20260728} {
+		client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"}, mcp.WithProtocolVersion(version))
+		if err := client.Connect(context.Background(), mcp.NewHTTPTransport(httpServer.URL+"/mcp")); err != nil {
+			log.Fatal(err)
+		}
+		res, err := client.CallTool(context.Background(), "greet", nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(text(res))
+		client.Close()
+	}
+	// Output:
+	// hello over 2025-11-25
+	// hello over 2026-07-28
+}
+
+// A client connects to a remote server by URL. It tries 2026-07-28 first
+// and falls back to the initialize handshake by itself; options add
+// headers (a bearer token here) or replace the http.Client.
+func ExampleNewHTTPTransport() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "weather", Version: "1.0.0"})
+	srv.AddTool(mcp.Tool{Name: "forecast"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		req.Gateway().Progress(1, 2, "fetching")
+		req.Gateway().Progress(2, 2, "done")
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("sunny")}}, nil
+	})
+	remote := httptest.NewServer(mcp.NewHTTPHandler(srv, mcp.WithAuthorizer(func(r *http.Request) error {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			return errors.New("a valid bearer token is required")
+		}
+		return nil
+	})))
+	defer remote.Close()
+
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"})
+	transport := mcp.NewHTTPTransport(remote.URL,
+		mcp.WithHeader("Authorization", "Bearer s3cret"),
+		mcp.WithHTTPClient(&http.Client{Transport: http.DefaultTransport}))
+	if err := client.Connect(context.Background(), transport); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	fmt.Println("speaking", client.ProtocolVersion())
+	res, err := client.CallTool(context.Background(), "forecast", nil,
+		mcp.WithProgress(func(p mcp.Progress) { fmt.Println(p.Progress, p.Message) }),
+		mcp.WithTimeout(30*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text(res))
+	// Output:
+	// speaking 2026-07-28
+	// 1 fetching
+	// 2 done
+	// sunny
 }

@@ -131,18 +131,7 @@ func (g *ClientGateway) Log(level LoggingLevel, logger string, data any) error {
 	if !validLevel(level) {
 		return fmt.Errorf("mcp: unknown logging level %q", level)
 	}
-	threshold := g.req.logLevel
-	if !g.req.modern {
-		threshold = string(LevelDebug)
-		if g.req.session != nil {
-			g.req.session.mu.Lock()
-			if g.req.session.logLevel != "" {
-				threshold = g.req.session.logLevel
-			}
-			g.req.session.mu.Unlock()
-		}
-	}
-	if threshold == "" || levelRank[level] < levelRank[LoggingLevel(threshold)] {
+	if threshold, ok := clientLogThreshold(g.req); !ok || levelRank[level] < levelRank[threshold] {
 		return nil
 	}
 	return g.Notify("notifications/message", logMessage{Level: level, Logger: logger, Data: data})

@@ -26,7 +26,11 @@ func TestMain(m *testing.M) {
 		if v != "" {
 			opts = append(opts, WithProtocolVersion(v))
 		}
-		if err := newTestServer(opts...).Serve(context.Background(), StdioTransport()); err != nil {
+		srv := newTestServer(opts...)
+		if os.Getenv("MCP_TEST_SERVE_FEATURES") != "" {
+			srv = featureServer(opts...)
+		}
+		if err := srv.Serve(context.Background(), StdioTransport()); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
 		}

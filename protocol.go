@@ -369,3 +369,218 @@ func decodeParams(params json.RawMessage, v any) error {
 	}
 	return nil
 }
+
+// Resource describes a resource a server offers: data a client reads by URI.
+type Resource struct {
+	URI         string       `json:"uri"`
+	Name        string       `json:"name"`
+	Title       string       `json:"title,omitempty"`
+	Description string       `json:"description,omitempty"`
+	MIMEType    string       `json:"mimeType,omitempty"`
+	Annotations *Annotations `json:"annotations,omitempty"`
+	// Size is the size in bytes of the raw content, when known.
+	Size  *int64 `json:"size,omitempty"`
+	Icons []Icon `json:"icons,omitempty"`
+	Meta  Meta   `json:"_meta,omitempty"`
+}
+
+// ResourceTemplate describes a family of resources whose URIs follow an RFC
+// 6570 template, such as "file:///{+path}".
+type ResourceTemplate struct {
+	URITemplate string       `json:"uriTemplate"`
+	Name        string       `json:"name"`
+	Title       string       `json:"title,omitempty"`
+	Description string       `json:"description,omitempty"`
+	MIMEType    string       `json:"mimeType,omitempty"`
+	Annotations *Annotations `json:"annotations,omitempty"`
+	Icons       []Icon       `json:"icons,omitempty"`
+	Meta        Meta         `json:"_meta,omitempty"`
+}
+
+// ListResourcesResult is the result of resources/list.
+type ListResourcesResult struct {
+	Resources  []*Resource `json:"resources"`
+	NextCursor string      `json:"nextCursor,omitempty"`
+}
+
+// ListResourceTemplatesResult is the result of resources/templates/list.
+type ListResourceTemplatesResult struct {
+	ResourceTemplates []*ResourceTemplate `json:"resourceTemplates"`
+	NextCursor        string              `json:"nextCursor,omitempty"`
+}
+
+// ReadResourceParams are the params of resources/read.
+type ReadResourceParams struct {
+	URI  string `json:"uri"`
+	Meta Meta   `json:"_meta,omitempty"`
+}
+
+// ReadResourceResult is the result of resources/read: the contents of the
+// resource, or of several (the files of a directory, say).
+type ReadResourceResult struct {
+	Contents []ResourceContents `json:"contents"`
+	Meta     Meta               `json:"_meta,omitempty"`
+}
+
+// Prompt describes a prompt template a server offers.
+type Prompt struct {
+	Name        string           `json:"name"`
+	Title       string           `json:"title,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Arguments   []PromptArgument `json:"arguments,omitempty"`
+	Icons       []Icon           `json:"icons,omitempty"`
+	Meta        Meta             `json:"_meta,omitempty"`
+}
+
+// PromptArgument describes one argument of a prompt.
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Required arguments must be present in every prompts/get.
+	Required bool `json:"required,omitempty"`
+}
+
+// ListPromptsResult is the result of prompts/list.
+type ListPromptsResult struct {
+	Prompts    []*Prompt `json:"prompts"`
+	NextCursor string    `json:"nextCursor,omitempty"`
+}
+
+// GetPromptParams are the params of prompts/get.
+type GetPromptParams struct {
+	Name      string            `json:"name"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+	Meta      Meta              `json:"_meta,omitempty"`
+}
+
+// GetPromptResult is the result of prompts/get: the prompt's messages with
+// its arguments filled in.
+type GetPromptResult struct {
+	Description string          `json:"description,omitempty"`
+	Messages    []PromptMessage `json:"messages"`
+	Meta        Meta            `json:"_meta,omitempty"`
+}
+
+// PromptMessage is one message of a prompt. Role is "user" or "assistant".
+type PromptMessage struct {
+	Role    string  `json:"role"`
+	Content Content `json:"content"`
+}
+
+// CompleteParams are the params of completion/complete: which argument of
+// which prompt or resource template to complete, and what was typed so far.
+type CompleteParams struct {
+	Ref      CompleteReference `json:"ref"`
+	Argument CompleteArgument  `json:"argument"`
+	// Context holds the values of arguments already filled in, if any.
+	Context *CompleteContext `json:"context,omitempty"`
+	Meta    Meta             `json:"_meta,omitempty"`
+}
+
+// CompleteReference names what a completion is for: a prompt (Type
+// "ref/prompt" and Name) or a resource template (Type "ref/resource" and
+// URI, the template). [PromptReference] and [ResourceTemplateReference]
+// make one.
+type CompleteReference struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+	URI  string `json:"uri,omitempty"`
+}
+
+// PromptReference refers to the prompt named name, for a completion.
+func PromptReference(name string) CompleteReference {
+	return CompleteReference{Type: "ref/prompt", Name: name}
+}
+
+// ResourceTemplateReference refers to the resource template uriTemplate,
+// for a completion of one of its variables.
+func ResourceTemplateReference(uriTemplate string) CompleteReference {
+	return CompleteReference{Type: "ref/resource", URI: uriTemplate}
+}
+
+// CompleteArgument is the argument being completed and its partial value.
+type CompleteArgument struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// CompleteContext carries the arguments a user already filled in.
+type CompleteContext struct {
+	Arguments map[string]string `json:"arguments,omitempty"`
+}
+
+// CompleteResult is the result of completion/complete.
+type CompleteResult struct {
+	Completion Completion `json:"completion"`
+	Meta       Meta       `json:"_meta,omitempty"`
+}
+
+// Completion lists suggested values, at most 100. Total, when known, counts
+// every match; HasMore says there are matches beyond Values.
+type Completion struct {
+	Values  []string `json:"values"`
+	Total   int      `json:"total,omitempty"`
+	HasMore bool     `json:"hasMore,omitempty"`
+}
+
+// maxCompletionValues is the protocol's limit on Completion.Values.
+const maxCompletionValues = 100
+
+// SubscriptionFilter says which notifications a 2026-07-28
+// subscriptions/listen stream carries; each kind is opt-in.
+type SubscriptionFilter struct {
+	ToolsListChanged     bool `json:"toolsListChanged,omitempty"`
+	PromptsListChanged   bool `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged bool `json:"resourcesListChanged,omitempty"`
+	// ResourceSubscriptions are the URIs whose notifications/resources/updated
+	// the stream carries.
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+// listenParams are the params of subscriptions/listen and of its
+// notifications/subscriptions/acknowledged.
+type listenParams struct {
+	Notifications SubscriptionFilter `json:"notifications"`
+}
+
+// LoggingMessageParams are the params of notifications/message: one log
+// message from the server.
+type LoggingMessageParams struct {
+	Level LoggingLevel `json:"level"`
+	// Logger names the source, if the server said.
+	Logger string `json:"logger,omitempty"`
+	// Data is the message: a string, or any JSON value.
+	Data json.RawMessage `json:"data"`
+	Meta Meta            `json:"_meta,omitempty"`
+}
+
+// resourceURIParams are the params of resources/subscribe,
+// resources/unsubscribe and notifications/resources/updated.
+type resourceURIParams struct {
+	URI string `json:"uri"`
+}
+
+// CacheScope says who may share a cached 2026-07-28 result (SEP-2549).
+type CacheScope string
+
+// The cache scopes.
+const (
+	// CacheScopePrivate: the result may be reused only within the same
+	// authorization context.
+	CacheScopePrivate CacheScope = "private"
+	// CacheScopePublic: the result holds nothing user-specific and any cache
+	// may share it.
+	CacheScopePublic CacheScope = "public"
+)
+
+// cacheable marks the results that carry ttlMs and cacheScope on
+// 2026-07-28.
+type cacheable interface{ cacheable() }
+
+func (*ListToolsResult) cacheable()             {}
+func (*ListResourcesResult) cacheable()         {}
+func (*ListResourceTemplatesResult) cacheable() {}
+func (*ListPromptsResult) cacheable()           {}
+func (*ReadResourceResult) cacheable()          {}
+func (*DiscoverResult) cacheable()              {}

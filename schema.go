@@ -2141,3 +2141,129 @@ func validateArguments(s *Schema, raw json.RawMessage) (json.RawMessage, error) 
 	}
 	return schemaMarshal(args)
 }
+
+// conformOutput makes the JSON that encoding/json wrote for a typed tool's output satisfy
+// the schema inferred from the output's type, which it does not quite do by itself: a nil
+// slice, map or pointer is written as null, which the inferred schema does not allow. An
+// optional property that is null is dropped; a required one, an array item or a map value
+// that is null becomes [] or {} when the schema wants an array, or an object that {}
+// satisfies. Anything else, member order included, is left alone. raw comes back as it
+// is when it has no null.
+func conformOutput(s *Schema, raw []byte) []byte {
+	if !bytes.Contains(raw, []byte("null")) {
+		return raw
+	}
+	c := schemaConformer{root: s}
+	if out, changed := c.conform(s, raw, 0); changed {
+		return out
+	}
+	return raw
+}
+
+// schemaConformer carries the root schema, for $ref.
+type schemaConformer struct {
+	root *Schema
+}
+
+// resolve follows s's $ref chain; it returns nil where a reference does not resolve.
+func (c *schemaConformer) resolve(s *Schema) *Schema {
+	for hops := 0; s != nil && s.Ref != ""; hops++ {
+		if hops > schemaMaxDepth {
+			return nil
+		}
+		s, _ = schemaResolveRef(c.root, s.Ref)
+	}
+	return s
+}
+
+// empty returns the empty value that satisfies s in place of null, if there is one.
+func (c *schemaConformer) empty(s *Schema) ([]byte, bool) {
+	switch s = c.resolve(s); {
+	case s == nil:
+		return nil, false
+	case s.Type == "array" && s.MinItems == nil:
+		return []byte("[]"), true
+	case s.Type == "object" && len(s.Required) == 0 && s.MinProperties == nil:
+		return []byte("{}"), true
+	}
+	return nil, false
+}
+
+// conform returns raw with the nulls inside it fixed, and whether it changed anything.
+func (c *schemaConformer) conform(s *Schema, raw []byte, depth int) ([]byte, bool) {
+	s = c.resolve(s)
+	raw = bytes.TrimSpace(raw)
+	if s == nil || depth > schemaMaxDepth || len(raw) == 0 || !bytes.Contains(raw, []byte("null")) {
+		return raw, false
+	}
+	switch raw[0] {
+	case 'n':
+		return c.empty(s)
+	case '[':
+		var items []json.RawMessage
+		if s.Items == nil || json.Unmarshal(raw, &items) != nil {
+			return raw, false
+		}
+		changed := false
+		for i, item := range items {
+			if fixed, ok := c.conform(s.Items, item, depth+1); ok {
+				items[i], changed = fixed, true
+			}
+		}
+		if !changed {
+			return raw, false
+		}
+		out := []byte{'['}
+		for i, item := range items {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, item...)
+		}
+		return append(out, ']'), true
+	case '{':
+		return c.conformObject(s, raw, depth)
+	}
+	return raw, false
+}
+
+// conformObject is conform for an object, whose members keep their order.
+func (c *schemaConformer) conformObject(s *Schema, raw []byte, depth int) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return raw, false
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	changed := false
+	for dec.More() {
+		token, err := dec.Token()
+		name, ok := token.(string)
+		var value json.RawMessage
+		if err != nil || !ok || dec.Decode(&value) != nil {
+			return raw, false
+		}
+		sub, declared := s.Properties[name]
+		if !declared {
+			sub = s.AdditionalProperties
+		}
+		if sub != nil {
+			if string(value) == "null" && declared && !slices.Contains(s.Required, name) {
+				changed = true
+				continue
+			}
+			if fixed, ok := c.conform(sub, value, depth+1); ok {
+				value, changed = fixed, true
+			}
+		}
+		if out.Len() > 1 {
+			out.WriteByte(',')
+		}
+		key, _ := schemaMarshal(name)
+		out.Write(key)
+		out.WriteByte(':')
+		out.Write(value)
+	}
+	out.WriteByte('}')
+	return out.Bytes(), changed
+}

@@ -2,12 +2,18 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -21,6 +27,9 @@ type serverConfig struct {
 	pageSize     int
 	stateKey     []byte
 	stateTTL     time.Duration
+	cacheTTL     time.Duration
+	cacheScope   CacheScope
+	completion   CompletionHandler
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
@@ -39,9 +48,34 @@ func WithPageSize(n int) Option {
 	}
 }
 
-// ToolHandler serves one tools/call. Returning an error that is an *Error
+// WithCacheHints sets the caching hint (SEP-2549) a server puts on its
+// 2026-07-28 list, resources/read and server/discover results: how long a
+// client may reuse one, and who may share it. The default, 0 and
+// CacheScopePrivate, lets no one reuse a result, which is always correct;
+// raise ttl for a server whose lists and resources rarely change.
+func WithCacheHints(ttl time.Duration, scope CacheScope) Option {
+	return func(c *config) {
+		if ttl >= 0 {
+			c.server.cacheTTL = ttl
+		}
+		if scope == CacheScopePublic || scope == CacheScopePrivate {
+			c.server.cacheScope = scope
+		}
+	}
+}
+
+// WithCompletionHandler serves completion/complete with h and advertises
+// the completions capability. The server checks that the request names a
+// registered prompt and one of its arguments, or a registered resource
+// template and one of its variables, before h runs; h sees the rest.
+func WithCompletionHandler(h CompletionHandler) Option {
+	return func(c *config) { c.server.completion = h }
+}
+
+// ToolHandler serves one tools/call. Returning an *Error itself (not wrapped)
 // sends it as a protocol error; any other error becomes a tool result with
-// IsError set and the error's text, so the model can correct itself.
+// IsError set and the error's text, so the model can correct itself. An
+// error wrapping ErrInputRequired ends a 2026-07-28 round asking for input.
 type ToolHandler func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error)
 
 // CallToolRequest is one tools/call as its handler sees it.
@@ -75,14 +109,25 @@ func (r *RequestInfo) ProtocolVersion() string { return r.version }
 func (r *RequestInfo) ID() ID { return r.id }
 
 // Server serves tools, resources and prompts to MCP clients. One Server can
-// serve many connections at once, each on either protocol era.
+// serve many connections at once, each on either protocol era. Tools,
+// resources and prompts may be added and removed while it serves: connected
+// clients are told with the list_changed notifications.
 type Server struct {
 	info Implementation
 	cfg  *config
 
 	mu        sync.RWMutex
-	tools     map[string]*serverTool
-	toolOrder []string
+	tools     registry[*serverTool]
+	resources registry[*serverResource]
+	templates registry[*serverTemplate]
+	prompts   registry[*serverPrompt]
+	// A feature, once registered, stays advertised and served even when its
+	// list becomes empty: capabilities cannot be taken back from a client.
+	offersTools, offersResources, offersPrompts bool
+
+	sessionsMu sync.Mutex
+	sessions   map[*serverSession]struct{}
+	listeners  map[*listenStream]struct{}
 }
 
 type serverTool struct {
@@ -90,44 +135,74 @@ type serverTool struct {
 	handler ToolHandler
 }
 
+type serverResource struct {
+	resource *Resource
+	handler  ResourceHandler
+}
+
+type serverTemplate struct {
+	template *ResourceTemplate
+	parsed   *URITemplate
+	handler  ResourceHandler
+}
+
+type serverPrompt struct {
+	prompt  *Prompt
+	handler PromptHandler
+}
+
 // NewServer returns a server that introduces itself as info.
 func NewServer(info Implementation, opts ...Option) *Server {
-	return &Server{info: info, cfg: newConfig(opts), tools: make(map[string]*serverTool)}
+	return &Server{
+		info:      info,
+		cfg:       newConfig(opts),
+		sessions:  make(map[*serverSession]struct{}),
+		listeners: make(map[*listenStream]struct{}),
+	}
 }
 
 // AddTool registers a tool with a raw handler, replacing any tool of the same
-// name. The handler sees the arguments as sent; nothing validates them.
+// name. The handler sees the arguments as sent; nothing validates them. An
+// empty InputSchema becomes {"type":"object"}. Use the generic [AddTool] for
+// a handler that takes a Go value, with schemas inferred and arguments
+// validated.
+//
+// AddTool panics if the name is not 1 to 128 characters from A-Z, a-z, 0-9,
+// '_', '-' and '.', the names the protocol allows: like a bad pattern given
+// to http.ServeMux, it is a mistake in the program, found when it starts.
 func (s *Server) AddTool(t Tool, h ToolHandler) {
+	if err := checkToolName(t.Name); err != nil {
+		panic("mcp: AddTool: " + err.Error())
+	}
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
 	s.mu.Lock()
-	if _, ok := s.tools[t.Name]; !ok {
-		s.toolOrder = append(s.toolOrder, t.Name)
-	}
-	s.tools[t.Name] = &serverTool{tool: &t, handler: h}
+	s.tools.add(t.Name, &serverTool{tool: &t, handler: h})
+	s.offersTools = true
 	s.mu.Unlock()
+	s.listChanged("tools")
 }
 
 // RemoveTools unregisters the named tools.
 func (s *Server) RemoveTools(names ...string) {
 	s.mu.Lock()
-	for _, n := range names {
-		delete(s.tools, n)
-	}
-	s.toolOrder = slices.DeleteFunc(s.toolOrder, func(n string) bool { return slices.Contains(names, n) })
+	removed := s.tools.remove(names)
 	s.mu.Unlock()
+	if removed {
+		s.listChanged("tools")
+	}
 }
 
 // Serve serves one client over t until the client goes away or ctx ends. It
 // returns nil when the client closed the connection.
 func (s *Server) Serve(ctx context.Context, t Transport) error {
-	ss := &serverSession{srv: s}
-	c := newConn(t, s.cfg, ss)
-	ss.conn = c
+	ss, c := s.newSession(t)
 	if err := c.start(ctx); err != nil {
 		return err
 	}
+	s.addSession(ss)
+	defer s.removeSession(ss)
 	stop := context.AfterFunc(ctx, func() { c.close(context.Cause(ctx)) })
 	defer stop()
 	<-c.done
@@ -144,14 +219,36 @@ func (s *Server) Serve(ctx context.Context, t Transport) error {
 	return cause
 }
 
+// newSession binds a fresh session to a connection over t, not yet started.
+// Serve and the HTTP handler (one per legacy session, one per 2026-07-28
+// POST) create every connection through it.
+func (s *Server) newSession(t Transport) (*serverSession, *conn) {
+	ss := &serverSession{srv: s}
+	c := newConn(t, s.cfg, ss)
+	ss.conn = c
+	return ss, c
+}
+
 // capabilities reports what is registered; nothing is advertised that is
-// not served.
+// not served. Logging is always advertised: every handler can log through
+// its gateway, and logging/setLevel is always served on the older
+// revisions. Extensions are those declared with WithExtension, which serves
+// clients and servers alike.
 func (s *Server) capabilities() ServerCapabilities {
-	var caps ServerCapabilities
+	caps := ServerCapabilities{Logging: &struct{}{}, Extensions: s.cfg.extensions}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if len(s.tools) > 0 {
+	if s.offersTools {
 		caps.Tools = &ListChangedCapability{ListChanged: true}
+	}
+	if s.offersResources {
+		caps.Resources = &ResourcesCapability{Subscribe: true, ListChanged: true}
+	}
+	if s.offersPrompts {
+		caps.Prompts = &ListChangedCapability{ListChanged: true}
+	}
+	if s.cfg.server.completion != nil {
+		caps.Completions = &struct{}{}
 	}
 	return caps
 }
@@ -169,6 +266,8 @@ type serverSession struct {
 	clientCaps  capabilitySet
 	clientInfo  Implementation
 	logLevel    string
+	// subscriptions are the URIs of resources/subscribe (older revisions).
+	subscriptions map[string]bool
 }
 
 // requestEnvelope is the part of every request's params the server reads
@@ -257,11 +356,15 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	return ss.srv.modernResult(result)
 }
 
-// modernResult adds resultType and serverInfo to a 2026-07-28 result.
+// modernResult adds resultType and serverInfo to a 2026-07-28 result, and
+// the caching hint to the results that carry one.
 func (s *Server) modernResult(result any) (json.RawMessage, error) {
 	raw, err := marshalResult(result)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := result.(cacheable); ok {
+		raw = s.withCacheHint(raw)
 	}
 	raw = withMeta(raw, []metaEntry{{key: metaServerInfo, value: s.infoJSON()}})
 	if !bytes.Contains(raw, []byte(`"resultType"`)) || !jsonHasKey(raw, "resultType") {
@@ -340,6 +443,8 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 	}, nil
 }
 
+func (ss *serverSession) acceptNotification(string, json.RawMessage) bool { return true }
+
 // notificationHandler returns the server's built-in handling of a
 // notification. notifications/initialized needs none: a legacy session is
 // usable once initialize was answered.
@@ -347,26 +452,57 @@ func (ss *serverSession) notificationHandler(method string) NotificationHandler 
 	return nil
 }
 
-// dispatch serves a method on either era.
+// dispatch serves a method on either era. A feature's methods exist only
+// while the feature is advertised: otherwise they are "method not found",
+// as the 2026-07-28 revision requires.
 func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
 	s := ss.srv
-	switch req.method {
-	case "ping":
+	s.mu.RLock()
+	tools, resources, prompts := s.offersTools, s.offersResources, s.offersPrompts
+	s.mu.RUnlock()
+	switch {
+	case req.method == "ping":
 		return json.RawMessage("{}"), nil
-	case "tools/list":
-		return s.listTools()
-	case "tools/call":
+	case req.method == "logging/setLevel":
+		return ss.setLoggingLevel(req.params)
+	case req.method == "tools/list" && tools:
+		return s.listTools(req.params)
+	case req.method == "tools/call" && tools:
 		return s.callTool(ctx, req.params, info)
+	case req.method == "resources/list" && resources:
+		return s.listResources(req.params)
+	case req.method == "resources/templates/list" && resources:
+		return s.listResourceTemplates(req.params)
+	case req.method == "resources/read" && resources:
+		return s.readResource(ctx, req.params, info)
+	case (req.method == "resources/subscribe" || req.method == "resources/unsubscribe") && resources:
+		return ss.subscribe(req.params, req.method == "resources/subscribe")
+	case req.method == "prompts/list" && prompts:
+		return s.listPrompts(req.params)
+	case req.method == "prompts/get" && prompts:
+		return s.getPrompt(ctx, req.params, info)
+	case req.method == "completion/complete" && s.cfg.server.completion != nil:
+		return s.complete(ctx, req.params, info)
+	case req.method == "subscriptions/listen" && info.modern && (tools || resources || prompts):
+		return s.listen(ctx, req)
 	}
 	return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method}
 }
 
-func (s *Server) listTools() (*ListToolsResult, error) {
+func (s *Server) listTools(params json.RawMessage) (any, error) {
+	var p listParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	res := &ListToolsResult{Tools: make([]*Tool, 0, len(s.toolOrder))}
-	for _, n := range s.toolOrder {
-		res.Tools = append(res.Tools, s.tools[n].tool)
+	page, next, err := s.tools.page("tools", p.Cursor, s.cfg.server.pageSize)
+	if err != nil {
+		return nil, err
+	}
+	res := &ListToolsResult{Tools: make([]*Tool, len(page)), NextCursor: next}
+	for i, st := range page {
+		res.Tools[i] = st.tool
 	}
 	return res, nil
 }
@@ -377,7 +513,7 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 		return nil, err
 	}
 	s.mu.RLock()
-	st := s.tools[p.Name]
+	st, _ := s.tools.get(p.Name)
 	s.mu.RUnlock()
 	if st == nil {
 		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown tool %q", p.Name)}
@@ -402,4 +538,954 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 		res.Content = []Content{}
 	}
 	return res, nil
+}
+
+// TypedToolHandler serves one tools/call of a tool registered with the
+// generic [AddTool]: it gets the arguments decoded into In, already
+// validated against In's schema with defaults filled in, and returns Out.
+type TypedToolHandler[In, Out any] func(ctx context.Context, req *CallToolRequest, in In) (Out, error)
+
+// AddTool registers a tool whose handler takes its arguments as a Go value,
+// replacing any tool of the same name.
+//
+// The tool's input schema is inferred from In (see [SchemaFor]), which must
+// be a struct or a map with string keys; struct{} takes no arguments. Unless
+// Out is an interface or *CallToolResult, an output schema is inferred from
+// Out when it is a struct or a map. A schema already set in t is used
+// instead of the inferred one, and for validation.
+//
+// Before the handler runs, the arguments are validated against the input
+// schema, with defaults filled in; a violation becomes a tool result with
+// IsError set whose text says what is wrong, so the model can correct
+// itself. The handler's Out goes to StructuredContent, with the same JSON as
+// a text block for clients that do not read structured content. Where
+// encoding/json writes null for a nil slice, map or pointer that the schema
+// does not let be null, the result carries [], {} or nothing instead, so it
+// always satisfies the advertised schema. An Out of other kinds (a string, a
+// slice) is sent as JSON text only. An Out of type *CallToolResult is sent
+// as it is, for handlers that want typed arguments and rich content.
+//
+// A returned error is handled as by a raw [ToolHandler]: an *Error is a
+// protocol error, any other error becomes a result with IsError set; an
+// error wrapping ErrInputRequired ends the round (2026-07-28).
+//
+// Like [Server.AddTool], AddTool panics on a mistake in the program: an
+// invalid tool name, an In or Out whose schema cannot be inferred, an In
+// that is not a JSON object, or a schema in t that is not valid JSON.
+func AddTool[In, Out any](s *Server, t Tool, h TypedToolHandler[In, Out]) {
+	fail := func(err error) { panic(fmt.Sprintf("mcp: AddTool(%q): %v", t.Name, err)) }
+	if err := checkToolName(t.Name); err != nil {
+		fail(err)
+	}
+	inSchema, err := typedInputSchema[In](&t)
+	if err != nil {
+		fail(err)
+	}
+	outSchema, err := typedOutputSchema[Out](&t)
+	if err != nil {
+		fail(err)
+	}
+	s.AddTool(t, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		args, err := validateArguments(inSchema, req.Params.Arguments)
+		if err != nil {
+			return toolError("invalid " + err.Error()), nil
+		}
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return toolError("invalid arguments: " + err.Error()), nil
+		}
+		out, err := h(ctx, req, in)
+		if err != nil {
+			return nil, err
+		}
+		return typedToolResult(out, outSchema)
+	})
+}
+
+// typedInputSchema returns the schema In's arguments are validated against:
+// t's own, or the one inferred from In, which it then puts in t.
+func typedInputSchema[In any](t *Tool) (*Schema, error) {
+	if len(t.InputSchema) > 0 {
+		var s Schema
+		if err := json.Unmarshal(t.InputSchema, &s); err != nil {
+			return nil, fmt.Errorf("input schema: %w", err)
+		}
+		return &s, nil
+	}
+	s, err := toolInputSchema(reflect.TypeFor[In]())
+	if err != nil {
+		return nil, err
+	}
+	if t.InputSchema, err = json.Marshal(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// typedOutputSchema returns the schema of Out's structured content, or nil
+// when Out has none: an interface, a *CallToolResult, or a type whose JSON
+// is not an object, which the older revisions do not allow as structured
+// content.
+func typedOutputSchema[Out any](t *Tool) (*Schema, error) {
+	outType := reflect.TypeFor[Out]()
+	if outType == reflect.TypeFor[*CallToolResult]() {
+		return nil, nil
+	}
+	if len(t.OutputSchema) > 0 {
+		var s Schema
+		if err := json.Unmarshal(t.OutputSchema, &s); err != nil {
+			return nil, fmt.Errorf("output schema: %w", err)
+		}
+		return &s, nil
+	}
+	if outType.Kind() == reflect.Interface {
+		return nil, nil
+	}
+	s, err := schemaForType(outType)
+	if err != nil {
+		return nil, err
+	}
+	if s.Type != "object" {
+		return nil, nil
+	}
+	if t.OutputSchema, err = json.Marshal(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// typedToolResult turns a typed handler's output into its tool result.
+func typedToolResult(out any, outSchema *Schema) (*CallToolResult, error) {
+	if res, ok := out.(*CallToolResult); ok {
+		return res, nil
+	}
+	raw, err := schemaMarshal(out)
+	if err != nil {
+		return nil, &Error{Code: CodeInternalError, Message: "Internal error: cannot encode the tool's output: " + err.Error()}
+	}
+	res := &CallToolResult{}
+	if outSchema != nil {
+		raw = conformOutput(outSchema, raw)
+		if p := trimJSONSpace(raw); len(p) > 0 && p[0] == '{' {
+			res.StructuredContent = raw
+		}
+	}
+	res.Content = []Content{TextContent(string(raw))}
+	return res, nil
+}
+
+// toolError is a tool result reporting a failure the model can act on.
+func toolError(text string) *CallToolResult {
+	return &CallToolResult{Content: []Content{TextContent(text)}, IsError: true}
+}
+
+// checkToolName reports what is wrong with a tool name, if anything.
+func checkToolName(name string) error {
+	if name == "" || len(name) > 128 {
+		return fmt.Errorf("tool name %q must be 1 to 128 characters long", name)
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("tool name %q has %q; use only A-Z, a-z, 0-9, '_', '-' and '.'", name, c)
+		}
+	}
+	return nil
+}
+
+// ResourceHandler serves resources/read for a resource or a resource
+// template. Return an error wrapping ErrResourceNotFound when there is no
+// such resource (a template's variables name nothing, say): the client gets
+// the protocol's resource-not-found error for its revision. An *Error is
+// sent as it is; any other error is an internal error.
+type ResourceHandler func(ctx context.Context, req *ReadResourceRequest) (*ReadResourceResult, error)
+
+// ReadResourceRequest is one resources/read as its handler sees it.
+type ReadResourceRequest struct {
+	Params *ReadResourceParams
+	// Vars are the template's variables as matched in the URI; nil for a
+	// resource registered with AddResource.
+	Vars map[string]string
+	*RequestInfo
+}
+
+// ErrResourceNotFound is what a ResourceHandler returns, possibly wrapped,
+// for a resource that does not exist. The client gets error -32002 on the
+// revisions up to 2025-11-25 and -32602 on 2026-07-28, with the URI in the
+// error's data.
+var ErrResourceNotFound = errors.New("mcp: resource not found")
+
+// resourceNotFound is the resource-not-found error of the request's
+// revision.
+func resourceNotFound(uri string, modern bool) *Error {
+	code := CodeResourceNotFound
+	if modern {
+		code = CodeInvalidParams
+	}
+	return NewError(code, "Resource not found: "+uri, map[string]string{"uri": uri})
+}
+
+// AddResource registers a resource, replacing any resource with the same
+// URI, and advertises resources. A resources/read for r.URI runs h. It
+// panics if r.URI or r.Name is empty.
+func (s *Server) AddResource(r Resource, h ResourceHandler) {
+	if r.URI == "" || r.Name == "" {
+		panic(fmt.Sprintf("mcp: AddResource(%q): a resource needs a URI and a name", r.URI))
+	}
+	s.mu.Lock()
+	s.resources.add(r.URI, &serverResource{resource: &r, handler: h})
+	s.offersResources = true
+	s.mu.Unlock()
+	s.listChanged("resources")
+}
+
+// RemoveResources unregisters the resources with the given URIs.
+func (s *Server) RemoveResources(uris ...string) {
+	s.mu.Lock()
+	removed := s.resources.remove(uris)
+	s.mu.Unlock()
+	if removed {
+		s.listChanged("resources")
+	}
+}
+
+// AddResourceTemplate registers a resource template, replacing any with the
+// same template text, and advertises resources. A resources/read whose URI
+// matches the template (RFC 6570, see [URITemplate.Match]) and no resource
+// runs h, with the variables in req.Vars; templates are tried in the order
+// they were added. It panics if t.Name is empty or t.URITemplate does not
+// parse.
+func (s *Server) AddResourceTemplate(t ResourceTemplate, h ResourceHandler) {
+	parsed, err := ParseURITemplate(t.URITemplate)
+	if err != nil || t.URITemplate == "" || t.Name == "" {
+		panic(fmt.Sprintf("mcp: AddResourceTemplate(%q): a template needs a valid URI template and a name (%v)", t.URITemplate, err))
+	}
+	s.mu.Lock()
+	s.templates.add(t.URITemplate, &serverTemplate{template: &t, parsed: parsed, handler: h})
+	s.offersResources = true
+	s.mu.Unlock()
+	s.listChanged("resources")
+}
+
+// RemoveResourceTemplates unregisters the templates with the given template
+// texts.
+func (s *Server) RemoveResourceTemplates(uriTemplates ...string) {
+	s.mu.Lock()
+	removed := s.templates.remove(uriTemplates)
+	s.mu.Unlock()
+	if removed {
+		s.listChanged("resources")
+	}
+}
+
+// ResourceUpdated tells the clients subscribed to uri that the resource
+// changed: the sessions that sent resources/subscribe for it, and the
+// 2026-07-28 subscriptions/listen streams that list it. It returns once the
+// notifications are queued.
+func (s *Server) ResourceUpdated(uri string) {
+	params, _ := json.Marshal(resourceURIParams{URI: uri})
+	s.broadcast("notifications/resources/updated", params,
+		func(ss *serverSession) bool { return ss.subscriptions[uri] },
+		func(f *SubscriptionFilter) bool { return slices.Contains(f.ResourceSubscriptions, uri) })
+}
+
+func (s *Server) listResources(params json.RawMessage) (any, error) {
+	var p listParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	page, next, err := s.resources.page("resources", p.Cursor, s.cfg.server.pageSize)
+	if err != nil {
+		return nil, err
+	}
+	res := &ListResourcesResult{Resources: make([]*Resource, len(page)), NextCursor: next}
+	for i, sr := range page {
+		res.Resources[i] = sr.resource
+	}
+	return res, nil
+}
+
+func (s *Server) listResourceTemplates(params json.RawMessage) (any, error) {
+	var p listParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	page, next, err := s.templates.page("templates", p.Cursor, s.cfg.server.pageSize)
+	if err != nil {
+		return nil, err
+	}
+	res := &ListResourceTemplatesResult{ResourceTemplates: make([]*ResourceTemplate, len(page)), NextCursor: next}
+	for i, st := range page {
+		res.ResourceTemplates[i] = st.template
+	}
+	return res, nil
+}
+
+// findResource returns the handler serving uri: the resource's, else the
+// first matching template's with its variables.
+func (s *Server) findResource(uri string) (ResourceHandler, map[string]string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if sr, ok := s.resources.get(uri); ok {
+		return sr.handler, nil, true
+	}
+	for _, k := range s.templates.order {
+		st := s.templates.items[k.key]
+		if vars, ok := st.parsed.Match(uri); ok {
+			return st.handler, vars, true
+		}
+	}
+	return nil, nil, false
+}
+
+func (s *Server) readResource(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
+	var p ReadResourceParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if p.URI == "" {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: resources/read needs a uri"}
+	}
+	h, vars, ok := s.findResource(p.URI)
+	if !ok {
+		return nil, resourceNotFound(p.URI, info.modern)
+	}
+	res, err := h(ctx, &ReadResourceRequest{Params: &p, Vars: vars, RequestInfo: info})
+	switch {
+	case errors.Is(err, ErrInputRequired):
+		return nil, err
+	case errors.Is(err, ErrResourceNotFound):
+		return nil, resourceNotFound(p.URI, info.modern)
+	case err != nil:
+		return nil, err
+	}
+	if res == nil {
+		res = &ReadResourceResult{}
+	}
+	if res.Contents == nil {
+		res.Contents = []ResourceContents{}
+	}
+	for i := range res.Contents {
+		if res.Contents[i].URI == "" {
+			res.Contents[i].URI = p.URI
+		}
+	}
+	return res, nil
+}
+
+// subscribe serves resources/subscribe and resources/unsubscribe. A URI
+// must name a resource or match a template; unsubscribing from one not
+// subscribed to is not an error.
+func (ss *serverSession) subscribe(params json.RawMessage, on bool) (any, error) {
+	var p resourceURIParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if p.URI == "" {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: missing uri"}
+	}
+	if _, _, ok := ss.srv.findResource(p.URI); !ok && on {
+		return nil, resourceNotFound(p.URI, false)
+	}
+	ss.mu.Lock()
+	if on {
+		if ss.subscriptions == nil {
+			ss.subscriptions = make(map[string]bool)
+		}
+		ss.subscriptions[p.URI] = true
+	} else {
+		delete(ss.subscriptions, p.URI)
+	}
+	ss.mu.Unlock()
+	return json.RawMessage("{}"), nil
+}
+
+// PromptHandler serves prompts/get. The server has checked that every
+// required argument is present. An *Error is sent as it is; any other
+// error is an internal error.
+type PromptHandler func(ctx context.Context, req *GetPromptRequest) (*GetPromptResult, error)
+
+// GetPromptRequest is one prompts/get as its handler sees it.
+type GetPromptRequest struct {
+	Params *GetPromptParams
+	*RequestInfo
+}
+
+// AddPrompt registers a prompt, replacing any prompt of the same name, and
+// advertises prompts. It panics if p.Name is empty.
+func (s *Server) AddPrompt(p Prompt, h PromptHandler) {
+	if p.Name == "" {
+		panic("mcp: AddPrompt: a prompt needs a name")
+	}
+	s.mu.Lock()
+	s.prompts.add(p.Name, &serverPrompt{prompt: &p, handler: h})
+	s.offersPrompts = true
+	s.mu.Unlock()
+	s.listChanged("prompts")
+}
+
+// RemovePrompts unregisters the named prompts.
+func (s *Server) RemovePrompts(names ...string) {
+	s.mu.Lock()
+	removed := s.prompts.remove(names)
+	s.mu.Unlock()
+	if removed {
+		s.listChanged("prompts")
+	}
+}
+
+func (s *Server) listPrompts(params json.RawMessage) (any, error) {
+	var p listParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	page, next, err := s.prompts.page("prompts", p.Cursor, s.cfg.server.pageSize)
+	if err != nil {
+		return nil, err
+	}
+	res := &ListPromptsResult{Prompts: make([]*Prompt, len(page)), NextCursor: next}
+	for i, sp := range page {
+		res.Prompts[i] = sp.prompt
+	}
+	return res, nil
+}
+
+func (s *Server) getPrompt(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
+	var p GetPromptParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	sp, ok := s.prompts.get(p.Name)
+	s.mu.RUnlock()
+	if !ok {
+		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown prompt %q", p.Name)}
+	}
+	for _, a := range sp.prompt.Arguments {
+		if _, ok := p.Arguments[a.Name]; a.Required && !ok {
+			return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: prompt %q needs the argument %q", p.Name, a.Name)}
+		}
+	}
+	res, err := sp.handler(ctx, &GetPromptRequest{Params: &p, RequestInfo: info})
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		res = &GetPromptResult{}
+	}
+	if res.Messages == nil {
+		res.Messages = []PromptMessage{}
+	}
+	return res, nil
+}
+
+// CompletionHandler serves completion/complete; see [WithCompletionHandler].
+// It may return more than 100 values: the client gets the first 100, with
+// HasMore set.
+type CompletionHandler func(ctx context.Context, req *CompleteRequest) (*CompleteResult, error)
+
+// CompleteRequest is one completion/complete as its handler sees it.
+type CompleteRequest struct {
+	Params *CompleteParams
+	*RequestInfo
+}
+
+func (s *Server) complete(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
+	var p CompleteParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if err := s.checkCompletionRef(&p); err != nil {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
+	}
+	res, err := s.cfg.server.completion(ctx, &CompleteRequest{Params: &p, RequestInfo: info})
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		res = &CompleteResult{}
+	}
+	c := &res.Completion
+	if c.Values == nil {
+		c.Values = []string{}
+	}
+	if n := len(c.Values); n > maxCompletionValues {
+		c.Values, c.HasMore, c.Total = c.Values[:maxCompletionValues], true, max(c.Total, n)
+	}
+	return res, nil
+}
+
+// checkCompletionRef checks that a completion names a registered prompt
+// and one of its arguments, or a registered resource template and one of
+// its variables.
+func (s *Server) checkCompletionRef(p *CompleteParams) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	switch p.Ref.Type {
+	case "ref/prompt":
+		sp, ok := s.prompts.get(p.Ref.Name)
+		if !ok {
+			return fmt.Errorf("unknown prompt %q", p.Ref.Name)
+		}
+		if !slices.ContainsFunc(sp.prompt.Arguments, func(a PromptArgument) bool { return a.Name == p.Argument.Name }) {
+			return fmt.Errorf("prompt %q has no argument %q", p.Ref.Name, p.Argument.Name)
+		}
+	case "ref/resource":
+		st, ok := s.templates.get(p.Ref.URI)
+		if !ok {
+			return fmt.Errorf("unknown resource template %q", p.Ref.URI)
+		}
+		if !slices.Contains(st.parsed.Variables(), p.Argument.Name) {
+			return fmt.Errorf("resource template %q has no variable %q", p.Ref.URI, p.Argument.Name)
+		}
+	default:
+		return fmt.Errorf("unknown reference type %q", p.Ref.Type)
+	}
+	return nil
+}
+
+// setLoggingLevel serves logging/setLevel (older revisions): the session's
+// handlers then log at that level and above.
+func (ss *serverSession) setLoggingLevel(params json.RawMessage) (any, error) {
+	var p struct {
+		Level LoggingLevel `json:"level"`
+	}
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if !validLevel(p.Level) {
+		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown logging level %q", p.Level)}
+	}
+	ss.mu.Lock()
+	ss.logLevel = string(p.Level)
+	ss.mu.Unlock()
+	return json.RawMessage("{}"), nil
+}
+
+// listParams are the params of the list methods.
+type listParams struct {
+	Cursor string `json:"cursor"`
+}
+
+// registry is an ordered set of named items: tools by name, resources by
+// URI, templates by their text, prompts by name. Lists follow registration
+// order, so that clients see the same order every time. Server.mu guards
+// it.
+type registry[T any] struct {
+	items   map[string]T
+	order   []registryKey // by seq
+	nextSeq uint64
+}
+
+// registryKey is an item's key and the sequence number of its
+// registration, by which a cursor says where a page ends.
+type registryKey struct {
+	key string
+	seq uint64
+}
+
+func (r *registry[T]) get(key string) (T, bool) {
+	item, ok := r.items[key]
+	return item, ok
+}
+
+// add adds or replaces an item; a replaced item keeps its place.
+func (r *registry[T]) add(key string, item T) {
+	if r.items == nil {
+		r.items = make(map[string]T)
+	}
+	if _, ok := r.items[key]; !ok {
+		r.nextSeq++
+		r.order = append(r.order, registryKey{key: key, seq: r.nextSeq})
+	}
+	r.items[key] = item
+}
+
+// remove removes the items with the given keys and reports whether there
+// was any.
+func (r *registry[T]) remove(keys []string) bool {
+	n := len(r.items)
+	for _, k := range keys {
+		delete(r.items, k)
+	}
+	if len(r.items) == n {
+		return false
+	}
+	r.order = slices.DeleteFunc(r.order, func(k registryKey) bool { _, ok := r.items[k.key]; return !ok })
+	return true
+}
+
+// page returns up to size items after the position cursor names, and the
+// cursor of the next page ("" after the last). A cursor holds the list's
+// kind and the sequence number of the last item it returned, so a page
+// resumes at the right place however items were added or removed since:
+// nothing still listed is skipped or repeated.
+func (r *registry[T]) page(kind, cursor string, size int) ([]T, string, error) {
+	start := 0
+	if cursor != "" {
+		last, ok := decodeCursor(kind, cursor)
+		if !ok {
+			return nil, "", &Error{Code: CodeInvalidParams, Message: "Invalid params: invalid cursor"}
+		}
+		start, _ = slices.BinarySearchFunc(r.order, last+1, func(k registryKey, seq uint64) int { return cmp.Compare(k.seq, seq) })
+	}
+	end := min(start+size, len(r.order))
+	items := make([]T, 0, end-start)
+	for _, k := range r.order[start:end] {
+		items = append(items, r.items[k.key])
+	}
+	if end == len(r.order) {
+		return items, "", nil
+	}
+	return items, encodeCursor(kind, r.order[end-1].seq), nil
+}
+
+func encodeCursor(kind string, last uint64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + strconv.FormatUint(last, 10)))
+}
+
+func decodeCursor(kind, cursor string) (last uint64, ok bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return 0, false
+	}
+	text, ok := strings.CutPrefix(string(raw), kind+":")
+	if !ok {
+		return 0, false
+	}
+	last, err = strconv.ParseUint(text, 10, 64)
+	return last, err == nil
+}
+
+// withCacheHint adds ttlMs and cacheScope to a cacheable 2026-07-28 result.
+func (s *Server) withCacheHint(raw json.RawMessage) json.RawMessage {
+	scope := s.cfg.server.cacheScope
+	if scope == "" {
+		scope = CacheScopePrivate
+	}
+	member := `"ttlMs":` + strconv.FormatInt(s.cfg.server.cacheTTL.Milliseconds(), 10) + `,"cacheScope":"` + string(scope) + `"`
+	return prependMember(raw, member)
+}
+
+// addSession and removeSession track the connections a Server serves, for
+// the notifications that go to every client. Transports that run sessions
+// of their own (HTTP) call them too.
+func (s *Server) addSession(ss *serverSession) {
+	s.sessionsMu.Lock()
+	s.sessions[ss] = struct{}{}
+	s.sessionsMu.Unlock()
+}
+
+func (s *Server) removeSession(ss *serverSession) {
+	s.sessionsMu.Lock()
+	delete(s.sessions, ss)
+	s.sessionsMu.Unlock()
+}
+
+// listChanged tells clients that a list changed: kind is "tools",
+// "resources" or "prompts".
+func (s *Server) listChanged(kind string) {
+	s.broadcast("notifications/"+kind+"/list_changed", nil,
+		func(*serverSession) bool { return true },
+		func(f *SubscriptionFilter) bool {
+			switch kind {
+			case "tools":
+				return f.ToolsListChanged
+			case "resources":
+				return f.ResourcesListChanged
+			}
+			return f.PromptsListChanged
+		})
+}
+
+// broadcast sends a notification to every initialized session of the older
+// revisions for which sessionWants (called with the session locked) holds,
+// and to every listen stream whose honoured filter streamWants.
+func (s *Server) broadcast(method string, params json.RawMessage, sessionWants func(*serverSession) bool, streamWants func(*SubscriptionFilter) bool) {
+	s.sessionsMu.Lock()
+	sessions := make([]*serverSession, 0, len(s.sessions))
+	for ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	streams := make([]*listenStream, 0, len(s.listeners))
+	for l := range s.listeners {
+		if streamWants(&l.filter) {
+			streams = append(streams, l)
+		}
+	}
+	s.sessionsMu.Unlock()
+	for _, ss := range sessions {
+		ss.mu.Lock()
+		wants := ss.initialized && sessionWants(ss)
+		ss.mu.Unlock()
+		if wants {
+			if err := ss.conn.notify(method, params, ID{}, nil); err != nil {
+				s.cfg.logger.Debug("cannot notify a session", "method", method, "err", err)
+			}
+		}
+	}
+	for _, l := range streams {
+		l.send(method, params)
+	}
+}
+
+// listenStream is one 2026-07-28 subscriptions/listen in progress: its
+// notifications ride with the listen request (on HTTP, its response
+// stream) and carry its id as the subscription id.
+type listenStream struct {
+	conn   *conn
+	id     ID
+	route  any
+	filter SubscriptionFilter // what the server agreed to send
+	// ended is closed as soon as the client ends the stream, before the
+	// handler returns, so that nothing is sent after the client's cancel.
+	ended <-chan struct{}
+
+	// mu orders the acknowledgement before every other notification of the
+	// stream.
+	mu sync.Mutex
+}
+
+func (l *listenStream) send(method string, params json.RawMessage) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-l.ended:
+		return
+	default:
+	}
+	params = withMeta(params, []metaEntry{{key: metaSubscriptionID, value: l.id.appendJSON(nil)}})
+	if err := l.conn.notify(method, params, l.id, l.route); err != nil {
+		l.conn.log.Debug("cannot notify a listen stream", "method", method, "err", err)
+	}
+}
+
+// listen serves subscriptions/listen (2026-07-28): it acknowledges the
+// notifications it will send, then holds the request open until the client
+// ends it (notifications/cancelled on stdio, closing the stream on HTTP).
+func (s *Server) listen(ctx context.Context, req *inboundRequest) (any, error) {
+	var p listenParams
+	if err := decodeParams(req.params, &p); err != nil {
+		return nil, err
+	}
+	l := &listenStream{conn: req.conn, id: req.id, route: req.route, filter: s.honour(p.Notifications), ended: ctx.Done()}
+	l.mu.Lock()
+	s.sessionsMu.Lock()
+	s.listeners[l] = struct{}{}
+	s.sessionsMu.Unlock()
+	filter, _ := json.Marshal(listenParams{Notifications: l.filter})
+	ack := withMeta(filter, []metaEntry{{key: metaSubscriptionID, value: l.id.appendJSON(nil)}})
+	err := req.conn.notify("notifications/subscriptions/acknowledged", ack, l.id, l.route)
+	l.mu.Unlock()
+	defer func() {
+		s.sessionsMu.Lock()
+		delete(s.listeners, l)
+		s.sessionsMu.Unlock()
+	}()
+	if err != nil {
+		return nil, err
+	}
+	<-ctx.Done()
+	return withMeta(json.RawMessage("{}"), []metaEntry{{key: metaSubscriptionID, value: l.id.appendJSON(nil)}}), nil
+}
+
+// honour returns the part of a subscription filter the server serves: the
+// list changes of the features it offers, and the URIs that name a resource
+// or match a template, as resources/subscribe requires.
+func (s *Server) honour(want SubscriptionFilter) SubscriptionFilter {
+	var got SubscriptionFilter
+	for _, uri := range want.ResourceSubscriptions {
+		if _, _, ok := s.findResource(uri); ok && !slices.Contains(got.ResourceSubscriptions, uri) {
+			got.ResourceSubscriptions = append(got.ResourceSubscriptions, uri)
+		}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	got.ToolsListChanged = want.ToolsListChanged && s.offersTools
+	got.PromptsListChanged = want.PromptsListChanged && s.offersPrompts
+	got.ResourcesListChanged = want.ResourcesListChanged && s.offersResources
+	return got
+}
+
+// LoggingHandlerOptions configure a handler made by NewLoggingHandler.
+type LoggingHandlerOptions struct {
+	// Logger names the source of the messages; empty sends none.
+	Logger string
+	// Level is the least severe level forwarded, on top of the client's own
+	// choice; nil forwards every level the client asks for.
+	Level slog.Leveler
+}
+
+// NewLoggingHandler returns a slog.Handler that sends each record to the
+// client as a notifications/message through g, when the client asked for
+// its level (logging/setLevel on the older revisions, the request's
+// io.modelcontextprotocol/logLevel on 2026-07-28). The message's data is a
+// JSON object holding "msg" and the record's attributes, groups nested.
+// slog levels map to the protocol's as debug below Info, info from Info,
+// notice from Info+2, warning from Warn, error from Error, and critical,
+// alert and emergency from Error+4, +8 and +12.
+//
+// Deprecated: Logging is deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28); log to standard error or use
+// OpenTelemetry instead. It keeps working on every revision.
+func NewLoggingHandler(g *ClientGateway, opts *LoggingHandlerOptions) slog.Handler {
+	h := &loggingHandler{gateway: g}
+	if opts != nil {
+		h.opts = *opts
+	}
+	return h
+}
+
+type loggingHandler struct {
+	gateway *ClientGateway
+	opts    LoggingHandlerOptions
+	// steps are the WithGroup and WithAttrs calls, in order.
+	steps []loggingStep
+}
+
+// loggingStep is one WithGroup (group set) or WithAttrs (attrs set) call.
+type loggingStep struct {
+	group string
+	attrs []slog.Attr
+}
+
+func (h *loggingHandler) Enabled(_ context.Context, level slog.Level) bool {
+	if h.opts.Level != nil && level < h.opts.Level.Level() {
+		return false
+	}
+	threshold, ok := clientLogThreshold(h.gateway.req)
+	return ok && levelRank[loggingLevelOf(level)] >= levelRank[threshold]
+}
+
+func (h *loggingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !h.Enabled(ctx, r.Level) {
+		return nil
+	}
+	root := map[string]any{"msg": r.Message}
+	current := root
+	for _, step := range h.steps {
+		if step.group != "" {
+			group := map[string]any{}
+			current[step.group] = group
+			current = group
+			continue
+		}
+		for _, a := range step.attrs {
+			addLogAttr(current, a)
+		}
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		addLogAttr(current, a)
+		return true
+	})
+	pruneEmptyGroups(root)
+	return h.gateway.Log(loggingLevelOf(r.Level), h.opts.Logger, root)
+}
+
+func (h *loggingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	if len(attrs) == 0 {
+		return h
+	}
+	return h.with(loggingStep{attrs: slices.Clone(attrs)})
+}
+
+func (h *loggingHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	return h.with(loggingStep{group: name})
+}
+
+func (h *loggingHandler) with(step loggingStep) *loggingHandler {
+	h2 := *h
+	h2.steps = append(slices.Clip(h.steps), step)
+	return &h2
+}
+
+// addLogAttr puts an attribute into a message object as slog's JSON
+// handler would: empty attributes are dropped, groups nest, a group
+// without a key is inlined.
+func addLogAttr(obj map[string]any, a slog.Attr) {
+	a.Value = a.Value.Resolve()
+	if a.Equal(slog.Attr{}) {
+		return
+	}
+	switch v := a.Value; v.Kind() {
+	case slog.KindGroup:
+		target := obj
+		if a.Key != "" {
+			target = map[string]any{}
+			obj[a.Key] = target
+		}
+		for _, member := range v.Group() {
+			addLogAttr(target, member)
+		}
+	case slog.KindTime:
+		obj[a.Key] = v.Time().Format(time.RFC3339Nano)
+	case slog.KindDuration:
+		obj[a.Key] = v.Duration().String()
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			obj[a.Key] = err.Error()
+		} else {
+			obj[a.Key] = v.Any()
+		}
+	default:
+		obj[a.Key] = v.Any()
+	}
+}
+
+// pruneEmptyGroups removes groups left without members, as slog does.
+func pruneEmptyGroups(obj map[string]any) bool {
+	for k, v := range obj {
+		if group, ok := v.(map[string]any); ok && pruneEmptyGroups(group) {
+			delete(obj, k)
+		}
+	}
+	return len(obj) == 0
+}
+
+// loggingLevelOf maps a slog level to the protocol's.
+func loggingLevelOf(l slog.Level) LoggingLevel {
+	switch {
+	case l < slog.LevelInfo:
+		return LevelDebug
+	case l < slog.LevelInfo+2:
+		return LevelInfo
+	case l < slog.LevelWarn:
+		return LevelNotice
+	case l < slog.LevelError:
+		return LevelWarning
+	case l < slog.LevelError+4:
+		return LevelError
+	case l < slog.LevelError+8:
+		return LevelCritical
+	case l < slog.LevelError+12:
+		return LevelAlert
+	}
+	return LevelEmergency
+}
+
+// clientLogThreshold returns the least severe level the client wants for
+// messages about r, and false when it wants none: on the older revisions
+// everything until logging/setLevel says otherwise, on 2026-07-28 only what
+// the request's logLevel asks for.
+func clientLogThreshold(r *RequestInfo) (LoggingLevel, bool) {
+	if r.modern {
+		return LoggingLevel(r.logLevel), validLevel(LoggingLevel(r.logLevel))
+	}
+	threshold := LevelDebug
+	if r.session != nil {
+		r.session.mu.Lock()
+		if r.session.logLevel != "" {
+			threshold = LoggingLevel(r.session.logLevel)
+		}
+		r.session.mu.Unlock()
+	}
+	return threshold, true
 }

@@ -1,0 +1,283 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// The benchmarks below measure the hot paths through the public API only:
+// a Server with an echo tool and a progress tool, a Client calling it.
+// bench/ runs the same scenarios side by side with the other Go SDKs.
+
+// benchEchoArgs are the arguments of the echo tool.
+type benchEchoArgs struct {
+	Text string `json:"text"`
+}
+
+// benchServer returns a server with the tools the benchmarks call.
+func benchServer(opts ...Option) *Server {
+	s := NewServer(Implementation{Name: "bench-server", Version: "1.0.0"}, opts...)
+	s.AddTool(Tool{Name: "echo"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		var args benchEchoArgs
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return nil, err
+		}
+		return &CallToolResult{Content: []Content{TextContent(args.Text)}}, nil
+	})
+	s.AddTool(Tool{Name: "progress"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		var args struct {
+			Count int `json:"count"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return nil, err
+		}
+		g := req.Gateway()
+		for i := 1; i <= args.Count; i++ {
+			if err := g.Progress(float64(i), float64(args.Count), ""); err != nil {
+				return nil, err
+			}
+		}
+		return &CallToolResult{Content: []Content{TextContent("done")}}, nil
+	})
+	return s
+}
+
+// benchCarriers are the carriers every scenario runs over: in-memory
+// (io.Pipe), os.Pipe, and Streamable HTTP on a loopback httptest server.
+var benchCarriers = []string{"inmemory", "pipe", "http"}
+
+// benchTransports are the stream carriers, each a function that returns a
+// connected client-side and server-side Transport.
+var benchTransports = []struct {
+	name    string
+	connect func(b *testing.B) (client, server Transport)
+}{
+	{"inmemory", func(*testing.B) (Transport, Transport) { return NewInMemoryTransports() }},
+	{"pipe", func(b *testing.B) (Transport, Transport) {
+		sr, cw, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cr, sw, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return NewIOTransport(cr, cw), NewIOTransport(sr, sw)
+	}},
+}
+
+// benchConnect serves srv over a fresh pair from connect and returns a client
+// pinned to version; cleanup closes both ends and waits for the server.
+func benchConnect(b *testing.B, carrier string, version string) *Client {
+	b.Helper()
+	srv := benchServer(WithProtocolVersion(version))
+	cl := NewClient(Implementation{Name: "bench-client", Version: "1.0.0"}, WithProtocolVersion(version))
+	if carrier == "http" {
+		ts := httptest.NewServer(NewHTTPHandler(srv))
+		if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL)); err != nil {
+			ts.Close()
+			b.Fatalf("Connect: %v", err)
+		}
+		b.Cleanup(func() {
+			cl.Close()
+			ts.CloseClientConnections()
+			ts.Close()
+		})
+		return cl
+	}
+	var ct, st Transport
+	for _, tr := range benchTransports {
+		if tr.name == carrier {
+			ct, st = tr.connect(b)
+		}
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), st) }()
+	if err := cl.Connect(context.Background(), ct); err != nil {
+		b.Fatalf("Connect: %v", err)
+	}
+	b.Cleanup(func() {
+		cl.Close()
+		<-served
+	})
+	return cl
+}
+
+// benchVersions are the protocol revisions every scenario runs on: the last
+// one with the initialize handshake and the stateless one.
+var benchVersions = []string{Version20251125, Version20260728}
+
+// benchEachCarrier runs fn as a sub-benchmark per transport and version.
+func benchEachCarrier(b *testing.B, fn func(b *testing.B, cl *Client)) {
+	for _, carrier := range benchCarriers {
+		for _, v := range benchVersions {
+			b.Run(carrier+"/"+v, func(b *testing.B) {
+				fn(b, benchConnect(b, carrier, v))
+			})
+		}
+	}
+}
+
+// BenchmarkCallToolEcho measures one sequential tools/call round trip with a
+// small argument.
+func BenchmarkCallToolEcho(b *testing.B) {
+	benchEachCarrier(b, func(b *testing.B, cl *Client) {
+		ctx := context.Background()
+		args := benchEchoArgs{Text: "hello"}
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := cl.CallTool(ctx, "echo", args)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Content) != 1 || res.Content[0].Text != "hello" {
+				b.Fatalf("unexpected result %+v", res)
+			}
+		}
+	})
+}
+
+// BenchmarkCallToolEchoParallel measures calls from many goroutines sharing
+// one session.
+func BenchmarkCallToolEchoParallel(b *testing.B) {
+	benchEachCarrier(b, func(b *testing.B, cl *Client) {
+		args := benchEchoArgs{Text: "hello"}
+		b.ReportAllocs()
+		b.SetParallelism(32) // 64 goroutines on a 2-core machine
+		b.RunParallel(func(pb *testing.PB) {
+			ctx := context.Background()
+			for pb.Next() {
+				if _, err := cl.CallTool(ctx, "echo", args); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// benchProgressCount is how many notifications one progress call streams.
+const benchProgressCount = 10_000
+
+// BenchmarkProgressStream measures one call that streams 10,000 progress
+// notifications, and checks that every one reached the callback before
+// CallTool returned.
+func BenchmarkProgressStream(b *testing.B) {
+	benchEachCarrier(b, func(b *testing.B, cl *Client) {
+		ctx := context.Background()
+		args := map[string]int{"count": benchProgressCount}
+		b.ReportAllocs()
+		for b.Loop() {
+			var got atomic.Int64
+			_, err := cl.CallTool(ctx, "progress", args, WithProgress(func(Progress) { got.Add(1) }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := got.Load(); n != benchProgressCount {
+				b.Fatalf("%d of %d progress notifications delivered before CallTool returned", n, benchProgressCount)
+			}
+		}
+		b.ReportMetric(float64(b.N)*benchProgressCount/b.Elapsed().Seconds(), "notifications/s")
+	})
+}
+
+// BenchmarkEcho1MiB measures a round trip of a 1 MiB text argument echoed
+// back as a 1 MiB text result.
+func BenchmarkEcho1MiB(b *testing.B) {
+	benchEachCarrier(b, func(b *testing.B, cl *Client) {
+		ctx := context.Background()
+		args := benchEchoArgs{Text: strings.Repeat("x", 1<<20)}
+		b.SetBytes(1 << 20)
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := cl.CallTool(ctx, "echo", args)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Content) != 1 || len(res.Content[0].Text) != 1<<20 {
+				b.Fatal("short echo")
+			}
+		}
+	})
+}
+
+// The floor messages: what a tools/call echo round trip must encode and
+// decode at least once, as plain structs with no SDK.
+type (
+	floorRequest struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int64  `json:"id"`
+		Method  string `json:"method"`
+		Params  struct {
+			Name      string        `json:"name"`
+			Arguments benchEchoArgs `json:"arguments"`
+		} `json:"params"`
+	}
+	floorResponse struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int64  `json:"id"`
+		Result  struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+)
+
+// BenchmarkJSONFloor encodes and decodes, with encoding/json and nothing
+// else, the messages of one echo round trip: the request (client marshal,
+// server unmarshal) and the response (server marshal, client unmarshal).
+// A pipe round trip is compared against "roundtrip".
+func BenchmarkJSONFloor(b *testing.B) {
+	var req floorRequest
+	req.JSONRPC, req.ID, req.Method = "2.0", 1, "tools/call"
+	req.Params.Name, req.Params.Arguments.Text = "echo", "hello"
+	var resp floorResponse
+	resp.JSONRPC, resp.ID = "2.0", 1
+	resp.Result.Content = append(resp.Result.Content, struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{"text", "hello"})
+
+	b.Run("request", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			data, err := json.Marshal(&req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var got floorRequest
+			if err := json.Unmarshal(data, &got); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("roundtrip", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			data, err := json.Marshal(&req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var gotReq floorRequest
+			if err := json.Unmarshal(data, &gotReq); err != nil {
+				b.Fatal(err)
+			}
+			resp.ID = gotReq.ID
+			data, err = json.Marshal(&resp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var gotResp floorResponse
+			if err := json.Unmarshal(data, &gotResp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,3229 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HTTP header names of Streamable HTTP.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
+	headerParamPrefix     = "Mcp-Param-"
+	headerLastEventID     = "Last-Event-Id"
+)
+
+// Defaults of the Streamable HTTP options.
+const (
+	// DefaultSessionTimeout is how long an idle legacy session lives; see
+	// [WithSessionTimeout].
+	DefaultSessionTimeout = 10 * time.Minute
+	// DefaultMaxBodyBytes caps a POST body; see [WithMaxBodyBytes].
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultWriteTimeout bounds each write to an HTTP client; see
+	// [WithWriteTimeout].
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultKeepAlive is the keep-alive interval of idle SSE streams; see
+	// [WithKeepAlive].
+	DefaultKeepAlive = 30 * time.Second
+	// DefaultEventStoreBytes bounds the events the default [EventStore]
+	// keeps for resumption, across all sessions of a handler.
+	DefaultEventStoreBytes = 16 << 20
+	// DefaultCloseTimeout bounds the DELETE a client transport sends when
+	// it closes; see [WithCloseTimeout].
+	DefaultCloseTimeout = 5 * time.Second
+	// DefaultReconnectAttempts bounds the attempts to resume a lost SSE
+	// stream; see [WithReconnectAttempts].
+	DefaultReconnectAttempts = 5
+)
+
+// streamBacklog is how many unwritten bytes a stream may hold for a client
+// that reads too slowly before the handler gives up on that connection
+// (the client may resume it from the event store).
+const streamBacklog = 8 << 20
+
+// standaloneBacklog bounds the messages held for a legacy session's GET
+// stream while none is open; the oldest go first.
+const standaloneBacklog = 1 << 20
+
+// An HTTPOption configures the Streamable HTTP handler ([NewHTTPHandler],
+// [NewSSEHandler]) or the client transports ([NewHTTPTransport],
+// [NewSSETransport]); each option says which side reads it.
+type HTTPOption func(*httpConfig)
+
+type httpConfig struct {
+	ctx            context.Context
+	sessionTimeout time.Duration
+	noStandalone   bool
+	statelessOnly  bool
+	store          EventStore
+	storeSet       bool
+	allowedOrigins []string
+	allowedHosts   []string
+	maxBodyBytes   int64
+	authorize      func(*http.Request) error
+	writeTimeout   time.Duration
+	keepAlive      time.Duration
+
+	client       *http.Client
+	header       http.Header
+	closeTimeout time.Duration
+	reconnects   int
+}
+
+func newHTTPConfig(opts []HTTPOption) *httpConfig {
+	c := &httpConfig{
+		sessionTimeout: DefaultSessionTimeout,
+		maxBodyBytes:   DefaultMaxBodyBytes,
+		writeTimeout:   DefaultWriteTimeout,
+		keepAlive:      DefaultKeepAlive,
+		closeTimeout:   DefaultCloseTimeout,
+		reconnects:     DefaultReconnectAttempts,
+		header:         make(http.Header),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// WithSessionTimeout sets how long a legacy session may stay idle (no
+// request in progress, no stream open) before the handler ends it and frees
+// all it holds (default 10 minutes; 0 keeps idle sessions until the client
+// deletes them). Handler only.
+func WithSessionTimeout(d time.Duration) HTTPOption {
+	return func(c *httpConfig) {
+		if d >= 0 {
+			c.sessionTimeout = d
+		}
+	}
+}
+
+// WithoutStandaloneStream turns off the standalone GET stream of legacy
+// sessions: the handler answers such a GET with 405 and drops the messages
+// that belong to no request, and the client transport does not open one.
+func WithoutStandaloneStream() HTTPOption {
+	return func(c *httpConfig) { c.noStandalone = true }
+}
+
+// WithStatelessOnly makes the handler serve protocol revision 2026-07-28
+// only: it keeps no sessions, answers GET and DELETE with 405 and judges
+// every POST by the 2026-07-28 rules. Handler only.
+func WithStatelessOnly() HTTPOption {
+	return func(c *httpConfig) { c.statelessOnly = true }
+}
+
+// WithEventStore sets where the handler keeps the SSE events of legacy
+// sessions so that a client that lost a stream can resume it with
+// Last-Event-ID (default: a [NewMemoryEventStore] of DefaultEventStoreBytes
+// per handler). nil turns resumption off: events carry no ids and a message
+// whose stream is gone is dropped. Handler only.
+func WithEventStore(store EventStore) HTTPOption {
+	return func(c *httpConfig) { c.store, c.storeSet = store, true }
+}
+
+// WithAllowedOrigins lists the browser origins, like
+// "https://app.example.com", allowed to call the handler besides its own;
+// "*" allows any. A request whose Origin header names another origin gets
+// 403, so that a web page cannot drive a server on the user's machine.
+// Handler only.
+func WithAllowedOrigins(origins ...string) HTTPOption {
+	return func(c *httpConfig) { c.allowedOrigins = append(c.allowedOrigins, origins...) }
+}
+
+// WithAllowedHosts lists host names (without port) that a handler serving a
+// loopback address accepts in the Host header besides localhost and the
+// loopback addresses; "*" accepts any. Requests to a loopback listener that
+// name another host are refused with 403: they come from DNS rebinding.
+// Behind a local reverse proxy that passes the public Host on, list it
+// here. Handler only.
+func WithAllowedHosts(hosts ...string) HTTPOption {
+	return func(c *httpConfig) { c.allowedHosts = append(c.allowedHosts, hosts...) }
+}
+
+// WithMaxBodyBytes caps the size of a POST body (default 4 MiB); a larger
+// one is refused with 413. Handler only.
+func WithMaxBodyBytes(n int64) HTTPOption {
+	return func(c *httpConfig) {
+		if n > 0 {
+			c.maxBodyBytes = n
+		}
+	}
+}
+
+// WithAuthorizer makes the handler call authorize with every request before
+// reading it. A non-nil error refuses the request with 401 Unauthorized and
+// a "WWW-Authenticate: Bearer" challenge; the error's text is the reason
+// given. Use it to check bearer tokens. Handler only.
+func WithAuthorizer(authorize func(*http.Request) error) HTTPOption {
+	return func(c *httpConfig) { c.authorize = authorize }
+}
+
+// WithWriteTimeout bounds each write to a client (default 30s; 0 leaves
+// http.Server's own timeouts alone). The bound is set afresh before every
+// write, so a long SSE stream that keeps moving is never cut, whatever
+// http.Server.WriteTimeout says, while a client that stops reading is.
+// Handler only.
+func WithWriteTimeout(d time.Duration) HTTPOption {
+	return func(c *httpConfig) {
+		if d >= 0 {
+			c.writeTimeout = d
+		}
+	}
+}
+
+// WithKeepAlive sets how often the handler writes an SSE comment on a
+// stream that has been quiet, so that proxies keep it open and a client
+// that went away is noticed (default 30s; 0 disables). Handler only.
+func WithKeepAlive(d time.Duration) HTTPOption {
+	return func(c *httpConfig) {
+		if d >= 0 {
+			c.keepAlive = d
+		}
+	}
+}
+
+// WithContext ties the handler's lifetime to ctx: when ctx is done every
+// session ends, every stream closes, so that http.Server.Shutdown can
+// return, and new requests get 503. Handler only.
+func WithContext(ctx context.Context) HTTPOption {
+	return func(c *httpConfig) { c.ctx = ctx }
+}
+
+// WithHTTPClient sets the http.Client the client transport sends with
+// (default: http.DefaultClient). Its Timeout, if any, also cuts long SSE
+// responses; leave it 0 and let the MCP request timeouts bound each call.
+// Client only.
+func WithHTTPClient(client *http.Client) HTTPOption {
+	return func(c *httpConfig) { c.client = client }
+}
+
+// WithHeader adds a header to every HTTP request the client transport
+// sends, like an Authorization header. Client only.
+func WithHeader(key, value string) HTTPOption {
+	return func(c *httpConfig) { c.header.Add(key, value) }
+}
+
+// WithCloseTimeout bounds the DELETE that ends the session when the client
+// transport closes (default 5s). Client only.
+func WithCloseTimeout(d time.Duration) HTTPOption {
+	return func(c *httpConfig) {
+		if d > 0 {
+			c.closeTimeout = d
+		}
+	}
+}
+
+// WithReconnectAttempts bounds how many times in a row the client
+// transport tries to resume a lost SSE stream without receiving anything
+// (default 5). The first attempt waits for the server's retry hint, or
+// 250ms without one, and each failed attempt doubles the wait. Client only.
+func WithReconnectAttempts(n int) HTTPOption {
+	return func(c *httpConfig) {
+		if n >= 0 {
+			c.reconnects = n
+		}
+	}
+}
+
+// NewHTTPHandler returns an http.Handler that serves s over Streamable HTTP
+// on one endpoint, for every protocol revision at once. Each POST is judged
+// on its own: one whose params carry the 2026-07-28 _meta (or whose
+// MCP-Protocol-Version header names 2026-07-28) is served statelessly, with
+// a short-lived connection of its own; any other belongs to a legacy
+// session (2025-03-26 … 2025-11-25) that initialize creates, with its
+// standalone GET stream, resumable SSE streams and DELETE.
+//
+// It is safe by default: Origin validation, a Host check against DNS
+// rebinding when it serves a loopback address, a body cap, Content-Type and
+// Accept checks, a write timeout that never cuts a moving stream, idle
+// session expiry; an idle session holds no goroutine. See the HTTPOptions
+// for each.
+func NewHTTPHandler(s *Server, opts ...HTTPOption) http.Handler {
+	h := &httpHandler{srv: s, cfg: newHTTPConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
+	if !h.cfg.storeSet {
+		h.cfg.store = NewMemoryEventStore(DefaultEventStoreBytes)
+	}
+	if h.cfg.ctx != nil {
+		context.AfterFunc(h.cfg.ctx, h.shutdown)
+	}
+	return h
+}
+
+type httpHandler struct {
+	srv *Server
+	cfg *httpConfig
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*httpSession
+	stopped  bool
+
+	modernInFlight atomic.Int64
+}
+
+func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, msg := checkSource(h.cfg, r); status != 0 {
+		writeHTTPError(w, status, CodeInvalidRequest, ID{}, msg)
+		return
+	}
+	if h.cfg.authorize != nil {
+		if err := h.cfg.authorize(r); err != nil {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeHTTPError(w, http.StatusUnauthorized, CodeInvalidRequest, ID{}, "Unauthorized: "+err.Error())
+			return
+		}
+	}
+	if h.isStopped() {
+		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.servePOST(w, r)
+	case http.MethodGet:
+		h.serveGET(w, r)
+	case http.MethodDelete:
+		h.serveDELETE(w, r)
+	default:
+		h.methodNotAllowed(w)
+	}
+}
+
+func (h *httpHandler) methodNotAllowed(w http.ResponseWriter) {
+	if h.cfg.statelessOnly {
+		w.Header().Set("Allow", "POST")
+	} else {
+		w.Header().Set("Allow", "GET, POST, DELETE")
+	}
+	writeHTTPError(w, http.StatusMethodNotAllowed, CodeInvalidRequest, ID{}, "Method Not Allowed")
+}
+
+func (h *httpHandler) isStopped() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stopped
+}
+
+// shutdown ends every session; WithContext calls it.
+func (h *httpHandler) shutdown() {
+	h.mu.Lock()
+	h.stopped = true
+	sessions := make([]*httpSession, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		sessions = append(sessions, s)
+	}
+	h.mu.Unlock()
+	for _, s := range sessions {
+		s.conn.close(errors.New("the HTTP handler shut down"))
+	}
+}
+
+// checkSource refuses requests from web pages that may not call us: a
+// foreign Origin, or a non-loopback Host on a loopback listener (DNS
+// rebinding).
+func checkSource(cfg *httpConfig, r *http.Request) (int, string) {
+	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(addr) {
+		host := hostname(r.Host)
+		if !isLoopbackHost(host) && !listed(cfg.allowedHosts, host) {
+			return http.StatusForbidden, "Forbidden: host " + strconv.Quote(host) + " is not allowed on a loopback server (DNS rebinding protection)"
+		}
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(cfg, origin, r.Host) {
+		return http.StatusForbidden, "Forbidden: origin " + strconv.Quote(origin) + " is not allowed"
+	}
+	return 0, ""
+}
+
+func isLoopbackAddr(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.IsLoopback()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostname returns the host of a Host header or URL host, without port or
+// brackets.
+func hostname(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func listed(list []string, s string) bool {
+	for _, v := range list {
+		if v == "*" || strings.EqualFold(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// originAllowed accepts the server's own origin (the same host and port;
+// loopback names count as one host), and the listed ones.
+func originAllowed(cfg *httpConfig, origin, host string) bool {
+	if listed(cfg.allowedOrigins, strings.TrimSuffix(origin, "/")) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, host) {
+		return true
+	}
+	return isLoopbackHost(hostname(u.Host)) && isLoopbackHost(hostname(host)) && u.Port() == portOf(host)
+}
+
+func portOf(hostport string) string {
+	if _, p, err := net.SplitHostPort(hostport); err == nil {
+		return p
+	}
+	return ""
+}
+
+// writeHTTPError answers with an HTTP error status and a JSON-RPC error
+// body, which carries id when the request's id is known.
+func writeHTTPError(w http.ResponseWriter, status, code int, id ID, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(encodeErrorOrAnonymous(id, &Error{Code: code, Message: message}))
+}
+
+// encodeErrorOrAnonymous writes an error response; without a known id it
+// leaves the id out, as 2026-07-28 asks, rather than writing null.
+func encodeErrorOrAnonymous(id ID, e *Error) []byte {
+	if id.IsValid() {
+		return encodeError(id, e)
+	}
+	body, _ := json.Marshal(e)
+	return append(append([]byte(`{"jsonrpc":"2.0","error":`), body...), '}')
+}
+
+// acceptsBoth reports whether an Accept header lists both JSON and SSE, as
+// Streamable HTTP asks of every POST; wildcards count.
+func acceptsBoth(r *http.Request) bool {
+	return accepts(r, "application/json") && accepts(r, "text/event-stream")
+}
+
+func accepts(r *http.Request, mediaType string) bool {
+	major, _, _ := strings.Cut(mediaType, "/")
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			t, _, _ := strings.Cut(part, ";")
+			t = strings.ToLower(strings.TrimSpace(t))
+			if t == mediaType || t == "*/*" || t == major+"/*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func mediaTypeOf(contentType string) string {
+	t, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return ""
+	}
+	return t
+}
+
+// readBody reads a POST body under the size cap; it answers the request
+// itself and returns nil when the body is refused.
+func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
+	if mediaTypeOf(r.Header.Get("Content-Type")) != "application/json" {
+		writeHTTPError(w, http.StatusUnsupportedMediaType, CodeInvalidRequest, ID{}, "Unsupported Media Type: the body must be application/json")
+		return nil
+	}
+	if !acceptsBoth(r) {
+		writeHTTPError(w, http.StatusNotAcceptable, CodeInvalidRequest, ID{}, "Not Acceptable: the client must accept both application/json and text/event-stream")
+		return nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, CodeInvalidRequest, ID{}, fmt.Sprintf("Request Entity Too Large: the body exceeds %d bytes", h.cfg.maxBodyBytes))
+			return nil
+		}
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: cannot read the body: "+err.Error())
+		return nil
+	}
+	return body
+}
+
+func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request) {
+	body := h.readBody(w, r)
+	if body == nil {
+		return
+	}
+	msgs, batch, ok := sniffBody(body)
+	if !ok {
+		writeHTTPError(w, http.StatusBadRequest, CodeParseError, ID{}, "Parse error: the body is not a JSON-RPC message")
+		return
+	}
+	if batch && len(msgs) == 0 {
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: empty batch")
+		return
+	}
+	if h.isModern(r, msgs, batch) {
+		h.serveModernPOST(w, r, body, msgs, batch)
+		return
+	}
+	h.serveLegacyPOST(w, r, body, msgs, batch)
+}
+
+// isModern judges a POST's era: 2026-07-28 when the body carries its _meta
+// or the header names it (or names no revision we know, so that the answer
+// is -32022 rather than a legacy 400), and for server/discover.
+func (h *httpHandler) isModern(r *http.Request, msgs []*httpMessage, batch bool) bool {
+	if h.cfg.statelessOnly {
+		return true
+	}
+	if batch {
+		return false
+	}
+	m := msgs[0]
+	if m.hasVersion || m.method == "server/discover" {
+		return true
+	}
+	v := r.Header.Get(headerProtocolVersion)
+	if isModernVersion(v) {
+		return true
+	}
+	return v != "" && !isSupportedVersion(v) && r.Header.Get(headerSessionID) == ""
+}
+
+// serveModernPOST serves one 2026-07-28 POST: its own connection, its own
+// session state, cancelled when the client closes the stream.
+func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool) {
+	if batch {
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: protocol revision 2026-07-28 has no batches")
+		return
+	}
+	m := msgs[0]
+	switch m.kind {
+	case kindNotification:
+		// The core defines no client notification over HTTP; there is no
+		// state for one to change.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case kindResponse:
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: clients send no responses on protocol revision 2026-07-28")
+		return
+	case kindInvalid:
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, m.id, "Invalid Request: "+m.invalid)
+		return
+	}
+	if m.method == "initialize" && !m.hasVersion {
+		// Only WithStatelessOnly routes a legacy handshake here: name the
+		// revisions served, so that the client knows what to speak.
+		var p initializeParams
+		json.Unmarshal(m.params, &p)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(encodeError(m.id, NewError(CodeUnsupportedProtocolVersion, "Unsupported protocol version: this server speaks only the stateless revisions",
+			map[string]any{"supported": h.srv.modernVersions(), "requested": p.ProtocolVersion})))
+		return
+	}
+	if status, e := h.checkModernHeaders(r, m); e != nil {
+		writeHTTPError(w, status, e.Code, m.id, e.Message)
+		return
+	}
+	if limit := int64(h.srv.cfg.maxInFlight); limit > 0 {
+		if h.modernInFlight.Add(1) > limit {
+			h.modernInFlight.Add(-1)
+			w.Header().Set("Retry-After", "1")
+			writeHTTPError(w, http.StatusServiceUnavailable, CodeOverloaded, m.id, "overloaded")
+			return
+		}
+		defer h.modernInFlight.Add(-1)
+	}
+	st := newHTTPStream(nil, "", []ID{m.id}, h.log)
+	_, c := h.srv.newSession(&postTransport{stream: st})
+	c.start(r.Context())
+	if h.cfg.ctx != nil {
+		// At shutdown the handler is asked to finish, not cancelled: its
+		// answer (a listen's closing result) still goes out.
+		stop := context.AfterFunc(h.cfg.ctx, func() { c.cancelBase(errShuttingDown) })
+		defer stop()
+	}
+	c.handleFrame(body, st)
+	st.frameDone()
+	gen, wake := st.writer()
+	complete := h.serveStream(w, r, st, gen, wake, streamMode{sse: m.method == "subscriptions/listen", modern: true})
+	if !complete {
+		// On 2026-07-28 closing the stream is the cancellation.
+		c.mu.Lock()
+		c.cancelInboundLocked(m.id, "the client closed the HTTP stream")
+		c.mu.Unlock()
+	}
+	c.close(errHTTPExchangeDone)
+}
+
+var (
+	errHTTPExchangeDone = errors.New("the HTTP exchange ended")
+	errShuttingDown     = errors.New("the HTTP handler is shutting down")
+)
+
+// checkModernHeaders checks a 2026-07-28 request's headers against its body,
+// in the order the conformance suite expects; the protocol version itself
+// and capabilities are left to the engine.
+func (h *httpHandler) checkModernHeaders(r *http.Request, m *httpMessage) (int, *Error) {
+	mismatch := func(format string, args ...any) (int, *Error) {
+		return http.StatusBadRequest, &Error{Code: CodeHeaderMismatch, Message: "Header mismatch: " + fmt.Sprintf(format, args...)}
+	}
+	hv, ok := singleHeader(r, headerProtocolVersion)
+	if !ok {
+		return mismatch("the MCP-Protocol-Version header is required")
+	}
+	if !m.hasVersion || !m.hasCaps {
+		missing := metaProtocolVersion
+		if m.hasVersion {
+			missing = metaClientCapabilities
+		}
+		return http.StatusBadRequest, &Error{Code: CodeInvalidParams, Message: "Invalid params: missing required _meta[\"" + missing + "\"]"}
+	}
+	if hv != m.version {
+		return mismatch("MCP-Protocol-Version %q does not match _meta protocolVersion %q", hv, m.version)
+	}
+	if !isSupportedVersion(m.version) || !isModernVersion(m.version) {
+		return 0, nil // the engine answers -32022
+	}
+	if v, ok := singleHeader(r, headerMethod); !ok || v != m.method {
+		return mismatch("Mcp-Method %q does not match the method %q", v, m.method)
+	}
+	var want *string
+	switch m.method {
+	case "tools/call", "prompts/get":
+		want = m.name
+	case "resources/read":
+		want = m.uri
+	}
+	if want != nil {
+		v, ok := singleHeader(r, headerName)
+		if !ok {
+			return mismatch("the Mcp-Name header is required for %s", m.method)
+		}
+		decoded, ok := decodeHeaderValue(v)
+		if !ok || decoded != *want {
+			return mismatch("Mcp-Name %q does not match %q", v, *want)
+		}
+	}
+	if m.method == "tools/call" && m.name != nil {
+		schema := h.srv.toolInputSchema(*m.name)
+		if !bytes.Contains(schema, []byte("x-mcp-header")) {
+			return 0, nil
+		}
+		params, _ := toolParamHeaders(schema)
+		for _, p := range params {
+			key := headerParamPrefix + p.name
+			arg, present := argumentAt(m.args, p.path)
+			v, sent := singleHeader(r, key)
+			if !present {
+				if sent {
+					return mismatch("%s is set but the argument %s is absent", key, strings.Join(p.path, "."))
+				}
+				continue
+			}
+			if !sent {
+				return mismatch("the %s header is required: argument %s is set", key, strings.Join(p.path, "."))
+			}
+			decoded, ok := decodeHeaderValue(v)
+			if !ok || !headerMatchesArgument(decoded, arg) {
+				return mismatch("%s %q does not match the argument %s", key, v, strings.Join(p.path, "."))
+			}
+		}
+	}
+	return 0, nil
+}
+
+// singleHeader returns a header's only value; ok is false when it is absent
+// or repeated. An empty value counts as present.
+func singleHeader(r *http.Request, key string) (string, bool) {
+	vs := r.Header.Values(key)
+	if len(vs) != 1 {
+		return "", false
+	}
+	return vs[0], true
+}
+
+// modernVersions lists the stateless revisions s serves.
+func (s *Server) modernVersions() []string {
+	var vs []string
+	for _, v := range s.supportedVersions() {
+		if isModernVersion(v) {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// toolInputSchema returns the input schema of a registered tool, or nil.
+func (s *Server) toolInputSchema(name string) json.RawMessage {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if t, ok := s.tools.get(name); ok && t != nil {
+		return t.tool.InputSchema
+	}
+	return nil
+}
+
+// modernStatus maps the JSON-RPC error of a 2026-07-28 JSON response to its
+// HTTP status.
+func modernStatus(code int) int {
+	switch code {
+	case CodeMethodNotFound:
+		return http.StatusNotFound
+	case CodeHeaderMismatch, CodeMissingRequiredClientCapability, CodeUnsupportedProtocolVersion, CodeParseError, CodeInvalidRequest:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// postTransport is the transport of one 2026-07-28 POST: every message the
+// connection writes goes on that POST's stream.
+type postTransport struct{ stream *httpStream }
+
+func (t *postTransport) ReadMessage() ([]byte, error) { return nil, io.EOF }
+func (t *postTransport) WriteMessage(msg []byte) error {
+	return t.writeRouted([]outgoing{{data: msg}})
+}
+func (t *postTransport) Close() error    { t.stream.close(); return nil }
+func (t *postTransport) pushesMessages() {}
+func (t *postTransport) writeRouted(msgs []outgoing) error {
+	for _, o := range msgs {
+		t.stream.push(o)
+	}
+	return nil
+}
+
+// serveLegacyPOST serves a POST of a legacy session: initialize creates the
+// session; notifications and responses are accepted with 202; requests are
+// answered on this POST's response, JSON or SSE.
+func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool) {
+	sid := r.Header.Get(headerSessionID)
+	var sess *httpSession
+	created := false
+	if sid == "" {
+		if batch || msgs[0].kind != kindRequest || msgs[0].method != "initialize" {
+			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the Mcp-Session-Id header is required; start a session with initialize")
+			return
+		}
+		if sess = h.newSession(); sess == nil {
+			writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
+			return
+		}
+		created = true
+	} else if sess = h.session(sid); sess == nil {
+		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
+		return
+	}
+	if !sess.begin() {
+		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
+		return
+	}
+	defer sess.end()
+	if v := r.Header.Get(headerProtocolVersion); v != "" && !created && (!isSupportedVersion(v) || isModernVersion(v)) {
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: unsupported MCP-Protocol-Version "+strconv.Quote(v))
+		return
+	}
+	if batch && !sess.conn.batchOK.Load() {
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: JSON-RPC batches are accepted only on protocol revision 2025-03-26")
+		return
+	}
+	var ids []ID
+	answered := false
+	for _, m := range msgs {
+		switch m.kind {
+		case kindRequest:
+			answered = true
+			if m.id.IsValid() {
+				ids = append(ids, m.id)
+			}
+		case kindNotification:
+			if m.method == "notifications/cancelled" {
+				sess.noteCancel(m.params)
+			}
+		case kindResponse:
+		default:
+			answered = true
+		}
+	}
+	if !answered {
+		sess.conn.handleFrame(body, nil)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	st := sess.newStream(ids)
+	if st == nil {
+		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
+		return
+	}
+	if created {
+		w.Header().Set(headerSessionID, sess.id)
+	}
+	sess.conn.handleFrame(body, st)
+	st.frameDone()
+	gen, wake := st.writer()
+	complete := h.serveStream(w, r, st, gen, wake, streamMode{batch: batch, prime: sess.primes()})
+	if created && (!complete || st.failed()) {
+		sess.conn.close(errors.New("initialize failed"))
+	}
+}
+
+func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.statelessOnly || isModernVersion(r.Header.Get(headerProtocolVersion)) {
+		h.methodNotAllowed(w)
+		return
+	}
+	if !accepts(r, "text/event-stream") {
+		writeHTTPError(w, http.StatusNotAcceptable, CodeInvalidRequest, ID{}, "Not Acceptable: a GET must accept text/event-stream")
+		return
+	}
+	sess, ok := h.requestSession(w, r)
+	if !ok {
+		return
+	}
+	defer sess.end()
+	if last := r.Header.Get(headerLastEventID); last != "" && h.cfg.store != nil {
+		streamID, index, ok := parseEventID(last)
+		var st *httpStream
+		if ok {
+			st = sess.stream(streamID)
+		}
+		if st == nil {
+			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: Last-Event-ID "+strconv.Quote(last)+" names no stream of this session")
+			return
+		}
+		replay, gen, wake, ok := st.resume(index)
+		if !ok {
+			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the events after "+strconv.Quote(last)+" are no longer available")
+			return
+		}
+		h.serveStream(w, r, st, gen, wake, streamMode{sse: true, replay: replay})
+		return
+	}
+	if h.cfg.noStandalone {
+		h.methodNotAllowed(w)
+		return
+	}
+	st := sess.standaloneStream()
+	if st == nil {
+		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
+		return
+	}
+	gen, wake, ok := st.attachFresh()
+	if !ok {
+		writeHTTPError(w, http.StatusConflict, CodeInvalidRequest, ID{}, "Conflict: the session's GET stream is already open")
+		return
+	}
+	h.serveStream(w, r, st, gen, wake, streamMode{sse: true, prime: sess.primes()})
+}
+
+func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.statelessOnly || isModernVersion(r.Header.Get(headerProtocolVersion)) {
+		h.methodNotAllowed(w)
+		return
+	}
+	sess, ok := h.requestSession(w, r)
+	if !ok {
+		return
+	}
+	sess.end()
+	sess.conn.close(errors.New("the client ended the session"))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// requestSession finds the session a GET or DELETE names and marks it busy;
+// it answers the request itself when there is none.
+func (h *httpHandler) requestSession(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
+	sid := r.Header.Get(headerSessionID)
+	if sid == "" {
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the Mcp-Session-Id header is required")
+		return nil, false
+	}
+	sess := h.session(sid)
+	if sess == nil || !sess.begin() {
+		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
+		return nil, false
+	}
+	return sess, true
+}
+
+func (h *httpHandler) session(id string) *httpSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[id]
+}
+
+// newSession creates and registers a legacy session: a connection in push
+// mode, so that it holds no goroutine while idle, and an expiry timer.
+func (h *httpHandler) newSession() *httpSession {
+	s := &httpSession{h: h, id: rand.Text()}
+	s.ss, s.conn = h.srv.newSession(s)
+	s.conn.start(context.Background())
+	if d := h.cfg.sessionTimeout; d > 0 {
+		s.expiry = time.AfterFunc(d, s.expire)
+	}
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		s.conn.close(errors.New("the HTTP handler shut down"))
+		return nil
+	}
+	h.sessions[s.id] = s
+	h.mu.Unlock()
+	h.srv.addSession(s.ss)
+	return s
+}
+
+func (h *httpHandler) forget(s *httpSession) {
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	h.mu.Unlock()
+	h.srv.removeSession(s.ss)
+}
+
+// httpSession is a legacy session: one connection in push mode whose
+// messages are routed onto the streams of its HTTP requests. It is the
+// connection's transport.
+type httpSession struct {
+	h    *httpHandler
+	id   string
+	ss   *serverSession
+	conn *conn
+
+	mu         sync.Mutex
+	streams    map[string]*httpStream // POST streams that may still be resumed
+	delivered  []string               // ids of retained delivered streams, oldest first
+	standalone *httpStream
+	nextStream int64
+	active     int // HTTP requests in progress
+	lastActive time.Time
+	expiry     *time.Timer
+	closed     bool
+}
+
+func (s *httpSession) ReadMessage() ([]byte, error) { return nil, io.EOF }
+func (s *httpSession) WriteMessage(msg []byte) error {
+	return s.writeRouted([]outgoing{{data: msg}})
+}
+func (s *httpSession) pushesMessages() {}
+
+// Close ends the session; the connection calls it when it closes.
+func (s *httpSession) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	streams := make([]*httpStream, 0, len(s.streams)+1)
+	for _, st := range s.streams {
+		streams = append(streams, st)
+	}
+	if s.standalone != nil {
+		streams = append(streams, s.standalone)
+	}
+	s.streams = nil
+	if s.expiry != nil {
+		s.expiry.Stop()
+	}
+	s.mu.Unlock()
+	s.h.forget(s)
+	for _, st := range streams {
+		st.close()
+	}
+	if store := s.h.cfg.store; store != nil {
+		store.SessionClosed(s.id)
+	}
+	return nil
+}
+
+// writeRouted puts each message on the stream of the request it belongs to,
+// and the others on the standalone GET stream. It never blocks.
+func (s *httpSession) writeRouted(msgs []outgoing) error {
+	for _, o := range msgs {
+		st, _ := o.route.(*httpStream)
+		if st == nil {
+			if st = s.standaloneStream(); st == nil {
+				s.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", s.id)
+				continue
+			}
+		}
+		st.push(o)
+	}
+	return nil
+}
+
+// begin marks the session busy with one more HTTP request; it reports false
+// when the session has ended.
+func (s *httpSession) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.active++
+	return true
+}
+
+// end marks one HTTP request of the session done and restarts the idle
+// clock when it was the last.
+func (s *httpSession) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	s.lastActive = time.Now()
+	if s.active == 0 && s.expiry != nil && !s.closed {
+		s.expiry.Reset(s.h.cfg.sessionTimeout)
+	}
+}
+
+// expire runs when the idle timer fires: a session that is still idle ends.
+func (s *httpSession) expire() {
+	s.mu.Lock()
+	if s.closed || s.active > 0 {
+		s.mu.Unlock()
+		return
+	}
+	if idle := time.Since(s.lastActive); !s.lastActive.IsZero() && idle < s.h.cfg.sessionTimeout {
+		s.expiry.Reset(s.h.cfg.sessionTimeout - idle)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.h.log.Debug("ending an idle HTTP session", "session", s.id)
+	s.conn.close(errors.New("the session expired"))
+}
+
+// primes reports whether the session's SSE streams start with a priming
+// event (2025-11-25, SEP-1699), which only helps when events are stored.
+func (s *httpSession) primes() bool {
+	if s.h.cfg.store == nil {
+		return false
+	}
+	s.ss.mu.Lock()
+	defer s.ss.mu.Unlock()
+	return s.ss.version >= Version20251125
+}
+
+// newStream creates the stream of a POST that awaits the responses to ids.
+func (s *httpSession) newStream(ids []ID) *httpStream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	if len(s.streams) >= maxRetainedStreams {
+		s.retireStreamsLocked()
+	}
+	s.nextStream++
+	st := newHTTPStream(s, strconv.FormatInt(s.nextStream, 10), ids, s.h.log)
+	if s.streams == nil {
+		s.streams = make(map[string]*httpStream)
+	}
+	s.streams[st.id] = st
+	return st
+}
+
+// maxRetainedStreams bounds the POST streams a session keeps; past it,
+// finished streams nobody resumed are forgotten first.
+const maxRetainedStreams = 64
+
+func (s *httpSession) retireStreamsLocked() {
+	for id, st := range s.streams {
+		if st.abandoned() {
+			delete(s.streams, id)
+			s.delivered = slices.DeleteFunc(s.delivered, func(d string) bool { return d == id })
+			if store := s.h.cfg.store; store != nil {
+				store.StreamDone(s.id, id)
+			}
+		}
+	}
+}
+
+// retainedStreams is how many delivered SSE streams a session keeps
+// resumable, in case the last events were lost with their connection.
+const retainedStreams = 4
+
+// retainStream keeps a delivered SSE stream resumable until newer ones push
+// it out.
+func (s *httpSession) retainStream(st *httpStream) {
+	s.mu.Lock()
+	if s.closed || s.streams[st.id] != st || slices.Contains(s.delivered, st.id) {
+		s.mu.Unlock()
+		return
+	}
+	s.delivered = append(s.delivered, st.id)
+	var old string
+	if len(s.delivered) > retainedStreams {
+		old = s.delivered[0]
+		s.delivered = slices.Delete(s.delivered, 0, 1)
+		delete(s.streams, old)
+	}
+	s.mu.Unlock()
+	if store := s.h.cfg.store; store != nil && old != "" {
+		store.StreamDone(s.id, old)
+	}
+}
+
+// removeStream forgets a stream whose every event reached the client.
+func (s *httpSession) removeStream(st *httpStream) {
+	s.mu.Lock()
+	if s.streams[st.id] == st {
+		delete(s.streams, st.id)
+	}
+	s.mu.Unlock()
+	if store := s.h.cfg.store; store != nil {
+		store.StreamDone(s.id, st.id)
+	}
+}
+
+// standaloneStreamID is the stream id of the session's GET stream.
+const standaloneStreamID = "0"
+
+// standaloneStream returns the session's GET stream, creating it on first
+// use; nil when the session ended or has none.
+func (s *httpSession) standaloneStream() *httpStream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.h.cfg.noStandalone {
+		return nil
+	}
+	if s.standalone == nil {
+		s.standalone = newHTTPStream(s, standaloneStreamID, nil, s.h.log)
+		s.standalone.standalone = true
+		s.standalone.attached = false
+	}
+	return s.standalone
+}
+
+func (s *httpSession) stream(id string) *httpStream {
+	if id == standaloneStreamID {
+		return s.standaloneStream()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams[id]
+}
+
+// noteCancel ends the POST stream of a request the client cancelled: the
+// engine answers a cancelled request with nothing, so its stream would
+// otherwise wait forever. A user handler of notifications/cancelled decides
+// for itself, so then the stream waits for the response.
+func (s *httpSession) noteCancel(params json.RawMessage) {
+	if s.h.srv.cfg.notifications["notifications/cancelled"] != nil {
+		return
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, ok := parseID(p.RequestID)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	streams := make([]*httpStream, 0, len(s.streams))
+	for _, st := range s.streams {
+		streams = append(streams, st)
+	}
+	s.mu.Unlock()
+	for _, st := range streams {
+		if st.settle(id) {
+			return
+		}
+	}
+}
+
+// streamEvent is one message of a stream, numbered for SSE event ids.
+type streamEvent struct {
+	index int64
+	data  []byte
+	final bool
+}
+
+// httpStream is one response stream: a POST's (JSON or SSE), or a legacy
+// session's standalone GET stream. The engine pushes messages into it from
+// any goroutine without blocking; one HTTP handler goroutine at a time, the
+// attached writer, writes them out.
+type httpStream struct {
+	sess       *httpSession // nil for a 2026-07-28 POST
+	id         string
+	standalone bool
+	log        *slog.Logger
+
+	mu         sync.Mutex
+	pending    []streamEvent // pushed, not yet taken by the writer
+	pendBytes  int
+	wake       chan struct{} // the attached writer's signal
+	gen        int64         // the attached writer's generation
+	attached   bool
+	awaiting   []ID // requests whose responses are still to come
+	dispatched bool // every request of the POST was dispatched
+	finished   bool // every response was pushed
+	closed     bool // the session or exchange ended
+	closeReq   bool // the handler asked to end the SSE stream early
+	retry      time.Duration
+	next       int64 // the last index assigned
+	written    int64 // the last index written to a client
+	errFinal   int   // code of the first error response, 0 if none
+	hasErr     bool
+}
+
+func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
+	return &httpStream{sess: sess, id: id, awaiting: awaiting, log: log, wake: make(chan struct{}, 1), gen: 1, attached: true}
+}
+
+// writer returns the generation and signal of the stream's current writer.
+func (s *httpStream) writer() (int64, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen, s.wake
+}
+
+func (s *httpStream) store() EventStore {
+	if s.sess == nil {
+		return nil
+	}
+	return s.sess.h.cfg.store
+}
+
+func (s *httpStream) signalLocked() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// push adds a message to the stream; the engine calls it from any goroutine
+// and it never blocks.
+func (s *httpStream) push(o outgoing) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || (s.finished && !s.standalone) {
+		s.log.Debug("dropping a message for a stream that has ended", "stream", s.id)
+		return
+	}
+	s.next++
+	ev := streamEvent{index: s.next, data: o.data, final: o.final}
+	store := s.store()
+	if store != nil {
+		store.Append(s.sess.id, s.id, ev.index, ev.data)
+	}
+	if o.final {
+		if code, isErr := errorCodeOf(o.data); isErr && !s.hasErr {
+			s.hasErr, s.errFinal = true, code
+		}
+		s.settleLocked(o.related)
+	}
+	switch {
+	case s.attached && s.pendBytes+len(ev.data) > streamBacklog && !s.standalone:
+		// The client reads too slowly: let the connection go rather than
+		// hold an unbounded backlog. It may resume from the store.
+		s.log.Warn("an HTTP client reads too slowly; dropping its stream", "stream", s.id, "backlog", s.pendBytes)
+		s.detachLocked()
+	case s.attached || s.standalone:
+		for s.standalone && len(s.pending) > 0 && s.pendBytes+len(ev.data) > standaloneBacklog {
+			s.log.Warn("dropping an undelivered message of the standalone stream", "session", s.sess.id)
+			s.pendBytes -= len(s.pending[0].data)
+			s.pending = s.pending[1:]
+		}
+		s.pending = append(s.pending, ev)
+		s.pendBytes += len(ev.data)
+	case store == nil:
+		s.log.Debug("dropping a message whose client stream is gone (no event store)", "stream", s.id)
+	}
+	s.signalLocked()
+}
+
+// settle counts the response to id as sent (or, for a cancelled request,
+// as never coming); it reports whether the stream awaited it.
+func (s *httpStream) settle(id ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok := s.settleLocked(id)
+	if ok {
+		s.signalLocked()
+	}
+	return ok
+}
+
+func (s *httpStream) settleLocked(id ID) bool {
+	i := slices.Index(s.awaiting, id)
+	if i < 0 {
+		return false
+	}
+	s.awaiting = slices.Delete(s.awaiting, i, i+1)
+	if s.dispatched && len(s.awaiting) == 0 {
+		s.finished = true
+	}
+	return true
+}
+
+// frameDone records that the POST body was handed to the engine: the
+// responses it will produce are those still awaited.
+func (s *httpStream) frameDone() {
+	s.mu.Lock()
+	s.dispatched = true
+	if len(s.awaiting) == 0 {
+		s.finished = true
+	}
+	s.signalLocked()
+	s.mu.Unlock()
+}
+
+func (s *httpStream) failed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hasErr
+}
+
+func (s *httpStream) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.signalLocked()
+	s.mu.Unlock()
+}
+
+// requestClose asks the writer to end the SSE stream now, with a retry
+// hint; the client resumes it from the event store.
+func (s *httpStream) requestClose(retry time.Duration) {
+	s.mu.Lock()
+	s.closeReq, s.retry = true, retry
+	s.signalLocked()
+	s.mu.Unlock()
+}
+
+// abandoned reports whether the stream is finished with no writer: only a
+// resumption could still want it.
+func (s *httpStream) abandoned() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.finished && !s.attached
+}
+
+// streamState is what the writer learns from the stream at each turn.
+type streamState struct {
+	superseded bool // another writer took the stream over
+	finished   bool
+	closed     bool
+	closeReq   bool
+	retry      time.Duration
+}
+
+// take hands the writer of generation gen everything pushed since its last
+// turn.
+func (s *httpStream) take(gen int64) ([]streamEvent, streamState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen || !s.attached {
+		return nil, streamState{superseded: true}
+	}
+	evs := s.pending
+	s.pending, s.pendBytes = nil, 0
+	st := streamState{finished: s.finished && !s.standalone, closed: s.closed, closeReq: s.closeReq, retry: s.retry}
+	s.closeReq = false
+	return evs, st
+}
+
+func (s *httpStream) markWritten(gen, index int64) {
+	s.mu.Lock()
+	if s.gen == gen && index > s.written {
+		s.written = index
+	}
+	s.mu.Unlock()
+}
+
+func (s *httpStream) writtenIndex() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.written
+}
+
+// detach lets the writer of generation gen go: its client is gone or too
+// slow. What it had not written stays in the event store, if any.
+func (s *httpStream) detach(gen int64) {
+	s.mu.Lock()
+	if s.gen == gen {
+		s.detachLocked()
+	}
+	s.mu.Unlock()
+}
+
+func (s *httpStream) detachLocked() {
+	s.attached = false
+	if !s.standalone {
+		s.pending, s.pendBytes = nil, 0
+	}
+	s.signalLocked()
+}
+
+// attachLocked makes a new writer the stream's; the previous one, if any,
+// notices that it was superseded and returns.
+func (s *httpStream) attachLocked() (int64, chan struct{}) {
+	s.signalLocked()
+	s.gen++
+	s.wake = make(chan struct{}, 1)
+	s.attached = true
+	return s.gen, s.wake
+}
+
+// attachFresh attaches a new GET to the standalone stream unless one is
+// attached already.
+func (s *httpStream) attachFresh() (int64, chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.attached || s.closed {
+		return 0, nil, false
+	}
+	gen, wake := s.attachLocked()
+	return gen, wake, true
+}
+
+// resume attaches a resuming GET to the stream and returns the events after
+// index to replay first; ok is false when the store no longer has them all.
+func (s *httpStream) resume(index int64) ([]streamEvent, int64, chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	store := s.store()
+	if s.closed || store == nil || index > s.next {
+		return nil, 0, nil, false
+	}
+	data, ok := store.After(s.sess.id, s.id, index)
+	if !ok || int64(len(data)) != s.next-index {
+		return nil, 0, nil, false
+	}
+	replay := make([]streamEvent, len(data))
+	for i, d := range data {
+		replay[i] = streamEvent{index: index + 1 + int64(i), data: d}
+	}
+	s.pending, s.pendBytes = nil, 0 // all of it is in the replay
+	gen, wake := s.attachLocked()
+	return replay, gen, wake, true
+}
+
+// complete is called by a writer that wrote the stream's last response.
+// A written response may still be lost with a connection whose end the
+// server has not noticed yet, so a resumable (SSE) stream stays resumable
+// for a while; a JSON answer cannot be resumed and goes at once.
+func (s *httpStream) complete(gen int64, resumable bool) {
+	s.mu.Lock()
+	mine := s.gen == gen
+	if mine {
+		s.attached = false
+	}
+	s.mu.Unlock()
+	if !mine || s.sess == nil {
+		return
+	}
+	if resumable {
+		s.sess.retainStream(s)
+	} else {
+		s.sess.removeStream(s)
+	}
+}
+
+// streamMode says how a writer serves a stream.
+type streamMode struct {
+	sse    bool          // SSE from the start: GET, subscriptions/listen, resumption
+	batch  bool          // a JSON answer is an array
+	modern bool          // a JSON error answer gets its 2026-07-28 HTTP status
+	prime  bool          // start SSE with a priming event (2025-11-25)
+	event  string        // the SSE event name, for the 2024-11-05 transport
+	intro  []byte        // written right after the headers: the 2024-11-05 endpoint event
+	replay []streamEvent // events to write first, when resuming
+}
+
+// serveStream writes stream s to w as its writer of generation gen, until
+// every response was written (it reports true), or the client went away,
+// was too slow, or another writer took over (false). It answers with JSON
+// when the responses come before anything else, and with SSE otherwise.
+func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *httpStream, gen int64, wake <-chan struct{}, m streamMode) bool {
+	out := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.cfg.writeTimeout, event: m.event, ids: s.store() != nil, streamID: s.id}
+	var held []streamEvent
+	var keepAlive *time.Timer
+	var keepAliveC <-chan time.Time
+	defer func() {
+		if keepAlive != nil {
+			keepAlive.Stop()
+		}
+	}()
+	started := false
+	start := func() error {
+		started = true
+		hdr := w.Header()
+		hdr.Set("Content-Type", "text/event-stream")
+		hdr.Set("Cache-Control", "no-cache")
+		hdr.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		if h.cfg.keepAlive > 0 {
+			keepAlive = time.NewTimer(h.cfg.keepAlive)
+			keepAliveC = keepAlive.C
+		}
+		if len(m.intro) > 0 {
+			return out.write(m.intro)
+		}
+		if m.prime && out.ids {
+			return out.prime(s.writtenIndex())
+		}
+		return out.flush()
+	}
+	fail := func(err error) bool {
+		h.log.Debug("lost an HTTP client while writing its stream", "stream", s.id, "err", err)
+		s.detach(gen)
+		return false
+	}
+	if m.sse {
+		if err := start(); err != nil {
+			return fail(err)
+		}
+		if len(m.replay) > 0 {
+			if err := out.events(m.replay); err != nil {
+				return fail(err)
+			}
+			s.markWritten(gen, m.replay[len(m.replay)-1].index)
+		}
+	}
+	for {
+		evs, st := s.take(gen)
+		if st.superseded {
+			return false
+		}
+		if !started && !st.closeReq && !slices.ContainsFunc(evs, func(e streamEvent) bool { return !e.final }) {
+			held = append(held, evs...)
+			evs = nil
+			switch {
+			case st.finished:
+				h.writeJSON(w, out, s, held, m)
+				s.complete(gen, false)
+				return true
+			case st.closed:
+				writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
+				return false
+			}
+		} else {
+			if !started {
+				if err := start(); err != nil {
+					return fail(err)
+				}
+				evs = append(held, evs...)
+				held = nil
+			}
+			if len(evs) > 0 {
+				if err := out.events(evs); err != nil {
+					return fail(err)
+				}
+				s.markWritten(gen, evs[len(evs)-1].index)
+				if keepAlive != nil {
+					keepAlive.Reset(h.cfg.keepAlive)
+				}
+			}
+			switch {
+			case st.finished:
+				s.complete(gen, out.ids)
+				return true
+			case st.closed:
+				return false
+			case st.closeReq:
+				out.retryHint(st.retry)
+				s.detach(gen)
+				return false
+			}
+		}
+		select {
+		case <-wake:
+		case <-r.Context().Done():
+			s.detach(gen)
+			return false
+		case <-keepAliveC:
+			if err := out.comment(); err != nil {
+				return fail(err)
+			}
+			keepAlive.Reset(h.cfg.keepAlive)
+		}
+	}
+}
+
+// writeJSON answers a POST whose responses all came before anything else:
+// one JSON object, or an array for a batch; 202 when there is nothing to
+// say.
+func (h *httpHandler) writeJSON(w http.ResponseWriter, out *sseWriter, s *httpStream, held []streamEvent, m streamMode) {
+	if len(held) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	var body []byte
+	if m.batch {
+		body = append(body, '[')
+		for i, ev := range held {
+			if i > 0 {
+				body = append(body, ',')
+			}
+			body = append(body, ev.data...)
+		}
+		body = append(body, ']')
+	} else {
+		body = held[0].data
+		for _, ev := range held[1:] {
+			h.log.Warn("dropping an extra response to a single request", "stream", s.id, "message", string(ev.data))
+		}
+	}
+	status := http.StatusOK
+	if m.modern {
+		if code, isErr := errorCodeOf(held[0].data); isErr {
+			status = modernStatus(code)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	out.write(body)
+}
+
+// errorCodeOf reads the error code of an error response.
+func errorCodeOf(data []byte) (int, bool) {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		return 0, false
+	}
+	var probe struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &probe) != nil || probe.Error == nil {
+		return 0, false
+	}
+	return probe.Error.Code, true
+}
+
+// sseWriter frames messages as server-sent events, each write bounded by
+// the write timeout and flushed.
+type sseWriter struct {
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	timeout  time.Duration
+	event    string
+	ids      bool
+	streamID string
+	buf      []byte
+}
+
+func (o *sseWriter) events(evs []streamEvent) error {
+	o.buf = o.buf[:0]
+	for _, ev := range evs {
+		if o.ids {
+			o.buf = o.appendID(o.buf, ev.index)
+		}
+		if o.event != "" {
+			o.buf = append(o.buf, "event: "...)
+			o.buf = append(o.buf, o.event...)
+			o.buf = append(o.buf, '\n')
+		}
+		o.buf = appendSSEData(o.buf, ev.data)
+		o.buf = append(o.buf, '\n')
+	}
+	return o.write(o.buf)
+}
+
+func (o *sseWriter) appendID(b []byte, index int64) []byte {
+	b = append(b, "id: "...)
+	b = append(b, o.streamID...)
+	b = append(b, '_')
+	b = strconv.AppendInt(b, index, 10)
+	return append(b, '\n')
+}
+
+// prime writes the 2025-11-25 priming event: an id and empty data, so that
+// the client can resume even before the first message.
+func (o *sseWriter) prime(index int64) error {
+	b := o.appendID(nil, index)
+	return o.write(append(b, "data:\n\n"...))
+}
+
+func (o *sseWriter) retryHint(d time.Duration) error {
+	return o.write([]byte("retry: " + strconv.FormatInt(d.Milliseconds(), 10) + "\n\n"))
+}
+
+func (o *sseWriter) comment() error { return o.write([]byte(": keep-alive\n\n")) }
+
+func (o *sseWriter) flush() error {
+	o.setDeadline()
+	return o.rc.Flush()
+}
+
+func (o *sseWriter) setDeadline() {
+	if o.timeout > 0 {
+		// Not every ResponseWriter supports deadlines (httptest's does
+		// not); the write is then bounded by http.Server's own timeouts.
+		_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	}
+}
+
+func (o *sseWriter) write(b []byte) error {
+	o.setDeadline()
+	if _, err := o.w.Write(b); err != nil {
+		return err
+	}
+	return o.rc.Flush()
+}
+
+// appendSSEData frames data as data lines; a message with line breaks in it
+// (a pretty-printed raw result) becomes several lines, which the client
+// joins back with "\n".
+func appendSSEData(b, data []byte) []byte {
+	for {
+		i := bytes.IndexAny(data, "\r\n")
+		if i < 0 {
+			break
+		}
+		b = append(b, "data: "...)
+		b = append(b, data[:i]...)
+		b = append(b, '\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	return append(b, '\n')
+}
+
+// parseEventID splits an event id written by sseWriter into its stream and
+// index.
+func parseEventID(id string) (string, int64, bool) {
+	i := strings.LastIndexByte(id, '_')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(id[i+1:], 10, 64)
+	if err != nil || n < 0 {
+		return "", 0, false
+	}
+	return id[:i], n, true
+}
+
+// CloseStream ends the SSE stream that carries this request's messages
+// without ending the request, telling the client to come back after retry:
+// the 2025-11-25 polling pattern (SEP-1699), which frees the connection
+// during a long call. Everything sent meanwhile is kept and delivered when
+// the client resumes the stream. It does nothing unless the request came
+// over Streamable HTTP on revision 2025-11-25 with an event store.
+func (r *RequestInfo) CloseStream(retry time.Duration) {
+	s, ok := r.route.(*httpStream)
+	if !ok || s.sess == nil || s.store() == nil || r.modern || r.version < Version20251125 {
+		return
+	}
+	s.requestClose(retry)
+}
+
+// httpMessage is what the HTTP layer reads from a message before the engine
+// does: enough to judge its era, route it and check headers against it.
+type httpMessage struct {
+	kind       int
+	invalid    string
+	id         ID
+	method     string
+	params     json.RawMessage
+	hasVersion bool   // params._meta carries the 2026-07-28 protocolVersion
+	version    string // its value, when a string
+	hasCaps    bool
+	name, uri  *string
+	args       json.RawMessage
+}
+
+// sniffBody reads a POST body: one message or a batch. ok is false when it
+// is not JSON at all.
+func sniffBody(body []byte) (msgs []*httpMessage, batch, ok bool) {
+	trimmed := trimJSONSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var items []json.RawMessage
+		if json.Unmarshal(trimmed, &items) != nil {
+			return nil, true, false
+		}
+		for _, item := range items {
+			msgs = append(msgs, sniffMessage(item))
+		}
+		return msgs, true, true
+	}
+	if !json.Valid(trimmed) {
+		return nil, false, false
+	}
+	return []*httpMessage{sniffMessage(trimmed)}, false, true
+}
+
+func sniffMessage(data []byte) *httpMessage {
+	m := &httpMessage{}
+	var w wireMessage
+	if err := json.Unmarshal(data, &w); err != nil {
+		m.kind, m.invalid = kindInvalid, err.Error()
+		m.id = idOf(data)
+		return m
+	}
+	m.kind, m.invalid = w.kind()
+	m.method, m.params = w.Method, w.Params
+	if len(w.ID) > 0 {
+		m.id, _ = parseID(w.ID)
+	}
+	if m.kind == kindRequest && !m.id.IsValid() {
+		m.kind, m.invalid = kindInvalid, "the id must be a string or an integer"
+	}
+	if p := trimJSONSpace(w.Params); len(p) > 0 && p[0] == '{' {
+		var params struct {
+			Name      json.RawMessage `json:"name"`
+			URI       json.RawMessage `json:"uri"`
+			Arguments json.RawMessage `json:"arguments"`
+			Meta      json.RawMessage `json:"_meta"`
+		}
+		if json.Unmarshal(p, &params) == nil {
+			m.name, m.uri, m.args = jsonString(params.Name), jsonString(params.URI), params.Arguments
+			var meta struct {
+				Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+				Caps    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+			}
+			if json.Unmarshal(params.Meta, &meta) == nil {
+				m.hasVersion = len(meta.Version) > 0
+				if v := jsonString(meta.Version); v != nil {
+					m.version = *v
+				}
+				m.hasCaps = len(meta.Caps) > 0 && string(meta.Caps) != "null"
+			}
+		}
+	}
+	return m
+}
+
+func jsonString(raw json.RawMessage) *string {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	return &s
+}
+
+// paramHeader is a tool argument mirrored into an Mcp-Param-* header, per
+// its schema's x-mcp-header annotation (2026-07-28).
+type paramHeader struct {
+	name string   // the header is Mcp-Param-<name>
+	path []string // where the argument is, through properties
+}
+
+// toolParamHeaders reads the x-mcp-header annotations of an input schema.
+// It reports an error for an annotation the protocol forbids: empty or not
+// an HTTP token, on a property that is not a string, integer or boolean,
+// reached other than through properties, or repeated (ignoring case).
+func toolParamHeaders(schema json.RawMessage) ([]paramHeader, error) {
+	if !bytes.Contains(schema, []byte("x-mcp-header")) {
+		return nil, nil
+	}
+	var root any
+	if json.Unmarshal(schema, &root) != nil {
+		return nil, nil
+	}
+	var out []paramHeader
+	seen := map[string]bool{}
+	var walk func(node any, path []string, chain bool) error
+	walk = func(node any, path []string, chain bool) error {
+		switch n := node.(type) {
+		case []any:
+			for _, v := range n {
+				if err := walk(v, path, false); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			if raw, ok := n["x-mcp-header"]; ok {
+				name, _ := raw.(string)
+				switch typ, _ := n["type"].(string); {
+				case !chain || len(path) == 0:
+					return errors.New("x-mcp-header is allowed only on properties reached through properties")
+				case !isHTTPToken(name):
+					return fmt.Errorf("x-mcp-header %q is not a valid header name", raw)
+				case typ != "string" && typ != "integer" && typ != "boolean":
+					return fmt.Errorf("x-mcp-header %q is on a property of type %q; only string, integer and boolean may be mirrored", name, typ)
+				case seen[strings.ToLower(name)]:
+					return fmt.Errorf("x-mcp-header %q is repeated", name)
+				}
+				seen[strings.ToLower(name)] = true
+				out = append(out, paramHeader{name: name, path: slices.Clone(path)})
+			}
+			for k, v := range n {
+				switch k {
+				case "const", "default", "enum", "examples":
+					// Data, not schemas.
+				case "properties":
+					props, ok := v.(map[string]any)
+					if !ok {
+						continue
+					}
+					for pk, pv := range props {
+						if err := walk(pv, append(path[:len(path):len(path)], pk), chain); err != nil {
+							return err
+						}
+					}
+				default:
+					if err := walk(v, path, false); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(root, nil, true); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+func isHTTPToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 || c <= ' ' || c == 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// argumentAt returns the argument at path; absent and null are the same.
+func argumentAt(args json.RawMessage, path []string) (json.RawMessage, bool) {
+	v := args
+	for _, k := range path {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) != nil {
+			return nil, false
+		}
+		if v = obj[k]; v == nil {
+			return nil, false
+		}
+	}
+	if v = trimJSONSpace(v); len(v) == 0 || string(v) == "null" {
+		return nil, false
+	}
+	return v, true
+}
+
+// headerValueOf renders an argument as an Mcp-Param-* value: strings (in
+// base64 when they are not plain ASCII), numbers and booleans as written.
+func headerValueOf(arg json.RawMessage) (string, bool) {
+	switch arg[0] {
+	case '"':
+		s := jsonString(arg)
+		if s == nil {
+			return "", false
+		}
+		return encodeHeaderValue(*s), true
+	case '{', '[':
+		return "", false
+	}
+	return string(arg), true
+}
+
+// headerMatchesArgument compares a decoded header value with the argument
+// it mirrors: numbers by value (42 is 42.0), the rest as text.
+func headerMatchesArgument(h string, arg json.RawMessage) bool {
+	switch arg[0] {
+	case '"':
+		s := jsonString(arg)
+		return s != nil && *s == h
+	case 't', 'f':
+		return h == string(arg)
+	case '{', '[':
+		return false
+	}
+	a, err1 := strconv.ParseFloat(string(arg), 64)
+	b, err2 := strconv.ParseFloat(strings.TrimSpace(h), 64)
+	return err1 == nil && err2 == nil && a == b
+}
+
+const (
+	base64Prefix = "=?base64?"
+	base64Suffix = "?="
+)
+
+// encodeHeaderValue writes a value as is when it is plain visible ASCII
+// without surrounding spaces, and as =?base64?…?= otherwise.
+func encodeHeaderValue(s string) string {
+	plain := !(strings.HasPrefix(s, base64Prefix) && strings.HasSuffix(s, base64Suffix))
+	for i := 0; i < len(s) && plain; i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			plain = false
+		}
+	}
+	if plain && s == strings.TrimSpace(s) {
+		return s
+	}
+	return base64Prefix + base64.StdEncoding.EncodeToString([]byte(s)) + base64Suffix
+}
+
+// decodeHeaderValue undoes encodeHeaderValue; ok is false for a malformed
+// base64 value.
+func decodeHeaderValue(s string) (string, bool) {
+	if len(s) < len(base64Prefix)+len(base64Suffix) || !strings.HasPrefix(s, base64Prefix) || !strings.HasSuffix(s, base64Suffix) {
+		return s, true
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(s[len(base64Prefix) : len(s)-len(base64Suffix)])
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// HTTPTransport is the client side of Streamable HTTP, for both protocol
+// eras: give it to [Client.Connect]. Each message is POSTed on its own;
+// the answers, read from JSON or SSE responses, come back in order per
+// stream. On the older revisions it keeps the session id the server issued,
+// sends the negotiated MCP-Protocol-Version, opens the standalone GET
+// stream when the server offers one, resumes a lost SSE stream with
+// Last-Event-ID and ends the session with DELETE when closed. On 2026-07-28
+// it sends the Mcp-Method, Mcp-Name and Mcp-Param-* headers, and cancels a
+// call by closing its stream.
+type HTTPTransport struct {
+	url    string
+	cfg    *httpConfig
+	client *http.Client
+	log    *slog.Logger
+	maxMsg int
+
+	ctx       context.Context // ends with Close
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	inbox     chan []byte
+	failed    chan struct{}
+	failErr   error
+	failOnce  sync.Once
+	closeOnce sync.Once
+
+	mu          sync.Mutex
+	closed      bool
+	sessionID   string
+	version     string // negotiated by initialize
+	exchanges   map[ID]*exchange
+	toolHeaders map[string][]paramHeader
+	getStarted  bool
+}
+
+// exchange is one request's POST in flight.
+type exchange struct{ cancel context.CancelFunc }
+
+// NewHTTPTransport returns a client Transport for the Streamable HTTP
+// endpoint at url.
+func NewHTTPTransport(url string, opts ...HTTPOption) *HTTPTransport {
+	cfg := newHTTPConfig(opts)
+	client := cfg.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &HTTPTransport{
+		url: url, cfg: cfg, client: client, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
+		ctx: ctx, cancel: cancel, inbox: make(chan []byte, 64), failed: make(chan struct{}),
+		exchanges: make(map[ID]*exchange), toolHeaders: make(map[string][]paramHeader),
+	}
+}
+
+func (t *HTTPTransport) start(_ context.Context, log *slog.Logger) error {
+	t.log = log
+	return nil
+}
+
+func (t *HTTPTransport) setMaxMessageSize(n int) { t.maxMsg = n }
+
+// ErrSessionExpired is wrapped by the error that ends a client connection
+// whose Streamable HTTP session the server no longer knows (404): start
+// over with a new Client.Connect.
+var ErrSessionExpired = errors.New("mcp: the HTTP session expired or was ended by the server")
+
+// ReadMessage returns the next message the server sent, on any stream.
+func (t *HTTPTransport) ReadMessage() ([]byte, error) {
+	select {
+	case msg := <-t.inbox:
+		return msg, nil
+	default:
+	}
+	select {
+	case msg := <-t.inbox:
+		return msg, nil
+	case <-t.failed:
+		return nil, t.failErr
+	case <-t.ctx.Done():
+		return nil, io.EOF
+	}
+}
+
+// fail ends the connection: ReadMessage returns err.
+func (t *HTTPTransport) fail(err error) {
+	t.failOnce.Do(func() {
+		t.failErr = err
+		close(t.failed)
+	})
+}
+
+// deliver queues a message for ReadMessage; it gives up when ctx ends.
+func (t *HTTPTransport) deliver(ctx context.Context, msg []byte) bool {
+	select {
+	case t.inbox <- msg:
+		return true
+	case <-ctx.Done():
+	case <-t.failed:
+	}
+	return false
+}
+
+// answer delivers an error response to request id on the server's behalf:
+// the HTTP exchange failed before a JSON-RPC answer came.
+func (t *HTTPTransport) answer(ctx context.Context, id ID, e *Error) {
+	t.deliver(ctx, encodeError(id, e))
+}
+
+// WriteMessage POSTs msg; it returns at once and the POST runs on its own
+// goroutine until its response has been read.
+func (t *HTTPTransport) WriteMessage(msg []byte) error {
+	body := bytes.Clone(msg)
+	m := sniffMessage(body)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	if m.kind == kindNotification && m.hasVersion && m.method == "notifications/cancelled" {
+		// On 2026-07-28 closing the request's stream (abortExchange) is
+		// the cancellation; the notification has no place over HTTP.
+		return nil
+	}
+	header := t.headerLocked(m)
+	ctx := t.ctx
+	var ex *exchange
+	if m.kind == kindRequest {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(t.ctx)
+		ex = &exchange{cancel: cancel}
+		t.exchanges[m.id] = ex
+	}
+	t.wg.Add(1)
+	go t.post(ctx, ex, m, body, header)
+	if m.kind == kindNotification && m.method == "notifications/initialized" && !t.getStarted && !t.cfg.noStandalone {
+		t.getStarted = true
+		t.wg.Add(1)
+		go t.standalone()
+	}
+	return nil
+}
+
+// headerLocked builds the headers of a POST carrying m.
+func (t *HTTPTransport) headerLocked(m *httpMessage) http.Header {
+	h := make(http.Header, len(t.cfg.header)+6)
+	for k, v := range t.cfg.header {
+		h[k] = slices.Clone(v)
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	if !m.hasVersion {
+		if t.sessionID != "" {
+			h.Set(headerSessionID, t.sessionID)
+		}
+		if t.version != "" {
+			h.Set(headerProtocolVersion, t.version)
+		}
+		return h
+	}
+	h.Set(headerProtocolVersion, m.version)
+	if m.kind != kindRequest {
+		return h
+	}
+	h.Set(headerMethod, m.method)
+	switch {
+	case (m.method == "tools/call" || m.method == "prompts/get") && m.name != nil:
+		h.Set(headerName, encodeHeaderValue(*m.name))
+	case m.method == "resources/read" && m.uri != nil:
+		h.Set(headerName, encodeHeaderValue(*m.uri))
+	}
+	if m.method == "tools/call" && m.name != nil {
+		for _, p := range t.toolHeaders[*m.name] {
+			if arg, ok := argumentAt(m.args, p.path); ok {
+				if v, ok := headerValueOf(arg); ok {
+					h.Set(headerParamPrefix+p.name, v)
+				}
+			}
+		}
+	}
+	return h
+}
+
+// abortExchange abandons request id's POST: its stream is closed and
+// nothing more is read from it. On 2026-07-28 that is the cancellation.
+func (t *HTTPTransport) abortExchange(id ID) {
+	t.mu.Lock()
+	ex := t.exchanges[id]
+	delete(t.exchanges, id)
+	t.mu.Unlock()
+	if ex != nil {
+		ex.cancel()
+	}
+}
+
+func (t *HTTPTransport) endExchange(id ID, ex *exchange) {
+	if ex == nil {
+		return
+	}
+	t.mu.Lock()
+	if t.exchanges[id] == ex {
+		delete(t.exchanges, id)
+	}
+	t.mu.Unlock()
+	ex.cancel()
+}
+
+// clientStream is what a reader knows of one SSE stream of the client.
+type clientStream struct {
+	want     ID     // the request whose response ends the stream; zero for the GET stream
+	method   string // want's method
+	modern   bool
+	lastID   string
+	retry    time.Duration
+	done     bool // want's response arrived
+	progress bool // something arrived since the last (re)connection
+}
+
+func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, body []byte, header http.Header) {
+	defer t.wg.Done()
+	defer t.endExchange(m.id, ex)
+	isRequest := m.kind == kindRequest
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	if err != nil {
+		t.fail(fmt.Errorf("mcp: bad endpoint URL: %w", err))
+		return
+	}
+	req.Header = header
+	resp, err := t.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // aborted or closed
+		}
+		t.log.Warn("HTTP POST failed", "url", t.url, "err", err)
+		if isRequest {
+			t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: "HTTP POST failed: " + err.Error()})
+		}
+		return
+	}
+	defer resp.Body.Close()
+	if sid := resp.Header.Get(headerSessionID); sid != "" && m.method == "initialize" {
+		t.mu.Lock()
+		t.sessionID = sid
+		t.mu.Unlock()
+	}
+	if resp.StatusCode == http.StatusNotFound && header.Get(headerSessionID) != "" {
+		t.fail(fmt.Errorf("%w (HTTP 404 to %s)", ErrSessionExpired, m.method))
+		return
+	}
+	if resp.StatusCode/100 != 2 {
+		t.httpFailure(ctx, m, resp)
+		return
+	}
+	if !isRequest {
+		return
+	}
+	switch mediaTypeOf(resp.Header.Get("Content-Type")) {
+	case "text/event-stream":
+		st := &clientStream{want: m.id, method: m.method, modern: m.hasVersion}
+		t.readEvents(ctx, resp.Body, st)
+		if st.done || ctx.Err() != nil {
+			return
+		}
+		if st.lastID != "" && !st.modern {
+			t.reconnect(ctx, st)
+			return
+		}
+		t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: "the server ended the HTTP stream of request " + m.id.String() + " before answering it"})
+	case "application/json":
+		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxMsg)+1))
+		if err != nil || len(data) > t.maxMsg {
+			msg := fmt.Sprintf("the response exceeds %d bytes", t.maxMsg)
+			if err != nil {
+				msg = "reading the response: " + err.Error()
+			}
+			t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: msg})
+			return
+		}
+		t.deliverBody(ctx, data, m)
+	default:
+		if resp.StatusCode == http.StatusAccepted {
+			return // the answer comes on the GET stream
+		}
+		t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: fmt.Sprintf("HTTP %s with content type %q: no JSON-RPC answer", resp.Status, resp.Header.Get("Content-Type"))})
+	}
+}
+
+// deliverBody delivers a JSON response body: one message or a batch.
+func (t *HTTPTransport) deliverBody(ctx context.Context, data []byte, m *httpMessage) {
+	trimmed := trimJSONSpace(data)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var items []json.RawMessage
+		if json.Unmarshal(trimmed, &items) == nil {
+			for _, item := range items {
+				if !t.deliver(ctx, item) {
+					return
+				}
+			}
+			return
+		}
+	}
+	st := &clientStream{want: m.id, method: m.method, modern: m.hasVersion}
+	t.deliver(ctx, t.inspect(trimmed, st))
+}
+
+// httpFailure turns an HTTP error status into the JSON-RPC error of the
+// request: the body's own, when it has one (a 400 with -32022 says the
+// server speaks 2026-07-28 but not this revision), else one naming the
+// status.
+func (t *HTTPTransport) httpFailure(ctx context.Context, m *httpMessage, resp *http.Response) {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if m.kind != kindRequest {
+		t.log.Warn("the server refused a message", "method", m.method, "status", resp.Status, "body", string(data))
+		return
+	}
+	var w wireMessage
+	if json.Unmarshal(data, &w) == nil && w.Error != nil {
+		t.answer(ctx, m.id, w.Error)
+		return
+	}
+	text := strings.TrimSpace(string(data))
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	msg := "HTTP " + resp.Status
+	if text != "" {
+		msg += ": " + text
+	}
+	t.answer(ctx, m.id, NewError(CodeInternalError, msg, map[string]int{"httpStatus": resp.StatusCode}))
+}
+
+// readEvents delivers the messages of an SSE body until it ends, want's
+// response arrives, or ctx ends.
+func (t *HTTPTransport) readEvents(ctx context.Context, body io.Reader, st *clientStream) {
+	p := newSSEParser(body, t.maxMsg)
+	for {
+		ev, err := p.next()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, io.EOF) {
+				t.log.Debug("an SSE stream broke", "err", err)
+			}
+			return
+		}
+		if ev.hasID && ev.id != st.lastID {
+			st.lastID, st.progress = ev.id, true
+		}
+		if ev.hasRetry {
+			st.retry = ev.retry
+		}
+		if ev.tooLarge {
+			t.log.Warn("dropping a server message larger than the limit", "limit", t.maxMsg)
+			continue
+		}
+		if len(ev.data) == 0 || (ev.event != "" && ev.event != "message") {
+			continue
+		}
+		st.progress = true
+		if !t.deliver(ctx, t.inspect(ev.data, st)) {
+			return
+		}
+		if st.done {
+			return
+		}
+	}
+}
+
+// inspect watches the messages of want's stream for want's response: it
+// ends the stream, and the results of initialize and tools/list teach the
+// transport the negotiated revision and the tools' x-mcp-header arguments.
+func (t *HTTPTransport) inspect(data []byte, st *clientStream) []byte {
+	if !st.want.IsValid() {
+		return data
+	}
+	var probe struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(data, &probe) != nil || probe.Method != "" {
+		return data
+	}
+	if id, ok := parseID(probe.ID); !ok || id != st.want {
+		return data
+	}
+	st.done = true
+	if len(probe.Result) == 0 {
+		return data
+	}
+	switch {
+	case st.method == "initialize":
+		var res struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if json.Unmarshal(probe.Result, &res) == nil && isSupportedVersion(res.ProtocolVersion) {
+			t.mu.Lock()
+			t.version = res.ProtocolVersion
+			t.mu.Unlock()
+		}
+	case st.method == "tools/list" && st.modern:
+		return t.learnTools(data, probe.Result)
+	}
+	return data
+}
+
+// learnTools records the x-mcp-header arguments of listed tools and drops
+// the tools whose annotations are invalid, as 2026-07-28 requires of HTTP
+// clients.
+func (t *HTTPTransport) learnTools(msg []byte, result json.RawMessage) []byte {
+	var res map[string]json.RawMessage
+	if json.Unmarshal(result, &res) != nil {
+		return msg
+	}
+	var tools []json.RawMessage
+	if json.Unmarshal(res["tools"], &tools) != nil {
+		return msg
+	}
+	kept := tools[:0:0]
+	learned := make(map[string][]paramHeader)
+	for _, raw := range tools {
+		var tool struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if json.Unmarshal(raw, &tool) != nil {
+			kept = append(kept, raw)
+			continue
+		}
+		params, err := toolParamHeaders(tool.InputSchema)
+		if err != nil {
+			t.log.Warn("dropping a tool with an invalid x-mcp-header annotation", "tool", tool.Name, "err", err)
+			continue
+		}
+		learned[tool.Name] = params
+		kept = append(kept, raw)
+	}
+	t.mu.Lock()
+	for name, params := range learned {
+		if len(params) == 0 {
+			delete(t.toolHeaders, name)
+		} else {
+			t.toolHeaders[name] = params
+		}
+	}
+	t.mu.Unlock()
+	if len(kept) == len(tools) {
+		return msg
+	}
+	res["tools"], _ = json.Marshal(kept)
+	var envelope map[string]json.RawMessage
+	if json.Unmarshal(msg, &envelope) != nil {
+		return msg
+	}
+	envelope["result"], _ = json.Marshal(res)
+	out, err := json.Marshal(envelope)
+	if err != nil {
+		return msg
+	}
+	return out
+}
+
+// reconnect resumes a lost SSE stream with GET and Last-Event-ID, waiting
+// the server's retry hint (or a backoff) before each attempt, until the
+// stream's response arrives or too many attempts in a row brought nothing.
+// For the standalone stream (no want) it also reconnects after a clean end.
+func (t *HTTPTransport) reconnect(ctx context.Context, st *clientStream) {
+	for failures := 0; failures < t.cfg.reconnects; {
+		if !sleepCtx(ctx, reconnectDelay(st.retry, failures)) {
+			return
+		}
+		resp, err := t.get(ctx, st.lastID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			t.log.Debug("resuming an SSE stream failed", "err", err)
+			failures++
+			continue
+		}
+		if resp.StatusCode/100 != 2 || mediaTypeOf(resp.Header.Get("Content-Type")) != "text/event-stream" {
+			resp.Body.Close()
+			t.log.Debug("the server refused to resume an SSE stream", "status", resp.Status)
+			if resp.StatusCode == http.StatusConflict || resp.StatusCode/100 == 5 {
+				failures++
+				continue
+			}
+			break
+		}
+		st.progress = false
+		t.readEvents(ctx, resp.Body, st)
+		resp.Body.Close()
+		if st.done || ctx.Err() != nil {
+			return
+		}
+		if st.progress {
+			failures = 0
+		} else {
+			failures++
+		}
+	}
+	if st.want.IsValid() {
+		t.answer(ctx, st.want, &Error{Code: CodeInternalError, Message: "lost the HTTP stream of request " + st.want.String() + " and could not resume it"})
+	}
+}
+
+// reconnectDelay is the wait before attempt n to resume a stream: the
+// server's retry hint, or 250ms, doubled for each failed attempt, at most
+// 30s.
+func reconnectDelay(retry time.Duration, n int) time.Duration {
+	if retry <= 0 {
+		retry = 250 * time.Millisecond
+	}
+	d := retry << min(n, 16)
+	return min(d, 30*time.Second)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// get opens a GET stream, resuming after lastID when it is set.
+func (t *HTTPTransport) get(ctx context.Context, lastID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	for k, v := range t.cfg.header {
+		req.Header[k] = slices.Clone(v)
+	}
+	if t.sessionID != "" {
+		req.Header.Set(headerSessionID, t.sessionID)
+	}
+	if t.version != "" {
+		req.Header.Set(headerProtocolVersion, t.version)
+	}
+	t.mu.Unlock()
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set(headerLastEventID, lastID)
+	}
+	return t.client.Do(req)
+}
+
+// standalone reads the session's GET stream, for the server's messages
+// that belong to no request. It is optional: a server that offers none
+// (405), or any failure, leaves the rest of the connection alone.
+func (t *HTTPTransport) standalone() {
+	defer t.wg.Done()
+	resp, err := t.get(t.ctx, "")
+	if err != nil {
+		t.log.Debug("cannot open the standalone SSE stream", "err", err)
+		return
+	}
+	if resp.StatusCode/100 != 2 || mediaTypeOf(resp.Header.Get("Content-Type")) != "text/event-stream" {
+		resp.Body.Close()
+		t.log.Debug("the server offers no standalone SSE stream", "status", resp.Status)
+		return
+	}
+	st := &clientStream{}
+	t.readEvents(t.ctx, resp.Body, st)
+	resp.Body.Close()
+	t.reconnect(t.ctx, st)
+}
+
+// Close ends every exchange, ends the session with a DELETE bounded by the
+// close timeout, and returns once every goroutine of the transport ended.
+func (t *HTTPTransport) Close() error {
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		sid, version := t.sessionID, t.version
+		t.mu.Unlock()
+		t.cancel()
+		if sid != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), t.cfg.closeTimeout)
+			if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url, nil); err == nil {
+				for k, v := range t.cfg.header {
+					req.Header[k] = slices.Clone(v)
+				}
+				req.Header.Set(headerSessionID, sid)
+				if version != "" {
+					req.Header.Set(headerProtocolVersion, version)
+				}
+				if resp, err := t.client.Do(req); err == nil {
+					resp.Body.Close()
+				} else {
+					t.log.Debug("ending the HTTP session failed", "err", err)
+				}
+			}
+			cancel()
+		}
+		t.wg.Wait()
+	})
+	return nil
+}
+
+// sseEvent is one event of a server-sent event stream.
+type sseEvent struct {
+	id       string
+	hasID    bool
+	event    string
+	data     []byte
+	retry    time.Duration
+	hasRetry bool
+	tooLarge bool // data exceeded the limit and was discarded
+}
+
+// sseParser reads server-sent events as the HTML standard defines them:
+// lines end with CRLF, LF or CR; "data" lines are joined with LF; lines
+// starting with a colon are comments; a blank line ends an event.
+type sseParser struct {
+	r      *bufio.Reader
+	max    int
+	line   []byte
+	queued [][]byte // lines split at lone CRs, not yet returned
+}
+
+func newSSEParser(r io.Reader, max int) *sseParser {
+	return &sseParser{r: bufio.NewReaderSize(r, 32<<10), max: max}
+}
+
+// next returns the next event that carries data, an id or a retry hint.
+// An event cut short by the end of the stream is discarded.
+func (p *sseParser) next() (sseEvent, error) {
+	var ev sseEvent
+	hasData := false
+	for {
+		line, err := p.readLine()
+		if err != nil {
+			return sseEvent{}, err
+		}
+		if len(line) == 0 {
+			if hasData || ev.hasID || ev.hasRetry {
+				return ev, nil
+			}
+			ev = sseEvent{}
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "data":
+			if ev.tooLarge || len(ev.data)+len(value)+1 > p.max {
+				ev.tooLarge, ev.data = true, nil
+				hasData = true
+				continue
+			}
+			if hasData {
+				ev.data = append(ev.data, '\n')
+			}
+			hasData = true
+			ev.data = append(ev.data, value...)
+		case "event":
+			ev.event = string(value)
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 {
+				ev.id, ev.hasID = string(value), true
+			}
+		case "retry":
+			if n, err := strconv.ParseUint(string(value), 10, 31); err == nil && len(value) > 0 && value[0] != '+' {
+				ev.retry, ev.hasRetry = time.Duration(n)*time.Millisecond, true
+			}
+		}
+	}
+}
+
+// readLine returns the next line without its terminator; the slice is
+// valid until the next call.
+func (p *sseParser) readLine() ([]byte, error) {
+	if len(p.queued) > 0 {
+		l := p.queued[0]
+		p.queued = p.queued[1:]
+		return l, nil
+	}
+	p.line = p.line[:0]
+	for {
+		chunk, err := p.r.ReadSlice('\n')
+		if len(p.line)+len(chunk) <= p.max+64 {
+			p.line = append(p.line, chunk...)
+		} else if len(p.line) < p.max+64 {
+			// Keep a prefix only: the field is over the limit anyway.
+			p.line = append(p.line, chunk[:p.max+64-len(p.line)]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(p.line) > 0 {
+				// A last line without terminator ends no event: drop it.
+				return nil, io.EOF
+			}
+			return nil, err
+		}
+		break
+	}
+	line := bytes.TrimSuffix(p.line, []byte{'\n'})
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if bytes.IndexByte(line, '\r') < 0 {
+		return line, nil
+	}
+	parts := bytes.Split(line, []byte{'\r'})
+	p.queued = parts[1:]
+	return parts[0], nil
+}
+
+// EventStore keeps the SSE events of legacy sessions (2025-03-26 …
+// 2025-11-25) so that a client that lost a stream can resume it with
+// Last-Event-ID and miss nothing. The handler calls it on its write path,
+// holding the stream's lock: its methods must be quick and safe for
+// concurrent use.
+type EventStore interface {
+	// Append stores data as event index of a session's stream. A stream's
+	// indexes start at 1 and grow by one. data is never modified: the store
+	// may keep it without copying.
+	Append(sessionID, streamID string, index int64, data []byte)
+	// After returns the stream's events with an index above index, in
+	// order; ok is false when the store no longer holds all of them.
+	After(sessionID, streamID string, index int64) (events [][]byte, ok bool)
+	// StreamDone reports that every event of the stream reached the
+	// client: they may go.
+	StreamDone(sessionID, streamID string)
+	// SessionClosed reports that the session ended: all its events may go.
+	SessionClosed(sessionID string)
+}
+
+// MemoryEventStore is an [EventStore] in memory, bounded in bytes across
+// all sessions: when full it drops the oldest events, and a stream that
+// needs them can no longer be resumed.
+type MemoryEventStore struct {
+	max int
+
+	mu       sync.Mutex
+	size     int
+	count    int
+	sessions map[string]map[string]*storedStream
+	order    []storedRef // events in the order they came, for eviction
+	head     int
+}
+
+type storedStream struct {
+	first  int64 // index of events[0]
+	events [][]byte
+	size   int
+}
+
+type storedRef struct {
+	session, stream string
+	index           int64
+}
+
+// NewMemoryEventStore returns an empty MemoryEventStore holding at most
+// maxBytes of event data.
+func NewMemoryEventStore(maxBytes int) *MemoryEventStore {
+	return &MemoryEventStore{max: maxBytes, sessions: make(map[string]map[string]*storedStream)}
+}
+
+// Append implements EventStore.
+func (m *MemoryEventStore) Append(sessionID, streamID string, index int64, data []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	streams := m.sessions[sessionID]
+	if streams == nil {
+		streams = make(map[string]*storedStream)
+		m.sessions[sessionID] = streams
+	}
+	st := streams[streamID]
+	if st == nil {
+		st = &storedStream{first: index}
+		streams[streamID] = st
+	}
+	if len(st.events) == 0 || index != st.first+int64(len(st.events)) {
+		m.dropLocked(st)
+		st.first = index
+	}
+	st.events = append(st.events, data)
+	st.size += len(data)
+	m.size += len(data)
+	m.count++
+	m.order = append(m.order, storedRef{sessionID, streamID, index})
+	for m.size > m.max && m.head < len(m.order) {
+		m.evictLocked(m.order[m.head])
+		m.order[m.head] = storedRef{}
+		m.head++
+	}
+	if m.head > 1024 && m.head > len(m.order)/2 || len(m.order)-m.head > 2*m.count+1024 {
+		m.compactLocked()
+	}
+}
+
+func (m *MemoryEventStore) evictLocked(ref storedRef) {
+	st := m.sessions[ref.session][ref.stream]
+	if st == nil || len(st.events) == 0 || st.first != ref.index {
+		return // already gone
+	}
+	n := len(st.events[0])
+	st.events[0] = nil
+	st.events = st.events[1:]
+	st.first++
+	st.size -= n
+	m.size -= n
+	m.count--
+}
+
+func (m *MemoryEventStore) dropLocked(st *storedStream) {
+	m.size -= st.size
+	m.count -= len(st.events)
+	st.events, st.size = nil, 0
+}
+
+// compactLocked drops the eviction queue's entries for events that are
+// gone already.
+func (m *MemoryEventStore) compactLocked() {
+	live := make([]storedRef, 0, m.count)
+	for _, ref := range m.order[m.head:] {
+		st := m.sessions[ref.session][ref.stream]
+		if st != nil && ref.index >= st.first && ref.index < st.first+int64(len(st.events)) {
+			live = append(live, ref)
+		}
+	}
+	m.order, m.head = live, 0
+}
+
+// After implements EventStore.
+func (m *MemoryEventStore) After(sessionID, streamID string, index int64) ([][]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.sessions[sessionID][streamID]
+	if st == nil || len(st.events) == 0 {
+		return nil, st == nil || index >= st.first-1
+	}
+	if index+1 < st.first {
+		return nil, false
+	}
+	end := st.first + int64(len(st.events))
+	if index >= end {
+		return nil, true
+	}
+	return slices.Clone(st.events[index+1-st.first:]), true
+}
+
+// StreamDone implements EventStore.
+func (m *MemoryEventStore) StreamDone(sessionID, streamID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	streams := m.sessions[sessionID]
+	if st := streams[streamID]; st != nil {
+		m.dropLocked(st)
+		delete(streams, streamID)
+		if len(streams) == 0 {
+			delete(m.sessions, sessionID)
+		}
+	}
+}
+
+// SessionClosed implements EventStore.
+func (m *MemoryEventStore) SessionClosed(sessionID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, st := range m.sessions[sessionID] {
+		m.dropLocked(st)
+	}
+	delete(m.sessions, sessionID)
+}
+
+// NewSSEHandler returns an http.Handler that serves s over the HTTP+SSE
+// transport of protocol revision 2024-11-05, for old clients: a GET opens
+// a session's event stream, whose first event, "endpoint", names the URL
+// to POST messages to; every server message is a "message" event on that
+// stream. The session lives as long as the GET. New deployments want
+// [NewHTTPHandler]; mount both on different paths to serve old and new
+// clients. It reads the same safety options (origins, hosts, body cap,
+// authorizer, write timeout, keep-alive, context).
+func NewSSEHandler(s *Server, opts ...HTTPOption) http.Handler {
+	cfg := newHTTPConfig(opts)
+	cfg.store = nil
+	h := &sseHandler{httpHandler: httpHandler{srv: s, cfg: cfg, log: s.cfg.logger}, sessions: make(map[string]*sseSession)}
+	if cfg.ctx != nil {
+		context.AfterFunc(cfg.ctx, h.shutdown)
+	}
+	return h
+}
+
+type sseHandler struct {
+	httpHandler
+	sessions map[string]*sseSession // guarded by httpHandler.mu
+}
+
+// sseSession is one 2024-11-05 session: a connection in push mode whose
+// every message goes on the GET stream.
+type sseSession struct {
+	stream *httpStream
+	conn   *conn
+}
+
+func (s *sseSession) ReadMessage() ([]byte, error) { return nil, io.EOF }
+func (s *sseSession) WriteMessage(msg []byte) error {
+	return s.writeRouted([]outgoing{{data: msg}})
+}
+func (s *sseSession) Close() error    { s.stream.close(); return nil }
+func (s *sseSession) pushesMessages() {}
+func (s *sseSession) writeRouted(msgs []outgoing) error {
+	for _, o := range msgs {
+		s.stream.push(o)
+	}
+	return nil
+}
+
+func (h *sseHandler) shutdown() {
+	h.mu.Lock()
+	h.stopped = true
+	streams := make([]*httpStream, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		streams = append(streams, s.stream)
+	}
+	h.mu.Unlock()
+	for _, st := range streams {
+		st.close()
+	}
+}
+
+func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, msg := checkSource(h.cfg, r); status != 0 {
+		writeHTTPError(w, status, CodeInvalidRequest, ID{}, msg)
+		return
+	}
+	if h.cfg.authorize != nil {
+		if err := h.cfg.authorize(r); err != nil {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeHTTPError(w, http.StatusUnauthorized, CodeInvalidRequest, ID{}, "Unauthorized: "+err.Error())
+			return
+		}
+	}
+	if h.isStopped() {
+		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		h.serveEvents(w, r)
+	case http.MethodPost:
+		h.serveMessage(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		writeHTTPError(w, http.StatusMethodNotAllowed, CodeInvalidRequest, ID{}, "Method Not Allowed")
+	}
+}
+
+// serveEvents runs a session for as long as its GET stream is open.
+func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r, "text/event-stream") {
+		writeHTTPError(w, http.StatusNotAcceptable, CodeInvalidRequest, ID{}, "Not Acceptable: the event stream is text/event-stream")
+		return
+	}
+	id := rand.Text()
+	// The stream never finishes: it carries every message of the session.
+	st := newHTTPStream(nil, "", nil, h.log)
+	sess := &sseSession{stream: st}
+	ss, c := h.srv.newSession(sess)
+	sess.conn = c
+	c.start(r.Context())
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		c.close(errors.New("the HTTP handler shut down"))
+		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
+		return
+	}
+	h.sessions[id] = sess
+	h.mu.Unlock()
+	h.srv.addSession(ss)
+	defer func() {
+		h.mu.Lock()
+		delete(h.sessions, id)
+		h.mu.Unlock()
+		h.srv.removeSession(ss)
+		c.close(errors.New("the client closed the event stream"))
+	}()
+	endpoint := (&url.URL{Path: r.URL.Path, RawQuery: "sessionId=" + url.QueryEscape(id)}).String()
+	gen, wake := st.writer()
+	h.serveStream(w, r, st, gen, wake, streamMode{sse: true, event: "message", intro: []byte("event: endpoint\ndata: " + endpoint + "\n\n")})
+}
+
+// serveMessage hands a POSTed message to its session; answers go on the
+// session's event stream.
+func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("sessionId")
+	h.mu.Lock()
+	sess := h.sessions[id]
+	h.mu.Unlock()
+	if sess == nil {
+		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown session; open the event stream first")
+		return
+	}
+	if mediaTypeOf(r.Header.Get("Content-Type")) != "application/json" {
+		writeHTTPError(w, http.StatusUnsupportedMediaType, CodeInvalidRequest, ID{}, "Unsupported Media Type: the body must be application/json")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBodyBytes))
+	if err != nil {
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, CodeInvalidRequest, ID{}, fmt.Sprintf("Request Entity Too Large: the body exceeds %d bytes", h.cfg.maxBodyBytes))
+		return
+	}
+	sess.conn.handleFrame(body, nil)
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// SSETransport is the client side of the HTTP+SSE transport of protocol
+// revision 2024-11-05, for old servers: it opens the server's event
+// stream, POSTs messages to the endpoint the stream names, and reads every
+// answer from the stream. The stream's end ends the connection.
+type SSETransport struct {
+	url    string
+	cfg    *httpConfig
+	client *http.Client
+	log    *slog.Logger
+	maxMsg int
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	inbox    chan []byte
+	failed   chan struct{}
+	failErr  error
+	failOnce sync.Once
+	endpoint string
+}
+
+// NewSSETransport returns a client Transport for the 2024-11-05 HTTP+SSE
+// server whose event stream is at url. Connect opens the stream and waits,
+// bounded by its context, for the endpoint event.
+func NewSSETransport(url string, opts ...HTTPOption) *SSETransport {
+	cfg := newHTTPConfig(opts)
+	client := cfg.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &SSETransport{url: url, cfg: cfg, client: client, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
+		ctx: ctx, cancel: cancel, inbox: make(chan []byte, 64), failed: make(chan struct{})}
+}
+
+func (t *SSETransport) setMaxMessageSize(n int) { t.maxMsg = n }
+
+// start opens the event stream and waits for the endpoint event.
+func (t *SSETransport) start(ctx context.Context, log *slog.Logger) error {
+	t.log = log
+	req, err := http.NewRequestWithContext(t.ctx, http.MethodGet, t.url, nil)
+	if err != nil {
+		return err
+	}
+	for k, v := range t.cfg.header {
+		req.Header[k] = slices.Clone(v)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	stop := context.AfterFunc(ctx, t.cancel)
+	defer stop()
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("mcp: opening the event stream: %w", err)
+	}
+	if resp.StatusCode/100 != 2 || mediaTypeOf(resp.Header.Get("Content-Type")) != "text/event-stream" {
+		resp.Body.Close()
+		return fmt.Errorf("mcp: opening the event stream: HTTP %s, %q", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	p := newSSEParser(resp.Body, t.maxMsg)
+	for {
+		ev, err := p.next()
+		if err != nil {
+			resp.Body.Close()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("mcp: the event stream ended before the endpoint event: %w", err)
+		}
+		if ev.event != "endpoint" {
+			continue
+		}
+		endpoint, err := sameOriginURL(t.url, string(ev.data))
+		if err != nil {
+			resp.Body.Close()
+			return err
+		}
+		t.endpoint = endpoint
+		break
+	}
+	t.wg.Add(1)
+	go t.read(resp.Body, p)
+	return nil
+}
+
+// sameOriginURL resolves the endpoint event against the stream's URL and
+// refuses one on another origin: a server may not send our messages
+// elsewhere.
+func sameOriginURL(base, ref string) (string, error) {
+	b, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	u, err := b.Parse(strings.TrimSpace(ref))
+	if err != nil {
+		return "", fmt.Errorf("mcp: bad endpoint %q: %w", ref, err)
+	}
+	if u.Scheme != b.Scheme || u.Host != b.Host {
+		return "", fmt.Errorf("mcp: the endpoint %q is not on the event stream's origin", ref)
+	}
+	return u.String(), nil
+}
+
+func (t *SSETransport) read(body io.ReadCloser, p *sseParser) {
+	defer t.wg.Done()
+	defer body.Close()
+	for {
+		ev, err := p.next()
+		if err != nil {
+			t.fail(fmt.Errorf("the event stream ended: %w", err))
+			return
+		}
+		if ev.tooLarge {
+			t.log.Warn("dropping a server message larger than the limit", "limit", t.maxMsg)
+			continue
+		}
+		if len(ev.data) == 0 || (ev.event != "" && ev.event != "message") {
+			continue
+		}
+		select {
+		case t.inbox <- ev.data:
+		case <-t.ctx.Done():
+			return
+		}
+	}
+}
+
+func (t *SSETransport) fail(err error) {
+	t.failOnce.Do(func() {
+		t.failErr = err
+		close(t.failed)
+	})
+}
+
+// ReadMessage returns the next message of the event stream.
+func (t *SSETransport) ReadMessage() ([]byte, error) {
+	select {
+	case msg := <-t.inbox:
+		return msg, nil
+	default:
+	}
+	select {
+	case msg := <-t.inbox:
+		return msg, nil
+	case <-t.failed:
+		return nil, t.failErr
+	case <-t.ctx.Done():
+		return nil, io.EOF
+	}
+}
+
+// WriteMessage POSTs msg to the session's endpoint. A refused request is
+// answered, on the server's behalf, with an error naming the HTTP status.
+func (t *SSETransport) WriteMessage(msg []byte) error {
+	if t.endpoint == "" {
+		return errors.New("mcp: SSETransport not started")
+	}
+	req, err := http.NewRequestWithContext(t.ctx, http.MethodPost, t.endpoint, bytes.NewReader(bytes.Clone(msg)))
+	if err != nil {
+		return err
+	}
+	for k, v := range t.cfg.header {
+		req.Header[k] = slices.Clone(v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	m := sniffMessage(msg)
+	if m.kind != kindRequest {
+		t.log.Warn("the server refused a message", "method", m.method, "status", resp.Status, "body", string(data))
+		return nil
+	}
+	e := NewError(CodeInternalError, "HTTP "+resp.Status+": "+strings.TrimSpace(string(data)), map[string]int{"httpStatus": resp.StatusCode})
+	select {
+	case t.inbox <- encodeError(m.id, e):
+	case <-t.ctx.Done():
+	}
+	return nil
+}
+
+// Close ends the event stream, which ends the session, and returns once
+// the transport's reader has ended.
+func (t *SSETransport) Close() error {
+	t.cancel()
+	t.wg.Wait()
+	return nil
+}
