@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -517,8 +518,10 @@ var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "reso
 // input: the answers it can use and the asks it left unanswered.
 type inputRound struct {
 	mu       sync.Mutex
-	binding  string
-	retry    bool // the request carried inputResponses or a requestState
+	method   string
+	params   json.RawMessage
+	binding  string // computed when first needed: most calls never need it
+	retry    bool   // the request carried inputResponses or a requestState
 	answers  map[string]json.RawMessage
 	used     map[string]json.RawMessage // answers this run consumed; carried forward
 	asks     map[string]InputRequest
@@ -527,22 +530,33 @@ type inputRound struct {
 	next     json.RawMessage // the handler's state for the next round
 }
 
-func newInputRound(binding string) *inputRound {
-	return &inputRound{binding: binding, answers: map[string]json.RawMessage{}, used: map[string]json.RawMessage{}, asks: map[string]InputRequest{}}
+func newInputRound(method string, params json.RawMessage) *inputRound {
+	return &inputRound{method: method, params: params, answers: map[string]json.RawMessage{}, used: map[string]json.RawMessage{}, asks: map[string]InputRequest{}}
+}
+
+// bindingLocked digests the request the round belongs to.
+func (r *inputRound) bindingLocked() string {
+	if r.binding == "" {
+		r.binding = requestBinding(r.method, r.params)
+	}
+	return r.binding
 }
 
 // openRound reads a 2026-07-28 retry's inputResponses and requestState. A
 // state that fails verification is -32602; an inputResponses that is not an
 // object is ignored, so its asks are simply asked again.
 func (s *Server) openRound(method string, params json.RawMessage) (*inputRound, error) {
+	r := newInputRound(method, params)
+	if !bytes.Contains(params, []byte(`"inputResponses"`)) && !bytes.Contains(params, []byte(`"requestState"`)) {
+		return r, nil // a first round: nothing to read
+	}
 	var p struct {
 		InputResponses json.RawMessage `json:"inputResponses"`
 		RequestState   *string         `json:"requestState"`
 	}
 	_ = json.Unmarshal(params, &p)
-	r := newInputRound(requestBinding(method, params))
 	if p.RequestState != nil {
-		st, err := s.stateCodec().open(*p.RequestState, r.binding)
+		st, err := s.stateCodec().open(*p.RequestState, r.bindingLocked())
 		if err != nil {
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 		}
@@ -705,7 +719,7 @@ func (s *Server) finishRound(r *inputRound, caps capabilitySet, result any, err 
 		}
 		return result, err
 	}
-	state := &sealedState{Binding: r.binding, Answers: r.used, Payload: r.next}
+	state := &sealedState{Binding: r.bindingLocked(), Answers: r.used, Payload: r.next}
 	if len(state.Answers) == 0 {
 		state.Answers = nil
 	}
@@ -764,7 +778,7 @@ const maxShimRounds = 8
 // gathered (an ask the client refuses is skipped), and the handler runs
 // again with them.
 func (ss *serverSession) runLegacyShim(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
-	info.round = newInputRound("")
+	info.round = newInputRound(req.method, req.params)
 	for round := 0; ; round++ {
 		result, err := ss.dispatch(ctx, req, info)
 		var own *InputRequiredError
@@ -779,7 +793,7 @@ func (ss *serverSession) runLegacyShim(ctx context.Context, req *inboundRequest,
 				return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
 			}
 		}
-		next := newInputRound("")
+		next := newInputRound(req.method, req.params)
 		for key, ask := range own.Requests {
 			answer, err := req.conn.call(ctx, ask.Method, ask.Params, &callOptions{related: req.id, route: req.route})
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // Reserved _meta keys of the 2026-07-28 revision.
@@ -302,8 +303,14 @@ func (r ResourceContents) MarshalJSON() ([]byte, error) {
 
 // capabilitySet answers capability questions with the seed's presence
 // semantics over the JSON form of a capabilities object, whatever Go value
-// it came from.
-type capabilitySet map[string]json.RawMessage
+// it came from. It decodes only when first asked: most requests never ask.
+type capabilitySet = *lazyCapabilities
+
+type lazyCapabilities struct {
+	raw  json.RawMessage
+	once sync.Once
+	m    map[string]json.RawMessage
+}
 
 func newCapabilitySet(v any) capabilitySet {
 	var raw []byte
@@ -320,22 +327,26 @@ func newCapabilitySet(v any) capabilitySet {
 			return nil
 		}
 	}
-	var set capabilitySet
-	if json.Unmarshal(raw, &set) != nil {
+	return &lazyCapabilities{raw: raw}
+}
+
+func (s *lazyCapabilities) members() map[string]json.RawMessage {
+	if s == nil {
 		return nil
 	}
-	return set
+	s.once.Do(func() { _ = json.Unmarshal(s.raw, &s.m) })
+	return s.m
 }
 
 // has reports whether the capability's key is present, whatever its value.
 func (s capabilitySet) has(name string) bool {
-	_, ok := s[name]
+	_, ok := s.members()[name]
 	return ok
 }
 
 // hasSub reports whether capability name holds an object with member sub.
 func (s capabilitySet) hasSub(name, sub string) bool {
-	raw, ok := s[name]
+	raw, ok := s.members()[name]
 	if !ok {
 		return false
 	}

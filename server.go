@@ -116,6 +116,9 @@ type Server struct {
 	info Implementation
 	cfg  *config
 
+	infoOnce sync.Once
+	infoRaw  json.RawMessage // info, encoded once for every 2026-07-28 result
+
 	mu        sync.RWMutex
 	tools     registry[*serverTool]
 	resources registry[*serverResource]
@@ -289,7 +292,8 @@ var legacyOnlyMethods = map[string]bool{
 
 func (ss *serverSession) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
 	var env requestEnvelope
-	if len(req.params) > 0 {
+	// Most legacy requests carry no _meta: skip decoding their params here.
+	if len(req.params) > 0 && bytes.Contains(req.params, []byte(`"_meta"`)) {
 		if err := json.Unmarshal(req.params, &env); err != nil {
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 		}
@@ -374,8 +378,8 @@ func (s *Server) modernResult(result any) (json.RawMessage, error) {
 }
 
 func (s *Server) infoJSON() json.RawMessage {
-	b, _ := json.Marshal(s.info)
-	return b
+	s.infoOnce.Do(func() { s.infoRaw, _ = json.Marshal(s.info) })
+	return s.infoRaw
 }
 
 // prependMember inserts a raw `"key":value` member at the front of a JSON
@@ -508,10 +512,15 @@ func (s *Server) listTools(params json.RawMessage) (any, error) {
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
-	var p CallToolParams
-	if err := decodeParams(params, &p); err != nil {
+	var wire struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments,omitempty"`
+		Meta      json.RawMessage `json:"_meta,omitempty"`
+	}
+	if err := decodeParams(params, &wire); err != nil {
 		return nil, err
 	}
+	p := CallToolParams{Name: wire.Name, Arguments: wire.Arguments, Meta: userMeta(wire.Meta)}
 	s.mu.RLock()
 	st, _ := s.tools.get(p.Name)
 	s.mu.RUnlock()
@@ -1488,4 +1497,44 @@ func clientLogThreshold(r *RequestInfo) (LoggingLevel, bool) {
 		r.session.mu.Unlock()
 	}
 	return threshold, true
+}
+
+// userMeta decodes a request's _meta for its handler, or returns nil when
+// it holds nothing but the members the engine reads itself (the common
+// case, which then costs no decoding).
+func userMeta(raw json.RawMessage) Meta {
+	if !hasUserMeta(raw) {
+		return nil
+	}
+	var m Meta
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// hasUserMeta scans the keys of a _meta object (valid JSON) for one the
+// engine does not read.
+func hasUserMeta(raw json.RawMessage) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	for i++; ; {
+		i = skipSpace(raw, i)
+		if i >= len(raw) || raw[i] == '}' {
+			return false
+		}
+		end := skipValue(raw, i)
+		switch string(raw[i:end]) {
+		case `"` + metaProtocolVersion + `"`, `"` + metaClientCapabilities + `"`, `"` + metaClientInfo + `"`,
+			`"` + metaLogLevel + `"`, `"progressToken"`:
+		default:
+			return true
+		}
+		i = skipValue(raw, skipSpace(raw, skipSpace(raw, end)+1))
+		if i = skipSpace(raw, i); i < len(raw) && raw[i] == ',' {
+			i++
+		}
+	}
 }
