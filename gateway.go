@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -531,7 +530,30 @@ type inputRound struct {
 }
 
 func newInputRound(method string, params json.RawMessage) *inputRound {
-	return &inputRound{method: method, params: params, answers: map[string]json.RawMessage{}, used: map[string]json.RawMessage{}, asks: map[string]InputRequest{}}
+	return &inputRound{method: method, params: params}
+}
+
+// setAnswer, markUsed and addAsk fill the round's maps, made on first use:
+// most rounds never need them.
+func (r *inputRound) setAnswer(key string, answer json.RawMessage) {
+	if r.answers == nil {
+		r.answers = map[string]json.RawMessage{}
+	}
+	r.answers[key] = answer
+}
+
+func (r *inputRound) markUsed(key string, answer json.RawMessage) {
+	if r.used == nil {
+		r.used = map[string]json.RawMessage{}
+	}
+	r.used[key] = answer
+}
+
+func (r *inputRound) addAsk(key string, ask InputRequest) {
+	if r.asks == nil {
+		r.asks = map[string]InputRequest{}
+	}
+	r.asks[key] = ask
 }
 
 // bindingLocked digests the request the round belongs to.
@@ -560,13 +582,17 @@ func (s *Server) openRound(method string, params json.RawMessage) (*inputRound, 
 		if err != nil {
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 		}
-		maps.Copy(r.answers, st.Answers)
+		for k, v := range st.Answers {
+			r.setAnswer(k, v)
+		}
 		r.payload = st.Payload
 		r.retry = true
 	}
 	var responses map[string]json.RawMessage
 	if json.Unmarshal(p.InputResponses, &responses) == nil && responses != nil {
-		maps.Copy(r.answers, responses)
+		for k, v := range responses {
+			r.setAnswer(k, v)
+		}
 		r.retry = true
 	}
 	return r, nil
@@ -596,13 +622,13 @@ func (g *ClientGateway) replay(kind, method string, params json.RawMessage, mode
 		key = fmt.Sprintf("%s_%d", kind, r.position)
 	}
 	if answer, ok := r.answers[key]; ok && validAnswer(kind, mode, answer) {
-		r.used[key] = answer
+		r.markUsed(key, answer)
 		return answer, nil
 	}
 	if missing := missingCapabilities(g.req.caps, method, params); missing != nil {
 		return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
 	}
-	r.asks[key] = InputRequest{Method: method, Params: params}
+	r.addAsk(key, InputRequest{Method: method, Params: params})
 	return nil, fmt.Errorf("%w: %s", ErrInputRequired, key)
 }
 
@@ -738,7 +764,7 @@ func (r *RequestInfo) InputResponse(key string) (json.RawMessage, bool) {
 	defer r.round.mu.Unlock()
 	answer, ok := r.round.answers[key]
 	if ok {
-		r.round.used[key] = answer
+		r.round.markUsed(key, answer)
 	}
 	return answer, ok
 }
@@ -778,7 +804,6 @@ const maxShimRounds = 8
 // gathered (an ask the client refuses is skipped), and the handler runs
 // again with them.
 func (ss *serverSession) runLegacyShim(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
-	info.round = newInputRound(req.method, req.params)
 	for round := 0; ; round++ {
 		result, err := ss.dispatch(ctx, req, info)
 		var own *InputRequiredError
@@ -802,7 +827,7 @@ func (ss *serverSession) runLegacyShim(ctx context.Context, req *inboundRequest,
 				}
 				continue
 			}
-			next.answers[key] = answer
+			next.setAnswer(key, answer)
 		}
 		if own.State != nil {
 			next.payload, _ = json.Marshal(own.State)
