@@ -1,5 +1,13 @@
 package mcp
-import "testing"
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
 func TestHasUserMeta(t *testing.T) {
 	for raw, want := range map[string]bool{
 		``: false, `null`: false, `{}`: false,
@@ -11,5 +19,67 @@ func TestHasUserMeta(t *testing.T) {
 		if got := hasUserMeta([]byte(raw)); got != want {
 			t.Errorf("hasUserMeta(%s) = %v", raw, got)
 		}
+	}
+}
+
+// TestFeaturesOverAChildProcess runs the read-only feature methods against
+// featureServer in a real child process on stdio, on both eras.
+func TestFeaturesOverAChildProcess(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{Version20251125, Version20260728} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "MCP_TEST_SERVE=", "MCP_TEST_SERVE_FEATURES=1")
+			cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v))
+			if err := cl.Connect(context.Background(), NewCommandTransport(cmd)); err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			ctx := context.Background()
+			var tools []string
+			for tool, err := range cl.Tools(ctx) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				tools = append(tools, tool.Name)
+			}
+			if strings.Join(tools, ",") != "add,fail,rich,log,slog" {
+				t.Fatalf("tools %v", tools)
+			}
+			res, err := cl.CallTool(ctx, "add", map[string]int{"a": 2, "b": 3})
+			if err != nil || !strings.Contains(string(res.StructuredContent), `"sum":5`) {
+				t.Fatalf("add: %v %+v", err, res)
+			}
+			if res, err := cl.CallTool(ctx, "add", map[string]any{"a": "two"}); err != nil || !res.IsError {
+				t.Fatalf("invalid arguments: %v %+v", err, res)
+			}
+			read, err := cl.ReadResource(ctx, "test://items/42")
+			if err != nil || read.Contents[0].Text != "item 42" {
+				t.Fatalf("read: %v %+v", err, read)
+			}
+			_, err = cl.ReadResource(ctx, "test://items/missing")
+			want := CodeResourceNotFound
+			if isModernVersion(v) {
+				want = CodeInvalidParams
+			}
+			if rpcCode(err) != want {
+				t.Fatalf("missing resource: %v", err)
+			}
+			prompt, err := cl.GetPrompt(ctx, "greet", map[string]string{"name": "Ada"})
+			if err != nil || prompt.Messages[0].Content.Text != "Hello, Ada" {
+				t.Fatalf("prompt: %v %+v", err, prompt)
+			}
+			var templates int
+			for _, err := range cl.ResourceTemplates(ctx) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				templates++
+			}
+			if templates != 1 {
+				t.Fatalf("%d templates", templates)
+			}
+		})
 	}
 }
