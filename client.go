@@ -511,16 +511,25 @@ func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
 // sends none). A tool that failed returns a result with IsError set, not an
 // error; an error means the call itself failed.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
-	p := CallToolParams{Name: name}
+	// The params are written by hand: json.Marshal would validate and
+	// compact the encoded arguments once more.
+	params := make([]byte, 0, 64)
+	params = append(params, `{"name":`...)
+	params = appendJSONString(params, name)
 	if args != nil {
 		raw, err := marshalParams(args)
 		if err != nil {
 			return nil, fmt.Errorf("mcp: encoding arguments of %s: %w", name, err)
 		}
-		p.Arguments = raw
+		if len(raw) > 0 && !validJSON(raw) {
+			return nil, fmt.Errorf("mcp: the arguments of %s are not valid JSON", name)
+		}
+		params = append(params, `,"arguments":`...)
+		params = append(params, raw...)
 	}
+	params = append(params, '}')
 	var res CallToolResult
-	if err := c.SendRequest(ctx, "tools/call", &p, &res, opts...); err != nil {
+	if err := c.SendRequest(ctx, "tools/call", json.RawMessage(params), &res, opts...); err != nil {
 		return nil, err
 	}
 	return &res, nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 )
 
 // Fuzz targets run as regression tests on their seeds and corpus in
@@ -255,5 +256,20 @@ func FuzzIOTransport(f *testing.F) {
 			}
 		}
 		t.Fatal("the transport never reached the end of its input")
+	})
+}
+
+// FuzzValidJSON: our validator agrees with encoding/json's on every input.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,2.5e-3,-0,true,false,null,"x\u00e9\n"]}`, `{"a":}`, `[1,]`, `01`, `"\x01"`, `1.`, `-`, `{"a" 1}`, `[[[[]]]]`, ` "s" `, `tru`, `{"\u12G4":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !utf8.Valid(data) {
+			return // UTF-8 is checked separately
+		}
+		if got, want := validJSON(data), json.Valid(data); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", data, got, want)
+		}
 	})
 }

@@ -512,15 +512,31 @@ func (s *Server) listTools(params json.RawMessage) (any, error) {
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
-	var wire struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments,omitempty"`
-		Meta      json.RawMessage `json:"_meta,omitempty"`
+	// params is part of a frame the engine validated: scan it rather than
+	// decode it, so large arguments are not validated and copied again.
+	var p CallToolParams
+	var meta json.RawMessage
+	badName := false
+	ok := eachMember(params, func(key, value []byte) {
+		switch string(key) {
+		case `"name"`:
+			if value[0] != '"' {
+				badName = true
+				return
+			}
+			p.Name = methodName(value)
+		case `"arguments"`:
+			if string(value) != "null" {
+				p.Arguments = value
+			}
+		case `"_meta"`:
+			meta = value
+		}
+	})
+	if !ok || badName {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call needs params {\"name\": string, \"arguments\": object}"}
 	}
-	if err := decodeParams(params, &wire); err != nil {
-		return nil, err
-	}
-	p := CallToolParams{Name: wire.Name, Arguments: wire.Arguments, Meta: userMeta(wire.Meta)}
+	p.Meta = userMeta(meta)
 	s.mu.RLock()
 	st, _ := s.tools.get(p.Name)
 	s.mu.RUnlock()
@@ -1516,25 +1532,14 @@ func userMeta(raw json.RawMessage) Meta {
 // hasUserMeta scans the keys of a _meta object (valid JSON) for one the
 // engine does not read.
 func hasUserMeta(raw json.RawMessage) bool {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return false
-	}
-	for i++; ; {
-		i = skipSpace(raw, i)
-		if i >= len(raw) || raw[i] == '}' {
-			return false
-		}
-		end := skipValue(raw, i)
-		switch string(raw[i:end]) {
+	found := false
+	eachMember(raw, func(key, _ []byte) {
+		switch string(key) {
 		case `"` + metaProtocolVersion + `"`, `"` + metaClientCapabilities + `"`, `"` + metaClientInfo + `"`,
 			`"` + metaLogLevel + `"`, `"progressToken"`:
 		default:
-			return true
+			found = true
 		}
-		i = skipValue(raw, skipSpace(raw, skipSpace(raw, end)+1))
-		if i = skipSpace(raw, i); i < len(raw) && raw[i] == ',' {
-			i++
-		}
-	}
+	})
+	return found
 }

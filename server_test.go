@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -81,5 +82,14 @@ func TestFeaturesOverAChildProcess(t *testing.T) {
 				t.Fatalf("%d templates", templates)
 			}
 		})
+	}
+}
+
+func TestValidJSONDepthMatchesEncodingJSON(t *testing.T) {
+	for _, depth := range []int{maxJSONDepth - 1, maxJSONDepth, maxJSONDepth + 1} {
+		doc := []byte(strings.Repeat("[", depth) + strings.Repeat("]", depth))
+		if got, want := validJSON(doc), json.Valid(doc); got != want {
+			t.Errorf("depth %d: validJSON %v, json.Valid %v", depth, got, want)
+		}
 	}
 }
