@@ -266,18 +266,31 @@ func (c *Client) capabilitiesJSON(modern bool) json.RawMessage {
 }
 
 // discover probes server/discover. It reports true when the server speaks
-// the modern era; false (with a nil error) means "fall back".
+// the modern era; false (with a nil error) means "fall back". A server that
+// answers -32022 names the versions it supports: the probe is sent once
+// more with the newest one both sides speak, as SEP-2575 asks.
 func (c *Client) discover(ctx context.Context, version string, pinned bool) (bool, error) {
-	envelope := c.modernEnvelope(version)
-	o := &callOptions{meta: envelope}
-	if !pinned {
-		o.timeout, o.timeoutSet = c.cfg.client.discoverTimeout, true
-	}
-	raw, err := c.conn.call(ctx, "server/discover", nil, o)
-	if err != nil {
+	var raw json.RawMessage
+	var envelope []metaEntry
+	for attempt := 1; ; attempt++ {
+		envelope = c.modernEnvelope(version)
+		o := &callOptions{meta: envelope}
+		if !pinned {
+			o.timeout, o.timeoutSet = c.cfg.client.discoverTimeout, true
+		}
+		var err error
+		if raw, err = c.conn.call(ctx, "server/discover", nil, o); err == nil {
+			break
+		}
 		var rpcErr *Error
-		if errors.As(err, &rpcErr) && rpcErr.Code == CodeUnsupportedProtocolVersion && pinned {
-			return false, fmt.Errorf("mcp: the server does not speak protocol version %s: %w", version, err)
+		if errors.As(err, &rpcErr) && rpcErr.Code == CodeUnsupportedProtocolVersion {
+			if next, ok := sharedModernVersion(rpcErr.Data, c.cfg.protocolVersion); ok && attempt == 1 {
+				version = next
+				continue
+			}
+			if pinned {
+				return false, fmt.Errorf("mcp: the server does not speak protocol version %s: %w", version, err)
+			}
 		}
 		if pinned || errors.Is(err, ErrClosed) {
 			return false, err
@@ -312,6 +325,24 @@ func (c *Client) discover(ctx context.Context, version string, pinned bool) (boo
 	c.envelope = envelope
 	c.mu.Unlock()
 	return true, nil
+}
+
+// sharedModernVersion returns the newest 2026-07-28-era revision that
+// both this package and the data of a -32022 error list as supported, and
+// that a pinned revision, if any, allows.
+func sharedModernVersion(data json.RawMessage, pinned string) (string, bool) {
+	var d struct {
+		Supported []string `json:"supported"`
+	}
+	if json.Unmarshal(data, &d) != nil {
+		return "", false
+	}
+	for _, v := range SupportedVersions {
+		if isModernVersion(v) && slices.Contains(d.Supported, v) && (pinned == "" || v == pinned) {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 func (c *Client) initialize(ctx context.Context, version string, pinned bool) error {

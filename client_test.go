@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -190,5 +191,79 @@ func TestCallAfterCloseFails(t *testing.T) {
 	cl.Close() // idempotent
 	if _, err := cl.CallTool(context.Background(), "echo", nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("CallTool after Close = %v", err)
+	}
+}
+
+// TestDiscoverRetriesSupportedVersion: a server that rejects the probe with
+// -32022 gets one more probe with a version from its data.supported, as the
+// conformance scenario request-metadata checks; no more than one.
+func TestDiscoverRetriesSupportedVersion(t *testing.T) {
+	const reject = `{"jsonrpc":"2.0","id":%d,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":[%s],"requested":"2026-07-28"}}}`
+	const discovered = `{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}}`
+	metaVersion := `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	tests := []struct {
+		name   string
+		pinned string
+		// answers are the server's replies to the messages the client sends,
+		// in order; "" expects the message without answering it.
+		answers []string
+		// wantMethods are the methods of the messages the client sends.
+		wantMethods []string
+		wantErr     string
+		wantVersion string
+	}{
+		{"pinned, retried once and accepted", Version20260728,
+			[]string{fmt.Sprintf(reject, 1, `"2026-07-28"`), discovered},
+			[]string{"server/discover", "server/discover"}, "", Version20260728},
+		{"pinned, rejected twice", Version20260728,
+			[]string{fmt.Sprintf(reject, 1, `"2026-07-28"`), fmt.Sprintf(reject, 2, `"2026-07-28"`)},
+			[]string{"server/discover", "server/discover"}, "-32022", ""},
+		{"pinned, no shared version", Version20260728,
+			[]string{fmt.Sprintf(reject, 1, `"2027-01-01"`)},
+			[]string{"server/discover"}, "-32022", ""},
+		{"unpinned, only legacy versions supported", "",
+			[]string{fmt.Sprintf(reject, 1, `"2025-11-25"`), `{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`, ""},
+			[]string{"server/discover", "initialize", "notifications/initialized"}, "", Version20251125},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ct, st := NewInMemoryTransports()
+				p := newRawPeer(t, st.(*IOTransport))
+				var opts []Option
+				if tt.pinned != "" {
+					opts = append(opts, WithProtocolVersion(tt.pinned))
+				}
+				cl := NewClient(Implementation{Name: "c", Version: "1"}, opts...)
+				defer cl.Close()
+				connected := make(chan error, 1)
+				go func() { connected <- cl.Connect(context.Background(), ct) }()
+				for i, method := range tt.wantMethods {
+					msg := p.recv()
+					if got := field(t, msg, "method"); got != method {
+						t.Fatalf("message %d: method %v, want %s (%s)", i+1, got, method, msg)
+					}
+					if method == "server/discover" && !strings.Contains(msg, metaVersion) {
+						t.Fatalf("probe %d does not carry 2026-07-28 in _meta: %s", i+1, msg)
+					}
+					if tt.answers[i] != "" {
+						p.send(tt.answers[i])
+					}
+				}
+				err := <-connected
+				if tt.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+						t.Fatalf("Connect = %v, want an error with %q", err, tt.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("Connect: %v", err)
+				}
+				if v := cl.ProtocolVersion(); v != tt.wantVersion {
+					t.Fatalf("negotiated %s, want %s", v, tt.wantVersion)
+				}
+			})
+		})
 	}
 }

@@ -451,6 +451,10 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 	in.cancel(nil)
 	if cancelled {
 		c.log.Debug("dropping the response to a cancelled request", "id", req.id.String(), "method", req.method)
+		if _, routed := c.t.(routedWriter); routed {
+			// No response, but a stream waiting on one must still end.
+			c.queueWrite(outgoing{related: req.id, final: true, route: req.route}, false)
+		}
 		return
 	}
 	var data []byte
@@ -804,7 +808,7 @@ func (c *conn) closedErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closeErr != nil {
-		return fmt.Errorf("%w: %v", ErrClosed, c.closeErr)
+		return fmt.Errorf("%w: %w", ErrClosed, c.closeErr)
 	}
 	return ErrClosed
 }
@@ -832,7 +836,7 @@ func (c *conn) close(cause error) {
 	c.wclosed = true
 	c.wmu.Unlock()
 
-	err := fmt.Errorf("%w: %v", ErrClosed, cause)
+	err := fmt.Errorf("%w: %w", ErrClosed, cause)
 	for _, call := range pending {
 		call.finish(nil, err)
 	}

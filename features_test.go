@@ -19,7 +19,7 @@ import (
 // The eras and carriers every feature is tested on.
 var (
 	featureVersions = []string{Version20251125, Version20260728}
-	featureCarriers = []string{"memory", "stdio"}
+	featureCarriers = []string{"memory", "stdio", "http"}
 )
 
 type addArgs struct {
@@ -158,6 +158,8 @@ func connectOver(t testing.TB, srv *Server, carrier, version string, clientOpts 
 		ct, st = NewInMemoryTransports()
 	case "stdio":
 		ct, st = pipeTransports(t)
+	case "http":
+		return connectHTTP(t, srv, append([]Option{WithProtocolVersion(version)}, clientOpts...)...)
 	default:
 		t.Fatalf("unknown carrier %q", carrier)
 	}

@@ -49,8 +49,11 @@ func gatewayClientOptions() []Option {
 // revision v.
 func connectGateway(t *testing.T, transport, v string, opts ...Option) *Client {
 	opts = append([]Option{WithProtocolVersion(v)}, opts...)
-	if transport == "stdio" {
+	switch transport {
+	case "stdio":
 		return childServer(t, "", opts...)
+	case "http":
+		return connectHTTP(t, newTestServer(), opts...)
 	}
 	return pair(t, newTestServer(), opts...)
 }
@@ -72,7 +75,7 @@ func callText(t *testing.T, cl *Client, tool string, args any) string {
 func TestGatewayMethods(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{Version20251125, Version20260728} {
-		for _, transport := range []string{"memory", "stdio"} {
+		for _, transport := range []string{"memory", "stdio", "http"} {
 			t.Run(v+"/"+transport, func(t *testing.T) {
 				t.Parallel()
 				custom := make(chan string, 1)

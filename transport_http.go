@@ -1208,8 +1208,7 @@ type httpStream struct {
 	retry      time.Duration
 	next       int64 // the last index assigned
 	written    int64 // the last index written to a client
-	errFinal   int   // code of the first error response, 0 if none
-	hasErr     bool
+	hasErr     bool  // a response was an error (a failed initialize)
 }
 
 func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
@@ -1246,6 +1245,15 @@ func (s *httpStream) push(o outgoing) {
 		s.log.Debug("dropping a message for a stream that has ended", "stream", s.id)
 		return
 	}
+	if len(o.data) == 0 {
+		// The engine's word that a cancelled request will not be answered:
+		// the stream stops waiting for it, and nothing is sent.
+		if o.final {
+			s.settleLocked(o.related)
+			s.signalLocked()
+		}
+		return
+	}
 	s.next++
 	ev := streamEvent{index: s.next, data: o.data, final: o.final}
 	store := s.store()
@@ -1253,8 +1261,8 @@ func (s *httpStream) push(o outgoing) {
 		store.Append(s.sess.id, s.id, ev.index, ev.data)
 	}
 	if o.final {
-		if code, isErr := errorCodeOf(o.data); isErr && !s.hasErr {
-			s.hasErr, s.errFinal = true, code
+		if _, isErr := errorCodeOf(o.data); isErr {
+			s.hasErr = true
 		}
 		s.settleLocked(o.related)
 	}
@@ -1617,8 +1625,12 @@ func (h *httpHandler) writeJSON(w http.ResponseWriter, out *sseWriter, s *httpSt
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	out.write(body)
+	// No flush: net/http sends the headers and the body in one write when
+	// the handler returns.
+	out.setDeadline()
+	w.Write(body)
 }
 
 // errorCodeOf reads the error code of an error response.
@@ -1787,10 +1799,22 @@ func sniffBody(body []byte) (msgs []*httpMessage, batch, ok bool) {
 		}
 		return msgs, true, true
 	}
-	if !json.Valid(trimmed) {
+	m := sniffMessage(trimmed)
+	if m.kind == kindInvalid && !json.Valid(trimmed) {
 		return nil, false, false
 	}
-	return []*httpMessage{sniffMessage(trimmed)}, false, true
+	return []*httpMessage{m}, false, true
+}
+
+// sniffedParams is the part of a request's params the HTTP layer reads.
+type sniffedParams struct {
+	Name      json.RawMessage `json:"name"`
+	URI       json.RawMessage `json:"uri"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      struct {
+		Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+		Caps    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+	} `json:"_meta"`
 }
 
 func sniffMessage(data []byte) *httpMessage {
@@ -1810,25 +1834,14 @@ func sniffMessage(data []byte) *httpMessage {
 		m.kind, m.invalid = kindInvalid, "the id must be a string or an integer"
 	}
 	if p := trimJSONSpace(w.Params); len(p) > 0 && p[0] == '{' {
-		var params struct {
-			Name      json.RawMessage `json:"name"`
-			URI       json.RawMessage `json:"uri"`
-			Arguments json.RawMessage `json:"arguments"`
-			Meta      json.RawMessage `json:"_meta"`
-		}
+		var params sniffedParams
 		if json.Unmarshal(p, &params) == nil {
 			m.name, m.uri, m.args = jsonString(params.Name), jsonString(params.URI), params.Arguments
-			var meta struct {
-				Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
-				Caps    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+			m.hasVersion = len(params.Meta.Version) > 0
+			if v := jsonString(params.Meta.Version); v != nil {
+				m.version = *v
 			}
-			if json.Unmarshal(params.Meta, &meta) == nil {
-				m.hasVersion = len(meta.Version) > 0
-				if v := jsonString(meta.Version); v != nil {
-					m.version = *v
-				}
-				m.hasCaps = len(meta.Caps) > 0 && string(meta.Caps) != "null"
-			}
+			m.hasCaps = len(params.Meta.Caps) > 0 && string(params.Meta.Caps) != "null"
 		}
 	}
 	return m
@@ -2300,22 +2313,25 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, 
 	}
 }
 
-// deliverBody delivers a JSON response body: one message or a batch.
+// deliverBody delivers a JSON response body, one message or a batch; a
+// body that does not answer the request is answered on its behalf, so that
+// the call fails now rather than at its timeout.
 func (t *HTTPTransport) deliverBody(ctx context.Context, data []byte, m *httpMessage) {
-	trimmed := trimJSONSpace(data)
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		var items []json.RawMessage
-		if json.Unmarshal(trimmed, &items) == nil {
-			for _, item := range items {
-				if !t.deliver(ctx, item) {
-					return
-				}
-			}
+	st := &clientStream{want: m.id, method: m.method, modern: m.hasVersion}
+	items := []json.RawMessage{trimJSONSpace(data)}
+	if len(items[0]) > 0 && items[0][0] == '[' {
+		if json.Unmarshal(items[0], &items) != nil {
+			items = nil
+		}
+	}
+	for _, item := range items {
+		if len(item) > 0 && !t.deliver(ctx, t.inspect(item, st)) {
 			return
 		}
 	}
-	st := &clientStream{want: m.id, method: m.method, modern: m.hasVersion}
-	t.deliver(ctx, t.inspect(trimmed, st))
+	if !st.done {
+		t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: "the server's JSON response does not answer request " + m.id.String()})
+	}
 }
 
 // httpFailure turns an HTTP error status into the JSON-RPC error of the

@@ -1694,7 +1694,7 @@ func TestHTTPConnectToNonMCPEndpoint(t *testing.T) {
 // TestHTTPStatelessLeavesNothingBehind: 2026-07-28 requests, finished or
 // abandoned by their client, leave no goroutine on the server.
 func TestHTTPStatelessLeavesNothingBehind(t *testing.T) {
-	srv, started, _ := blockingServer()
+	srv, started, cancelled := blockingServer()
 	h := NewHTTPHandler(srv)
 	before := runtime.NumGoroutine()
 	for i := range 200 {
@@ -1716,6 +1716,86 @@ func TestHTTPStatelessLeavesNothingBehind(t *testing.T) {
 		<-started
 		cancel()
 		<-done
+		<-cancelled
 	}
 	settleGoroutines(t, before)
+}
+
+// BenchmarkHTTPCallTool measures one tools/call round trip over Streamable
+// HTTP on 127.0.0.1, per era, from several goroutines at once.
+func BenchmarkHTTPCallTool(b *testing.B) {
+	for _, v := range eras {
+		b.Run(v, func(b *testing.B) {
+			cl := connectHTTP(b, newTestServer(), WithProtocolVersion(v))
+			args := map[string]string{"text": "hello"}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := cl.CallTool(context.Background(), "echo", args); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestHTTPStandaloneStreamResumes: messages sent while the GET stream was
+// down are replayed when the client comes back with Last-Event-ID.
+func TestHTTPStandaloneStreamResumes(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer()
+	ts := serveHTTP(t, srv)
+	sid := legacySession(t, ts.URL, Version20251125)
+	open := func(last string) (*http.Response, *sseParser, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		if last != "" {
+			req.Header.Set("Last-Event-ID", last)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET: %v %v", resp, err)
+		}
+		return resp, newSSEParser(resp.Body, 1<<20), cancel
+	}
+	nextData := func(p *sseParser) sseEvent {
+		for {
+			e, err := p.next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(e.data) > 0 {
+				return e
+			}
+		}
+	}
+	resp, p, cancel := open("")
+	srv.AddTool(Tool{Name: "one"}, nil)
+	first := nextData(p)
+	cancel()
+	resp.Body.Close()
+	// Wait until the server noticed: the stream has no writer.
+	st := ts.Config.Handler.(*httpHandler).session(sid).standaloneStream()
+	for {
+		st.mu.Lock()
+		attached := st.attached
+		st.mu.Unlock()
+		if !attached {
+			break
+		}
+		runtime.Gosched()
+	}
+	srv.AddPrompt(Prompt{Name: "missed"}, nil)
+	resp, p, cancel = open(first.id)
+	defer func() {
+		cancel()
+		resp.Body.Close()
+	}()
+	if e := nextData(p); field(t, string(e.data), "method") != "notifications/prompts/list_changed" {
+		t.Fatalf("resumed with %s (id %s after %s)", e.data, e.id, first.id)
+	}
 }
