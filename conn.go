@@ -765,23 +765,31 @@ func (c *conn) writeLoop() {
 
 func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 	if rw, ok := c.t.(routedWriter); ok {
+		// Routed transports may keep messages (for replay): no recycling.
 		return rw.writeRouted(batch)
 	}
+	var err error
 	if bw, ok := c.t.(batchWriter); ok && len(batch) > 1 && frames != nil {
 		*frames = (*frames)[:0]
 		for _, o := range batch {
 			*frames = append(*frames, o.data)
 		}
-		err := bw.writeBatch(*frames)
+		err = bw.writeBatch(*frames)
 		clear(*frames)
-		return err
-	}
-	for _, o := range batch {
-		if err := c.t.WriteMessage(o.data); err != nil {
-			return err
+	} else {
+		for _, o := range batch {
+			if err = c.t.WriteMessage(o.data); err != nil {
+				break
+			}
 		}
 	}
-	return nil
+	if err == nil {
+		// A Transport does not keep a message past its write.
+		for _, o := range batch {
+			recycleMessage(o.data)
+		}
+	}
+	return err
 }
 
 // notify sends a notification. related names the inbound request it belongs

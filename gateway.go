@@ -94,7 +94,7 @@ func (g *ClientGateway) Progress(progress, total float64, message string) error 
 	g.sentProgress, g.lastProgress = true, progress
 	g.mu.Unlock()
 	// Built by hand: a long call may send thousands of these.
-	b := make([]byte, 0, 96+len(g.req.token)+len(message))
+	b := messageBuffer(96 + len(g.req.token) + len(message))
 	b = append(b, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`...)
 	b = append(b, g.req.token...)
 	b = append(b, `,"progress":`...)

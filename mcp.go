@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // Protocol revisions this package speaks.
@@ -287,7 +288,7 @@ func (m *wireMessage) kind() (int, string) {
 // encodeRequest writes a request or notification envelope. A zero id writes a
 // notification.
 func encodeRequest(id ID, method string, params []byte) []byte {
-	b := make([]byte, 0, len(params)+len(method)+48)
+	b := messageBuffer(len(params) + len(method) + 48)
 	b = append(b, `{"jsonrpc":"2.0",`...)
 	if id.valid {
 		b = append(b, `"id":`...)
@@ -305,7 +306,7 @@ func encodeRequest(id ID, method string, params []byte) []byte {
 
 // encodeResult writes a success response envelope.
 func encodeResult(id ID, result []byte) []byte {
-	b := make([]byte, 0, len(result)+40)
+	b := messageBuffer(len(result) + 40)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = id.appendJSON(b)
 	b = append(b, `,"result":`...)
@@ -693,5 +694,29 @@ func eachMember(raw []byte, fn func(key, value []byte)) bool {
 		if i = skipSpace(raw, valEnd); i < len(raw) && raw[i] == ',' {
 			i++
 		}
+	}
+}
+
+// messagePool recycles the buffers messages are encoded into: the writer
+// returns a buffer once a stream transport has written it.
+var messagePool sync.Pool
+
+// maxPooledMessage keeps large messages' buffers out of the pool.
+const maxPooledMessage = 16 << 10
+
+func messageBuffer(n int) []byte {
+	if n <= maxPooledMessage {
+		if b, ok := messagePool.Get().(*[]byte); ok && cap(*b) >= n {
+			return (*b)[:0]
+		}
+		n = max(n, 512)
+	}
+	return make([]byte, 0, n)
+}
+
+func recycleMessage(b []byte) {
+	if cap(b) >= 512 && cap(b) <= maxPooledMessage {
+		b = b[:0]
+		messagePool.Put(&b)
 	}
 }
