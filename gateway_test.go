@@ -572,3 +572,127 @@ func TestURLElicitationRequiredError(t *testing.T) {
 		t.Fatalf("%+v %s", e, e.Data)
 	}
 }
+
+// replayServer serves one tool whose handler is given, on a raw 2026-07-28
+// connection.
+func replayServer(t *testing.T, h ToolHandler) *rawPeer {
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "t"}, h)
+	srv.AddResourceTemplate(ResourceTemplate{URITemplate: "test://ask/{id}", Name: "ask"}, func(ctx context.Context, req *ReadResourceRequest) (*ReadResourceResult, error) {
+		answer, err := req.Gateway().Elicit(ctx, "Which?", nil, WithKey("which"))
+		if err != nil {
+			return nil, err
+		}
+		return &ReadResourceResult{Contents: []ResourceContents{{URI: req.Params.URI, Text: fmt.Sprint(answer.Content["v"])}}}, nil
+	})
+	return rawServer(t, srv)
+}
+
+func rawModernCall(p *rawPeer, id int, method, params string) string {
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{},"url":{}}}}}}`, id, method, params))
+	return p.recv()
+}
+
+// TestReplayKeys: positional keys count every ask, named or not.
+func TestReplayKeys(t *testing.T) {
+	t.Parallel()
+	p := replayServer(t, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		g := req.Gateway()
+		_, e1 := g.Elicit(ctx, "one", nil)
+		_, e2 := g.Elicit(ctx, "two", nil, WithKey("named"))
+		_, e3 := g.Elicit(ctx, "three", nil)
+		return nil, errors.Join(e1, e2, e3)
+	})
+	got := rawModernCall(p, 1, "tools/call", `"name":"t"`)
+	for _, key := range []string{"elicitation_1", "named", "elicitation_3"} {
+		if field(t, got, "result.inputRequests."+key) == nil {
+			t.Fatalf("no ask under %s: %s", key, got)
+		}
+	}
+	if field(t, got, "result.inputRequests.elicitation_2") != nil {
+		t.Fatalf("the named ask took no position: %s", got)
+	}
+}
+
+// TestReplayThisRoundOverridesCarried: an answer in this round's
+// inputResponses wins over one carried in the state.
+func TestReplayThisRoundOverridesCarried(t *testing.T) {
+	t.Parallel()
+	p := replayServer(t, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		a, err := req.Gateway().Elicit(ctx, "first", nil, WithKey("a"))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := req.Gateway().Elicit(ctx, "second", nil, WithKey("b")); err != nil {
+			return nil, err
+		}
+		return &CallToolResult{Content: []Content{TextContent(fmt.Sprint(a.Content["v"]))}}, nil
+	})
+	rawModernCall(p, 1, "tools/call", `"name":"t"`)
+	r2 := rawModernCall(p, 2, "tools/call", `"name":"t","inputResponses":{"a":{"action":"accept","content":{"v":"old"}}}`)
+	state := field(t, r2, "result.requestState").(string)
+	r3 := rawModernCall(p, 3, "tools/call", `"name":"t","requestState":"`+state+`","inputResponses":{"a":{"action":"accept","content":{"v":"new"}},"b":{"action":"decline"}}`)
+	if !strings.Contains(r3, `"text":"new"`) {
+		t.Fatalf("this round's answer did not win: %s", r3)
+	}
+}
+
+// TestReplayURLAnswersAreValidatedInURLMode: a url-mode accept carries no
+// content; one that does is asked again.
+func TestReplayURLAnswersAreValidatedInURLMode(t *testing.T) {
+	t.Parallel()
+	p := replayServer(t, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		res, err := req.Gateway().ElicitURL(ctx, "Connect", "https://example.com/connect")
+		if err != nil {
+			return nil, err
+		}
+		return &CallToolResult{Content: []Content{TextContent(res.Action)}}, nil
+	})
+	first := rawModernCall(p, 1, "tools/call", `"name":"t"`)
+	if field(t, first, "result.inputRequests.elicitation_1.params.mode") != "url" || field(t, first, "result.inputRequests.elicitation_1.params.elicitationId") != nil {
+		t.Fatalf("%s", first)
+	}
+	bad := rawModernCall(p, 2, "tools/call", `"name":"t","inputResponses":{"elicitation_1":{"action":"accept","content":{"x":1}}}`)
+	if field(t, bad, "result.resultType") != "input_required" {
+		t.Fatalf("a url answer with content was accepted: %s", bad)
+	}
+	good := rawModernCall(p, 3, "tools/call", `"name":"t","inputResponses":{"elicitation_1":{"action":"accept"}}`)
+	if !strings.Contains(good, `"text":"accept"`) {
+		t.Fatalf("%s", good)
+	}
+}
+
+// TestResourceReadCanAskForInput, and the retry's result is not cacheable.
+func TestResourceReadCanAskForInput(t *testing.T) {
+	t.Parallel()
+	p := replayServer(t, nil)
+	first := rawModernCall(p, 1, "resources/read", `"uri":"test://ask/1"`)
+	if field(t, first, "result.resultType") != "input_required" || field(t, first, "result.inputRequests.which") == nil {
+		t.Fatalf("%s", first)
+	}
+	done := rawModernCall(p, 2, "resources/read", `"uri":"test://ask/1","inputResponses":{"which":{"action":"accept","content":{"v":"blue"}}}`)
+	if !strings.Contains(done, `"text":"blue"`) || field(t, done, "result.resultType") != "complete" {
+		t.Fatalf("%s", done)
+	}
+	if field(t, done, "result.ttlMs") != nil || field(t, done, "result.cacheScope") != nil {
+		t.Fatalf("a retry round's result carries a cache hint: %s", done)
+	}
+}
+
+// TestAsksOnlyWhereInputMayBeRequired: tools/list and prompts/list never
+// answer input_required; an ask outside the three methods is an error.
+func TestAsksOnlyWhereInputMayBeRequired(t *testing.T) {
+	t.Parallel()
+	srv := NewServer(Implementation{Name: "s", Version: "1"}, WithCompletionHandler(func(ctx context.Context, req *CompleteRequest) (*CompleteResult, error) {
+		_, err := req.Gateway().Elicit(ctx, "?", nil)
+		return nil, err
+	}))
+	srv.AddPrompt(Prompt{Name: "p"}, func(ctx context.Context, req *GetPromptRequest) (*GetPromptResult, error) {
+		return &GetPromptResult{Messages: []PromptMessage{{Role: "user", Content: TextContent("x")}}}, nil
+	})
+	p := rawServer(t, srv)
+	got := rawModernCall(p, 1, "completion/complete", `"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"b"}`)
+	if field(t, got, "error") == nil || strings.Contains(got, "input_required") {
+		t.Fatalf("%s", got)
+	}
+}

@@ -357,17 +357,20 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	if err != nil {
 		return nil, err
 	}
-	return ss.srv.modernResult(result)
+	// The result of a round that carried input depends on that input:
+	// never cacheable.
+	retry := info.round != nil && info.round.retry
+	return ss.srv.modernResult(result, !retry)
 }
 
 // modernResult adds resultType and serverInfo to a 2026-07-28 result, and
 // the caching hint to the results that carry one.
-func (s *Server) modernResult(result any) (json.RawMessage, error) {
+func (s *Server) modernResult(result any, mayCache bool) (json.RawMessage, error) {
 	raw, err := marshalResult(result)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := result.(cacheable); ok {
+	if _, ok := result.(cacheable); ok && mayCache {
 		raw = s.withCacheHint(raw)
 	}
 	raw = withMeta(raw, []metaEntry{{key: metaServerInfo, value: s.infoJSON()}})
