@@ -389,3 +389,43 @@ func TestNotificationsAtTheCapAreDropped(t *testing.T) {
 		}
 	})
 }
+
+// TestInboundNotificationHandlerPanickingIsLoggedNotAnswered.
+func TestInboundNotificationHandlerPanickingIsLoggedNotAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &logRecorder{}
+		cl, p := rawServerPeer(t, WithLogger(slog.New(rec)), WithNotificationHandler("notifications/boom", func(context.Context, json.RawMessage) {
+			panic("handler bug")
+		}))
+		p.send(`{"jsonrpc":"2.0","method":"notifications/boom"}`)
+		synctest.Wait()
+		if rec.count("notification handler panicked") != 1 {
+			t.Fatalf("not logged: %v", rec.msgs)
+		}
+		select {
+		case l := <-p.lines:
+			t.Fatalf("a notification was answered: %s", l)
+		default:
+		}
+		// The connection still works.
+		go cl.Ping(context.Background())
+		ping := p.recv()
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{}}`, field(t, ping, "id")))
+	})
+}
+
+// TestATaggedProgressNotificationKeepsItsOwnRoute: a progress notification
+// carrying a subscription id in _meta still reaches its call.
+func TestATaggedProgressNotificationKeepsItsOwnRoute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl, p := rawServerPeer(t)
+		got := make(chan Progress, 1)
+		go cl.CallTool(context.Background(), "x", nil, WithProgress(func(pr Progress) { got <- pr }))
+		req := p.recv()
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%v,"progress":3,"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1"}}}`, field(t, req, "params._meta.progressToken")))
+		if pr := <-got; pr.Progress != 3 {
+			t.Fatalf("%+v", pr)
+		}
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{"content":[]}}`, field(t, req, "id")))
+	})
+}
