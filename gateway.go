@@ -782,6 +782,9 @@ func (r *RequestInfo) State(v any) (bool, error) {
 // SetState sets the state (any JSON value) to carry, signed, to the next
 // round if this run ends asking for input.
 func (r *RequestInfo) SetState(v any) error {
+	if r.round == nil && mrtrMethods[r.method] {
+		r.round = newInputRound(r.method, nil) // a first run on an older revision
+	}
 	if r.round == nil {
 		return errors.New("mcp: no input round: SetState needs a tools/call, prompts/get or resources/read request")
 	}
@@ -831,6 +834,8 @@ func (ss *serverSession) runLegacyShim(ctx context.Context, req *inboundRequest,
 		}
 		if own.State != nil {
 			next.payload, _ = json.Marshal(own.State)
+		} else if info.round != nil {
+			next.payload = info.round.next // set with SetState
 		}
 		info.round = next
 	}

@@ -696,3 +696,31 @@ func TestAsksOnlyWhereInputMayBeRequired(t *testing.T) {
 		t.Fatalf("%s", got)
 	}
 }
+
+// TestSetStateOnEveryRevision: a handler may set state on a first run on
+// any revision; it comes back on the next run.
+func TestSetStateOnEveryRevision(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{Version20251125, Version20260728} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			srv := NewServer(Implementation{Name: "s", Version: "1"})
+			srv.AddTool(Tool{Name: "stateful"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+				var step string
+				if ok, err := req.State(&step); err != nil || !ok {
+					if err := req.SetState("step-1"); err != nil {
+						return nil, err
+					}
+					return nil, &InputRequiredError{Requests: map[string]InputRequest{"ok": {Method: "elicitation/create", Params: json.RawMessage(`{"message":"ok?","requestedSchema":{"type":"object","properties":{}}}`)}}}
+				}
+				return &CallToolResult{Content: []Content{TextContent("resumed at " + step)}}, nil
+			})
+			cl := pair(t, srv, WithProtocolVersion(v), WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+				return &ElicitResult{Action: ActionAccept, Content: map[string]any{}}, nil
+			}))
+			if got := callText(t, cl, "stateful", nil); got != "resumed at step-1" {
+				t.Fatalf("got %q", got)
+			}
+		})
+	}
+}

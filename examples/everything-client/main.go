@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/e6ac58cb/mcp"
@@ -59,6 +60,8 @@ var scenarios = map[string]scenario{
 	"http-custom-headers":           callContextTools,
 	"http-invalid-tool-headers":     callEveryTool,
 	"json-schema-ref-no-deref":      listTools,
+	// not in run.sh's sets (added after the 2026-07-28 release)
+	"json-schema-2020-12-preservation": echoSchema,
 }
 
 func main() {
@@ -161,6 +164,20 @@ func callEveryTool(ctx context.Context, c *mcp.Client, _ *scenarioContext) error
 		}
 	}
 	return nil
+}
+
+// echoSchema sends json_schema_2020_12_tool's input schema back, exactly as
+// listed, through json_schema_echo.
+func echoSchema(ctx context.Context, c *mcp.Client, _ *scenarioContext) error {
+	all, err := tools(ctx, c)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(all, func(t *mcp.Tool) bool { return t.Name == "json_schema_2020_12_tool" })
+	if i < 0 {
+		return errors.New("the server does not list json_schema_2020_12_tool")
+	}
+	return call(ctx, c, "json_schema_echo", map[string]json.RawMessage{"schema": all[i].InputSchema})
 }
 
 // callContextTools makes the tool calls the scenario's context lists, with

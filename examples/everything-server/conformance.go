@@ -254,6 +254,20 @@ func addConformanceTools(srv *mcp.Server) {
 			return textResult("Reconnection test completed successfully"), nil
 		})
 
+	// http-custom-header-server-validation (pending) looks for a string
+	// argument mirrored in an Mcp-Param-* header (SEP-2243).
+	srv.AddTool(mcp.Tool{Name: "test_header_param", Description: "Echoes its region, which clients also send in the Mcp-Param-Region header (2026-07-28).",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct {
+				Region string `json:"region"`
+			}
+			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+				return nil, err
+			}
+			return textResult("region: " + args.Region), nil
+		})
+
 	addStatelessTools(srv)
 	addInputRequiredTools(srv)
 }
@@ -340,14 +354,18 @@ func addInputRequiredTools(srv *mcp.Server) {
 		})
 	srv.AddTool(mcp.Tool{Name: "test_input_required_result_request_state", Description: "Asks for a confirmation (key confirm) and carries state between the rounds.", InputSchema: noArgs},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// Rounds exist on 2026-07-28 only; the older revisions ask live,
+			// within one run of the handler.
 			var carried string
-			hasState, err := req.State(&carried)
-			if err != nil {
-				return nil, err
-			}
-			if !hasState {
-				if err := req.SetState("awaiting-confirmation"); err != nil {
+			if req.ProtocolVersion() == mcp.Version20260728 {
+				hasState, err := req.State(&carried)
+				if err != nil {
 					return nil, err
+				}
+				if !hasState {
+					if err := req.SetState("awaiting-confirmation"); err != nil {
+						return nil, err
+					}
 				}
 			}
 			res, err := req.Gateway().Elicit(ctx, "Please confirm", form("ok", "boolean"), mcp.WithKey("confirm"))
