@@ -559,9 +559,13 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 		params = append(params, raw...)
 	}
 	params = append(params, '}')
-	var res CallToolResult
-	if err := c.SendRequest(ctx, "tools/call", json.RawMessage(params), &res, opts...); err != nil {
+	raw, err := c.request(ctx, "tools/call", params, opts)
+	if err != nil {
 		return nil, err
+	}
+	var res CallToolResult
+	if err := decodeCallToolResult(raw, &res); err != nil {
+		return nil, fmt.Errorf("mcp: decoding tools/call result: %w", err)
 	}
 	return &res, nil
 }
@@ -1136,4 +1140,75 @@ func (c *Client) acceptNotification(method string, params json.RawMessage) bool 
 	c.subs.mu.Lock()
 	defer c.subs.mu.Unlock()
 	return c.subs.active == "" || id == c.subs.active
+}
+
+// decodeCallToolResult decodes a result the engine has already validated,
+// walking it with the envelope scanner: a large text block is copied once
+// rather than validated and unquoted again by encoding/json. Anything
+// unusual in a content block falls back to encoding/json.
+func decodeCallToolResult(raw json.RawMessage, r *CallToolResult) error {
+	var err error
+	ok := eachMember(raw, func(key, value []byte) {
+		if err != nil {
+			return
+		}
+		switch string(key) {
+		case `"content"`:
+			if string(value) == "null" {
+				return
+			}
+			r.Content = make([]Content, 0, 1)
+			if !eachElement(value, func(block []byte) {
+				var c Content
+				if !decodeSimpleContent(block, &c) {
+					c = Content{}
+					if e := json.Unmarshal(block, &c); e != nil && err == nil {
+						err = e
+					}
+				}
+				r.Content = append(r.Content, c)
+			}) {
+				err = errors.New("content is not an array")
+			}
+		case `"structuredContent"`:
+			if string(value) != "null" {
+				r.StructuredContent = value
+			}
+		case `"isError"`:
+			err = json.Unmarshal(value, &r.IsError)
+		case `"_meta"`:
+			err = json.Unmarshal(value, &r.Meta)
+		}
+	})
+	if !ok {
+		return errors.New("the result is not an object")
+	}
+	return err
+}
+
+// decodeSimpleContent decodes a content block made only of string members
+// it knows; it reports false for anything else.
+func decodeSimpleContent(block []byte, c *Content) bool {
+	simple := true
+	eachMember(block, func(key, value []byte) {
+		if !simple {
+			return
+		}
+		var dst *string
+		switch string(key) {
+		case `"type"`:
+			dst = &c.Type
+		case `"text"`:
+			dst = &c.Text
+		case `"data"`:
+			dst = &c.Data
+		case `"mimeType"`:
+			dst = &c.MIMEType
+		default:
+			simple = false
+			return
+		}
+		*dst, simple = fastString(value)
+	})
+	return simple
 }

@@ -22,6 +22,7 @@ package mcp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -473,17 +474,26 @@ func skipValue(data []byte, i int) int {
 	return i
 }
 
-// skipString returns the end of the JSON string starting at i.
+// skipString returns the end of the JSON string starting at i. It jumps
+// from quote to quote: a quote ends the string unless an odd run of
+// backslashes precedes it.
 func skipString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	i++
+	for {
+		j := bytes.IndexByte(data[i:], '"')
+		if j < 0 {
+			return len(data)
 		}
+		q := i + j
+		run := 0
+		for k := q - 1; k >= i && data[k] == '\\'; k-- {
+			run++
+		}
+		if run%2 == 0 {
+			return q + 1
+		}
+		i = q + 1
 	}
-	return i
 }
 
 // maxJSONDepth bounds nesting, as encoding/json does.
@@ -594,9 +604,18 @@ func validJSON(data []byte) bool {
 	}
 }
 
-// scanValidString checks the string starting at data[i] and returns its end.
+// scanValidString checks the string starting at data[i] and returns its
+// end. A plain run (no escape, no control character) is checked a word at a
+// time; escapes are checked byte by byte.
 func scanValidString(data []byte, i int) (int, bool) {
-	for i++; i < len(data); i++ {
+	i++
+	if j := bytes.IndexByte(data[i:], '"'); j >= 0 {
+		seg := data[i : i+j]
+		if bytes.IndexByte(seg, '\\') < 0 && !hasControlByte(seg) {
+			return i + j + 1, true
+		}
+	}
+	for ; i < len(data); i++ {
 		c := data[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
@@ -629,6 +648,25 @@ func scanValidString(data []byte, i int) (int, bool) {
 		}
 	}
 	return i, false
+}
+
+// hasControlByte reports whether b holds a byte below 0x20, eight bytes at
+// a time.
+func hasControlByte(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		if (x-0x20*ones)&^x&highs != 0 {
+			return true
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
 // scanValidNumber checks the number starting at data[i] and returns its end.
@@ -719,4 +757,37 @@ func recycleMessage(b []byte) {
 		b = b[:0]
 		messagePool.Put(&b)
 	}
+}
+
+// eachElement calls fn with every element of a JSON array that is already
+// known to be valid. It reports false if raw is not an array.
+func eachElement(raw []byte, fn func(value []byte)) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return false
+	}
+	for i++; ; {
+		i = skipSpace(raw, i)
+		if i >= len(raw) || raw[i] == ']' {
+			return true
+		}
+		end := skipValue(raw, i)
+		fn(raw[i:end])
+		if i = skipSpace(raw, end); i < len(raw) && raw[i] == ',' {
+			i++
+		}
+	}
+}
+
+// fastString decodes a JSON string that is already known to be valid,
+// without encoding/json when it holds no escape.
+func fastString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
 }

@@ -238,9 +238,17 @@ type Content struct {
 	Description string `json:"description,omitempty"`
 	Size        *int64 `json:"size,omitempty"`
 	// Resource is set for "resource" (an embedded resource).
-	Resource    *ResourceContents `json:"resource,omitempty"`
-	Annotations *Annotations      `json:"annotations,omitempty"`
-	Meta        Meta              `json:"_meta,omitempty"`
+	Resource *ResourceContents `json:"resource,omitempty"`
+	// ID, Name and Input describe a "tool_use" in sampling (ID is the call's
+	// id); ToolUseID, Content, StructuredContent and IsError a "tool_result".
+	ID                string          `json:"id,omitempty"`
+	Input             json.RawMessage `json:"input,omitempty"`
+	ToolUseID         string          `json:"toolUseId,omitempty"`
+	Content           []Content       `json:"content,omitempty"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	Annotations       *Annotations    `json:"annotations,omitempty"`
+	Meta              Meta            `json:"_meta,omitempty"`
 }
 
 // TextContent returns a text content block.
