@@ -370,7 +370,27 @@ func (s *Server) modernResult(result any, mayCache bool) (json.RawMessage, error
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := result.(cacheable); ok && mayCache {
+	_, cache := result.(cacheable)
+	cache = cache && mayCache
+	if body := trimJSONSpace(raw); len(body) > 1 && body[0] == '{' && !bytes.Contains(body, []byte(`"_meta"`)) && !bytes.Contains(body, []byte(`"resultType"`)) {
+		// The common case, in one copy: our own members first, then the
+		// result's.
+		info := s.infoJSON()
+		b := make([]byte, 0, len(body)+len(info)+96)
+		b = append(b, `{"resultType":"complete",`...)
+		if cache {
+			b = append(b, s.cacheHintMembers()...)
+			b = append(b, ',')
+		}
+		b = append(b, `"_meta":{"`+metaServerInfo+`":`...)
+		b = append(b, info...)
+		b = append(b, '}')
+		if rest := trimJSONSpace(body[1:]); len(rest) > 0 && rest[0] != '}' {
+			b = append(b, ',')
+		}
+		return append(b, body[1:]...), nil
+	}
+	if cache {
 		raw = s.withCacheHint(raw)
 	}
 	raw = withMeta(raw, []metaEntry{{key: metaServerInfo, value: s.infoJSON()}})
@@ -1192,12 +1212,16 @@ func decodeCursor(kind, cursor string) (last uint64, ok bool) {
 
 // withCacheHint adds ttlMs and cacheScope to a cacheable 2026-07-28 result.
 func (s *Server) withCacheHint(raw json.RawMessage) json.RawMessage {
+	return prependMember(raw, s.cacheHintMembers())
+}
+
+// cacheHintMembers returns the `"ttlMs":…,"cacheScope":…` members.
+func (s *Server) cacheHintMembers() string {
 	scope := s.cfg.server.cacheScope
 	if scope == "" {
 		scope = CacheScopePrivate
 	}
-	member := `"ttlMs":` + strconv.FormatInt(s.cfg.server.cacheTTL.Milliseconds(), 10) + `,"cacheScope":"` + string(scope) + `"`
-	return prependMember(raw, member)
+	return `"ttlMs":` + strconv.FormatInt(s.cfg.server.cacheTTL.Milliseconds(), 10) + `,"cacheScope":"` + string(scope) + `"`
 }
 
 // addSession and removeSession track the connections a Server serves, for
