@@ -198,7 +198,10 @@ func (s *Server) RemoveTools(names ...string) {
 }
 
 // Serve serves one client over t until the client goes away or ctx ends. It
-// returns nil when the client closed the connection.
+// returns nil when the client closed the connection. A client that goes
+// away (end of input, on stdio) is taken to have abandoned its requests:
+// every handler still running is cancelled and its response dropped, and
+// Serve returns once they have all returned.
 func (s *Server) Serve(ctx context.Context, t Transport) error {
 	ss, c := s.newSession(t)
 	if err := c.start(ctx); err != nil {
