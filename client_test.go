@@ -11,47 +11,46 @@ import (
 )
 
 // TestLifecycle runs the handshake and a few calls on every revision, both
-// sides ours, over in-memory pipes and over a child process on stdio.
+// sides ours, with the server in a child process on stdio. The same check
+// runs over every other transport in TestTransportsLifecycle.
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
 	for _, v := range SupportedVersions {
-		for _, transport := range []string{"memory", "stdio"} {
-			t.Run(v+"/"+transport, func(t *testing.T) {
-				t.Parallel()
-				var cl *Client
-				if transport == "memory" {
-					cl = pair(t, newTestServer(), WithProtocolVersion(v))
-				} else {
-					cl = childServer(t, "", WithProtocolVersion(v))
-				}
-				if got := cl.ProtocolVersion(); got != v {
-					t.Fatalf("negotiated %s, want %s", got, v)
-				}
-				if cl.ServerInfo().Name != "test-server" {
-					t.Fatalf("server info %+v", cl.ServerInfo())
-				}
-				if cl.ServerCapabilities().Tools == nil {
-					t.Fatal("tools capability missing")
-				}
-				ctx := context.Background()
-				if !isModernVersion(v) {
-					if err := cl.Ping(ctx); err != nil {
-						t.Fatalf("Ping: %v", err)
-					}
-				}
-				tools, err := cl.ListTools(ctx, "")
-				if err != nil || len(tools.Tools) == 0 {
-					t.Fatalf("ListTools: %v %v", tools, err)
-				}
-				res, err := cl.CallTool(ctx, "echo", map[string]string{"v": v})
-				if err != nil {
-					t.Fatalf("CallTool: %v", err)
-				}
-				if !strings.Contains(res.Content[0].Text, v) {
-					t.Fatalf("echo: %+v", res)
-				}
-			})
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			checkLifecycle(t, childServer(t, "", WithProtocolVersion(v)), v)
+		})
+	}
+}
+
+// checkLifecycle checks a client connected at revision v to newTestServer.
+func checkLifecycle(t *testing.T, cl *Client, v string) {
+	t.Helper()
+	if got := cl.ProtocolVersion(); got != v {
+		t.Fatalf("negotiated %s, want %s", got, v)
+	}
+	if cl.ServerInfo().Name != "test-server" {
+		t.Fatalf("server info %+v", cl.ServerInfo())
+	}
+	if cl.ServerCapabilities().Tools == nil {
+		t.Fatal("tools capability missing")
+	}
+	ctx := context.Background()
+	if !isModernVersion(v) {
+		if err := cl.Ping(ctx); err != nil {
+			t.Fatalf("Ping: %v", err)
 		}
+	}
+	tools, err := cl.ListTools(ctx, "")
+	if err != nil || len(tools.Tools) == 0 {
+		t.Fatalf("ListTools: %v %v", tools, err)
+	}
+	res, err := cl.CallTool(ctx, "echo", map[string]string{"v": v})
+	if err != nil {
+		t.Fatalf("CallTool: %v", err)
+	}
+	if !strings.Contains(res.Content[0].Text, v) {
+		t.Fatalf("echo: %+v", res)
 	}
 }
 
