@@ -215,22 +215,25 @@ type conn struct {
 	progSeen atomic.Int64
 }
 
+// newConn makes a connection over t. Its tables are made on first use and
+// a push transport gets no writer channels: a 2026-07-28 HTTP POST makes a
+// connection for one request, which should cost little.
 func newConn(t Transport, cfg *config, disp dispatcher) *conn {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &conn{
+	c := &conn{
 		t:          t,
 		cfg:        cfg,
 		disp:       disp,
 		log:        cfg.logger,
 		baseCtx:    ctx,
 		cancelBase: cancel,
-		pending:    make(map[ID]*pendingCall),
-		progress:   make(map[ID]*pendingCall),
-		inbound:    make(map[ID]*inboundCall),
-		wwake:      make(chan struct{}, 1),
-		wspace:     make(chan struct{}),
 		done:       make(chan struct{}),
 	}
+	if _, push := t.(pushTransport); !push {
+		c.wwake = make(chan struct{}, 1)
+		c.wspace = make(chan struct{})
+	}
+	return c
 }
 
 // start launches the reader and the writer.
@@ -420,12 +423,26 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 	}
 	ctx, cancel := context.WithCancelCause(c.baseCtx)
 	in := &inboundCall{cancel: cancel}
+	if c.inbound == nil {
+		c.inbound = make(map[ID]*inboundCall)
+	}
 	c.inbound[id] = in
 	c.occupied++
 	c.wg.Add(1)
 	c.mu.Unlock()
 	req := &inboundRequest{id: id, method: method, params: params, conn: c, route: route}
+	if r, ok := route.(inlineRoute); ok && r.runsInline() {
+		c.serveRequest(ctx, in, req)
+		return
+	}
 	go c.serveRequest(ctx, in, req)
+}
+
+// inlineRoute is implemented by routes whose request may run on the
+// goroutine that delivered it, which would otherwise only wait for the
+// answer: the HTTP handler of a POST that carries one request.
+type inlineRoute interface {
+	runsInline() bool
 }
 
 func (c *conn) atCapLocked() bool {
@@ -836,7 +853,7 @@ func (c *conn) close(cause error) {
 	}
 	c.closeErr = cause
 	pending := c.pending
-	c.pending = make(map[ID]*pendingCall)
+	c.pending = nil
 	clear(c.progress)
 	c.mu.Unlock()
 
@@ -898,8 +915,14 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 		call.token = call.id
 		call.progressFn = o.progress
 		call.psignal = make(chan struct{}, 1)
+		if c.progress == nil {
+			c.progress = make(map[ID]*pendingCall)
+		}
 		c.progress[call.token] = call
 		meta = append(meta[:len(meta):len(meta)], metaEntry{key: "progressToken", value: call.id.appendJSON(nil)})
+	}
+	if c.pending == nil {
+		c.pending = make(map[ID]*pendingCall)
 	}
 	c.pending[call.id] = call
 	c.mu.Unlock()

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -11,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // HTTP header names of Streamable HTTP.
@@ -211,10 +212,12 @@ func WithContext(ctx context.Context) HTTPOption {
 	return func(c *httpConfig) { c.ctx = ctx }
 }
 
-// WithHTTPClient sets the http.Client the client transport sends with
-// (default: http.DefaultClient). Its Timeout, if any, also cuts long SSE
-// responses; leave it 0 and let the MCP request timeouts bound each call.
-// Client only.
+// WithHTTPClient sets the http.Client the client transport sends with.
+// The default is a client shared by the package's transports whose
+// connection pool keeps up to 128 idle connections per host
+// (http.DefaultClient keeps 2, so concurrent calls would redial). Its
+// Timeout, if any, also cuts long SSE responses; leave it 0 and let the
+// MCP request timeouts bound each call. Client only.
 func WithHTTPClient(client *http.Client) HTTPOption {
 	return func(c *httpConfig) { c.client = client }
 }
@@ -226,7 +229,8 @@ func WithHeader(key, value string) HTTPOption {
 }
 
 // WithCloseTimeout bounds the DELETE that ends the session when the client
-// transport closes (default 5s). Client only.
+// transport closes, and how long connecting waits for the session's
+// standalone GET stream to open (default 5s). Client only.
 func WithCloseTimeout(d time.Duration) HTTPOption {
 	return func(c *httpConfig) {
 		if d > 0 {
@@ -260,6 +264,23 @@ func WithReconnectAttempts(n int) HTTPOption {
 // Accept checks, a write timeout that never cuts a moving stream, idle
 // session expiry; an idle session holds no goroutine. See the HTTPOptions
 // for each.
+//
+// A slow client is the http.Server's to cut off; these timeouts suit the
+// handler:
+//
+//	&http.Server{
+//		Handler:           handler,
+//		ReadHeaderTimeout: 10 * time.Second,  // headers that trickle in (slowloris)
+//		ReadTimeout:       time.Minute,       // a whole request, body included
+//		IdleTimeout:       2 * time.Minute,   // keep-alive connections between requests
+//		MaxHeaderBytes:    64 << 10,
+//	}
+//
+// ReadTimeout does not cut SSE answers: net/http lifts it once the body is
+// read. Leave WriteTimeout 0: it would cut every SSE stream that outlives
+// it, while the handler already bounds each write with [WithWriteTimeout].
+// A body over the cap is refused with 413 without being read when its
+// length is announced.
 func NewHTTPHandler(s *Server, opts ...HTTPOption) http.Handler {
 	h := &httpHandler{srv: s, cfg: newHTTPConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
 	if !h.cfg.storeSet {
@@ -276,9 +297,10 @@ type httpHandler struct {
 	cfg *httpConfig
 	log *slog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*httpSession
-	stopped  bool
+	mu           sync.Mutex
+	sessions     map[string]*httpSession
+	sessionsPeak int // the most sessions since the map was last rebuilt
+	stopped      bool
 
 	modernInFlight atomic.Int64
 }
@@ -456,6 +478,11 @@ func accepts(r *http.Request, mediaType string) bool {
 }
 
 func mediaTypeOf(contentType string) string {
+	// The common values, without a parse.
+	switch contentType {
+	case "application/json", "text/event-stream":
+		return contentType
+	}
 	t, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return ""
@@ -474,8 +501,20 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
 		writeHTTPError(w, http.StatusNotAcceptable, CodeInvalidRequest, ID{}, "Not Acceptable: the client must accept both application/json and text/event-stream")
 		return nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBodyBytes))
+	if r.ContentLength > h.cfg.maxBodyBytes {
+		// Refused before reading: a client that announces too much need
+		// not be waited for.
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, CodeInvalidRequest, ID{}, fmt.Sprintf("Request Entity Too Large: the body exceeds %d bytes", h.cfg.maxBodyBytes))
+		return nil
+	}
+	body, err := readLimited(http.MaxBytesReader(w, r.Body, h.cfg.maxBodyBytes), r.ContentLength, h.cfg.maxBodyBytes)
 	if err != nil {
+		// Reading may have taken long (a slow client, cut off by
+		// http.Server.ReadTimeout): the answer gets a write bound of its
+		// own, like every write of the handler.
+		if h.cfg.writeTimeout > 0 {
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.cfg.writeTimeout))
+		}
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			writeHTTPError(w, http.StatusRequestEntityTooLarge, CodeInvalidRequest, ID{}, fmt.Sprintf("Request Entity Too Large: the body exceeds %d bytes", h.cfg.maxBodyBytes))
@@ -492,7 +531,11 @@ func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 	if body == nil {
 		return
 	}
-	msgs, batch, ok := sniffBody(body)
+	if !utf8.Valid(body) {
+		writeHTTPError(w, http.StatusBadRequest, CodeParseError, ID{}, "Parse error: the body is not valid UTF-8")
+		return
+	}
+	msgs, batch, ok := readPOSTBody(body)
 	if !ok {
 		writeHTTPError(w, http.StatusBadRequest, CodeParseError, ID{}, "Parse error: the body is not a JSON-RPC message")
 		return
@@ -583,17 +626,75 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 		stop := context.AfterFunc(h.cfg.ctx, func() { c.cancelBase(errShuttingDown) })
 		defer stop()
 	}
-	c.handleFrame(body, st)
-	st.frameDone()
-	gen, wake := st.writer()
-	complete := h.serveStream(w, r, st, gen, wake, streamMode{sse: m.method == "subscriptions/listen", modern: true})
-	if !complete {
-		// On 2026-07-28 closing the stream is the cancellation.
+	// On 2026-07-28 closing the stream is the cancellation.
+	gone := func() {
 		c.mu.Lock()
 		c.cancelInboundLocked(m.id, "the client closed the HTTP stream")
 		c.mu.Unlock()
 	}
+	complete := h.deliverAndServe(w, r, c, body, msgs, false, st, streamMode{sse: m.method == "subscriptions/listen", modern: true}, gone)
+	if !complete {
+		gone()
+	}
 	c.close(errHTTPExchangeDone)
+}
+
+// deliverAndServe hands a POST's body to the engine and writes the stream
+// of its answers; it reports whether every answer was written (see
+// serveStream). A single request runs on this goroutine, which would
+// otherwise only wait for it, and its answer is then written here; unless
+// something must go out before the answer (progress, a log, an ask), which
+// starts a writer goroutine that this one waits for. gone, if set, runs
+// when the client goes away while the request runs.
+func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c *conn, body []byte, msgs []*httpMessage, batch bool, st *httpStream, mode streamMode, gone func()) bool {
+	gen, wake := st.writer()
+	m := msgs[0]
+	if batch || mode.sse || !m.decoded || m.kind != kindRequest {
+		deliverPOST(c, body, msgs, batch, st)
+		st.frameDone()
+		return h.serveStream(w, r, st, gen, wake, mode)
+	}
+	iw := &inlineWriter{run: func() bool { return h.serveStream(w, r, st, gen, wake, mode) }}
+	st.beginInline(iw)
+	if gone != nil {
+		stop := context.AfterFunc(r.Context(), gone)
+		defer stop()
+	}
+	c.handleMessage(&m.wire, st)
+	started := st.endInline()
+	st.frameDone()
+	if started {
+		<-iw.done
+		return iw.complete
+	}
+	return h.serveStream(w, r, st, gen, wake, mode)
+}
+
+// inlineWriter is the writer a stream starts on its own goroutine when a
+// message must go out while the request runs on the HTTP goroutine.
+type inlineWriter struct {
+	run      func() bool // serveStream
+	done     chan struct{}
+	complete bool // run's result, once done is closed
+}
+
+func (iw *inlineWriter) start() {
+	iw.done = make(chan struct{})
+	go func() {
+		defer close(iw.done)
+		iw.complete = iw.run()
+	}()
+}
+
+// deliverPOST hands a POST body to the engine: a single message as the
+// envelope already decoded, anything else (a batch, a message the engine
+// must answer with an error) as the body.
+func deliverPOST(c *conn, body []byte, msgs []*httpMessage, batch bool, route any) {
+	if !batch && msgs[0].decoded {
+		c.handleMessage(&msgs[0].wire, route)
+		return
+	}
+	c.handleFrame(body, route)
 }
 
 var (
@@ -628,25 +729,25 @@ func (h *httpHandler) checkModernHeaders(r *http.Request, m *httpMessage) (int, 
 	if v, ok := singleHeader(r, headerMethod); !ok || v != m.method {
 		return mismatch("Mcp-Method %q does not match the method %q", v, m.method)
 	}
-	var want *string
+	var named json.RawMessage
 	switch m.method {
 	case "tools/call", "prompts/get":
-		want = m.name
+		named = m.name
 	case "resources/read":
-		want = m.uri
+		named = m.uri
 	}
-	if want != nil {
+	if want, ok := jsonString(named); ok {
 		v, ok := singleHeader(r, headerName)
 		if !ok {
 			return mismatch("the Mcp-Name header is required for %s", m.method)
 		}
 		decoded, ok := decodeHeaderValue(v)
-		if !ok || decoded != *want {
-			return mismatch("Mcp-Name %q does not match %q", v, *want)
+		if !ok || decoded != want {
+			return mismatch("Mcp-Name %q does not match %q", v, want)
 		}
 	}
-	if m.method == "tools/call" && m.name != nil {
-		schema := h.srv.toolInputSchema(*m.name)
+	if name, ok := jsonString(m.name); ok && m.method == "tools/call" {
+		schema := h.srv.toolInputSchema(name)
 		if !bytes.Contains(schema, []byte("x-mcp-header")) {
 			return 0, nil
 		}
@@ -767,6 +868,12 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: JSON-RPC batches are accepted only on protocol revision 2025-03-26")
 		return
 	}
+	if m := msgs[0]; !batch && m.kind == kindInvalid {
+		// Input the server cannot accept is refused with an HTTP error
+		// (in a batch, each item is answered on its own).
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, m.id, "Invalid Request: "+m.invalid)
+		return
+	}
 	var ids []ID
 	answered := false
 	for _, m := range msgs {
@@ -786,7 +893,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 		}
 	}
 	if !answered {
-		sess.conn.handleFrame(body, nil)
+		deliverPOST(sess.conn, body, msgs, batch, nil)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -798,10 +905,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 	if created {
 		w.Header().Set(headerSessionID, sess.id)
 	}
-	sess.conn.handleFrame(body, st)
-	st.frameDone()
-	gen, wake := st.writer()
-	complete := h.serveStream(w, r, st, gen, wake, streamMode{batch: batch, prime: sess.primes()})
+	complete := h.deliverAndServe(w, r, sess.conn, body, msgs, batch, st, streamMode{batch: batch, prime: sess.primes()}, nil)
 	if created && (!complete || st.failed()) {
 		sess.conn.close(errors.New("initialize failed"))
 	}
@@ -908,6 +1012,7 @@ func (h *httpHandler) newSession() *httpSession {
 		return nil
 	}
 	h.sessions[s.id] = s
+	h.sessionsPeak = max(h.sessionsPeak, len(h.sessions))
 	h.mu.Unlock()
 	h.srv.addSession(s.ss)
 	return s
@@ -917,6 +1022,12 @@ func (h *httpHandler) forget(s *httpSession) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
+		// A Go map keeps its peak size: after a burst of sessions has
+		// ended, copy the few left into a map of their size.
+		if n := len(h.sessions); h.sessionsPeak > 1024 && n < h.sessionsPeak/4 {
+			h.sessions = maps.Clone(h.sessions)
+			h.sessionsPeak = n
+		}
 	}
 	h.mu.Unlock()
 	h.srv.removeSession(s.ss)
@@ -1106,14 +1217,15 @@ func (s *httpSession) retainStream(st *httpStream) {
 	}
 }
 
-// removeStream forgets a stream whose every event reached the client.
-func (s *httpSession) removeStream(st *httpStream) {
+// removeStream forgets a stream whose every event reached the client;
+// stored says whether the event store holds any of them.
+func (s *httpSession) removeStream(st *httpStream, stored bool) {
 	s.mu.Lock()
 	if s.streams[st.id] == st {
 		delete(s.streams, st.id)
 	}
 	s.mu.Unlock()
-	if store := s.h.cfg.store; store != nil {
+	if store := s.h.cfg.store; store != nil && stored {
 		store.StreamDone(s.id, st.id)
 	}
 }
@@ -1133,6 +1245,7 @@ func (s *httpSession) standaloneStream() *httpStream {
 		s.standalone = newHTTPStream(s, standaloneStreamID, nil, s.h.log)
 		s.standalone.standalone = true
 		s.standalone.attached = false
+		s.standalone.sse = true
 	}
 	return s.standalone
 }
@@ -1205,10 +1318,17 @@ type httpStream struct {
 	finished   bool // every response was pushed
 	closed     bool // the session or exchange ended
 	closeReq   bool // the handler asked to end the SSE stream early
+	sse        bool // the stream is (or was) written as SSE: its events are stored
 	retry      time.Duration
 	next       int64 // the last index assigned
 	written    int64 // the last index written to a client
 	hasErr     bool  // a response was an error (a failed initialize)
+
+	// inline is set while the stream's request runs on the goroutine that
+	// will write the stream: the first message to go out before the answer
+	// starts a writer (inlineStarted).
+	inline        *inlineWriter
+	inlineStarted bool
 }
 
 func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
@@ -1256,8 +1376,10 @@ func (s *httpStream) push(o outgoing) {
 	}
 	s.next++
 	ev := streamEvent{index: s.next, data: o.data, final: o.final}
+	// Only an SSE stream can be resumed: events of a stream that may still
+	// be answered with JSON are stored when, and if, it turns to SSE.
 	store := s.store()
-	if store != nil {
+	if store != nil && s.sse {
 		store.Append(s.sess.id, s.id, ev.index, ev.data)
 	}
 	if o.final {
@@ -1280,10 +1402,71 @@ func (s *httpStream) push(o outgoing) {
 		}
 		s.pending = append(s.pending, ev)
 		s.pendBytes += len(ev.data)
-	case store == nil:
-		s.log.Debug("dropping a message whose client stream is gone (no event store)", "stream", s.id)
+	case store == nil || !s.sse:
+		s.log.Debug("dropping a message whose client stream is gone and cannot be resumed", "stream", s.id)
+	}
+	if !o.final {
+		s.startWriterLocked()
 	}
 	s.signalLocked()
+}
+
+// beginInline records that the stream's request is about to run on the
+// goroutine that would write the stream; iw starts a writer should one be
+// needed meanwhile.
+func (s *httpStream) beginInline(iw *inlineWriter) {
+	s.mu.Lock()
+	s.inline, s.inlineStarted = iw, false
+	s.mu.Unlock()
+}
+
+// runsInline tells the engine to run the stream's request on the goroutine
+// that delivers it.
+func (s *httpStream) runsInline() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inline != nil
+}
+
+// endInline records that the request ran; it reports whether a writer
+// goroutine was started meanwhile.
+func (s *httpStream) endInline() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	started := s.inlineStarted
+	s.inline, s.inlineStarted = nil, false
+	return started
+}
+
+// startWriterLocked starts the writer of a stream whose request runs
+// inline, once: something must go out before the answer.
+func (s *httpStream) startWriterLocked() {
+	if s.inline != nil && !s.inlineStarted {
+		s.inlineStarted = true
+		s.inline.start()
+	}
+}
+
+// startSSE records that the stream's writer answers with SSE: from now on
+// its events are stored for resumption, starting with those the writer
+// took (held, in order) and those still pending, which come after them.
+func (s *httpStream) startSSE(held []streamEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sse {
+		return
+	}
+	s.sse = true
+	store := s.store()
+	if store == nil {
+		return
+	}
+	for _, ev := range held {
+		store.Append(s.sess.id, s.id, ev.index, ev.data)
+	}
+	for _, ev := range s.pending {
+		store.Append(s.sess.id, s.id, ev.index, ev.data)
+	}
 }
 
 // settle counts the response to id as sent (or, for a cancelled request,
@@ -1340,6 +1523,7 @@ func (s *httpStream) close() {
 func (s *httpStream) requestClose(retry time.Duration) {
 	s.mu.Lock()
 	s.closeReq, s.retry = true, retry
+	s.startWriterLocked()
 	s.signalLocked()
 	s.mu.Unlock()
 }
@@ -1462,6 +1646,7 @@ func (s *httpStream) complete(gen int64, resumable bool) {
 	if mine {
 		s.attached = false
 	}
+	stored := s.sse
 	s.mu.Unlock()
 	if !mine || s.sess == nil {
 		return
@@ -1469,7 +1654,7 @@ func (s *httpStream) complete(gen int64, resumable bool) {
 	if resumable {
 		s.sess.retainStream(s)
 	} else {
-		s.sess.removeStream(s)
+		s.sess.removeStream(s, stored)
 	}
 }
 
@@ -1499,8 +1684,9 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 		}
 	}()
 	started := false
-	start := func() error {
+	start := func(taken []streamEvent) error {
 		started = true
+		s.startSSE(taken)
 		hdr := w.Header()
 		hdr.Set("Content-Type", "text/event-stream")
 		hdr.Set("Cache-Control", "no-cache")
@@ -1524,7 +1710,7 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 		return false
 	}
 	if m.sse {
-		if err := start(); err != nil {
+		if err := start(nil); err != nil {
 			return fail(err)
 		}
 		if len(m.replay) > 0 {
@@ -1553,11 +1739,11 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 			}
 		} else {
 			if !started {
-				if err := start(); err != nil {
-					return fail(err)
-				}
 				evs = append(held, evs...)
 				held = nil
+				if err := start(evs); err != nil {
+					return fail(err)
+				}
 			}
 			if len(evs) > 0 {
 				if err := out.events(evs); err != nil {
@@ -1624,14 +1810,22 @@ func (h *httpHandler) writeJSON(w http.ResponseWriter, out *sseWriter, s *httpSt
 			status = modernStatus(code)
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	hdr := w.Header()
+	hdr["Content-Type"] = jsonContentType
+	if len(body) > 2048 {
+		// Below net/http's chunking buffer it counts the length itself.
+		hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
 	w.WriteHeader(status)
 	// No flush: net/http sends the headers and the body in one write when
 	// the handler returns.
 	out.setDeadline()
 	w.Write(body)
 }
+
+// jsonContentType is the Content-Type of JSON answers, shared: a header
+// value is only ever replaced, never modified in place.
+var jsonContentType = []string{"application/json"}
 
 // errorCodeOf reads the error code of an error response.
 func errorCodeOf(data []byte) (int, bool) {
@@ -1724,6 +1918,12 @@ func (o *sseWriter) write(b []byte) error {
 // (a pretty-printed raw result) becomes several lines, which the client
 // joins back with "\n".
 func appendSSEData(b, data []byte) []byte {
+	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
+		// The common case, compact JSON: one line.
+		b = append(b, "data: "...)
+		b = append(b, data...)
+		return append(b, '\n')
+	}
 	for {
 		i := bytes.IndexAny(data, "\r\n")
 		if i < 0 {
@@ -1781,50 +1981,55 @@ type httpMessage struct {
 	hasVersion bool   // params._meta carries the 2026-07-28 protocolVersion
 	version    string // its value, when a string
 	hasCaps    bool
-	name, uri  *string
+	name, uri  json.RawMessage // raw, read when a header needs them
 	args       json.RawMessage
+
+	// wire is the decoded envelope, which the engine takes as is when
+	// decoded is set, so that a POST body is decoded once.
+	wire    wireMessage
+	decoded bool
 }
 
-// sniffBody reads a POST body: one message or a batch. ok is false when it
-// is not JSON at all.
-func sniffBody(body []byte) (msgs []*httpMessage, batch, ok bool) {
+// readPOSTBody decodes a POST body once: one message, or a batch. ok is
+// false when it is not JSON at all.
+func readPOSTBody(body []byte) (msgs []*httpMessage, batch, ok bool) {
 	trimmed := trimJSONSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var items []json.RawMessage
 		if json.Unmarshal(trimmed, &items) != nil {
 			return nil, true, false
 		}
-		for _, item := range items {
-			msgs = append(msgs, sniffMessage(item))
+		msgs = make([]*httpMessage, len(items))
+		for i, item := range items {
+			msgs[i], _ = decodeHTTPMessage(item)
 		}
 		return msgs, true, true
 	}
-	m := sniffMessage(trimmed)
-	if m.kind == kindInvalid && !json.Valid(trimmed) {
+	m, isJSON := decodeHTTPMessage(trimmed)
+	if !isJSON {
 		return nil, false, false
 	}
 	return []*httpMessage{m}, false, true
 }
 
-// sniffedParams is the part of a request's params the HTTP layer reads.
-type sniffedParams struct {
-	Name      json.RawMessage `json:"name"`
-	URI       json.RawMessage `json:"uri"`
-	Arguments json.RawMessage `json:"arguments"`
-	Meta      struct {
-		Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
-		Caps    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-	} `json:"_meta"`
-}
-
-func sniffMessage(data []byte) *httpMessage {
-	m := &httpMessage{}
-	var w wireMessage
-	if err := json.Unmarshal(data, &w); err != nil {
+// decodeHTTPMessage decodes one message with the engine's envelope decoder
+// and classifies it; isJSON is false when data is not JSON at all.
+func decodeHTTPMessage(data []byte) (m *httpMessage, isJSON bool) {
+	m = &httpMessage{}
+	if err := decodeEnvelope(data, &m.wire); err != nil {
 		m.kind, m.invalid = kindInvalid, err.Error()
 		m.id = idOf(data)
-		return m
+		return m, err == errEnvelopeShape
 	}
+	m.decoded = true
+	m.classify()
+	return m, true
+}
+
+// classify reads m.wire: the message's kind, id and method, and the params
+// members the HTTP layer checks.
+func (m *httpMessage) classify() {
+	w := &m.wire
 	m.kind, m.invalid = w.kind()
 	m.method, m.params = w.Method, w.Params
 	if len(w.ID) > 0 {
@@ -1833,26 +2038,216 @@ func sniffMessage(data []byte) *httpMessage {
 	if m.kind == kindRequest && !m.id.IsValid() {
 		m.kind, m.invalid = kindInvalid, "the id must be a string or an integer"
 	}
-	if p := trimJSONSpace(w.Params); len(p) > 0 && p[0] == '{' {
-		var params sniffedParams
-		if json.Unmarshal(p, &params) == nil {
-			m.name, m.uri, m.args = jsonString(params.Name), jsonString(params.URI), params.Arguments
-			m.hasVersion = len(params.Meta.Version) > 0
-			if v := jsonString(params.Meta.Version); v != nil {
-				m.version = *v
-			}
-			m.hasCaps = len(params.Meta.Caps) > 0 && string(params.Meta.Caps) != "null"
+	// Members match as encoding/json matches struct fields: ignoring case,
+	// the last one winning, so that the server's own decoding of the params
+	// sees what the headers were checked against.
+	walkObject(w.Params, func(key, val []byte) bool {
+		switch {
+		case bytes.EqualFold(key, []byte("name")):
+			m.name = val
+		case bytes.EqualFold(key, []byte("uri")):
+			m.uri = val
+		case bytes.EqualFold(key, []byte("arguments")):
+			m.args = val
+		case bytes.EqualFold(key, []byte("_meta")):
+			walkObject(val, func(key, val []byte) bool {
+				switch {
+				case bytes.EqualFold(key, []byte(metaProtocolVersion)):
+					m.hasVersion = true
+					m.version, _ = jsonString(val)
+				case bytes.EqualFold(key, []byte(metaClientCapabilities)):
+					m.hasCaps = string(val) != "null"
+				}
+				return true
+			})
 		}
+		return true
+	})
+}
+
+// sniffMessage classifies a message the client transport is about to send
+// (or the SSE transport was refused), without validating or copying it.
+func sniffMessage(data []byte) *httpMessage {
+	m := &httpMessage{}
+	if !scanEnvelope(data, &m.wire) {
+		m.kind, m.invalid = kindInvalid, "not a JSON-RPC message object"
+		m.id = idOf(data)
+		return m
 	}
+	m.classify()
 	return m
 }
 
-func jsonString(raw json.RawMessage) *string {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return nil
+// scanEnvelope reads the envelope members of data into w without decoding
+// its values (Error is a placeholder that only says one is present). It
+// reports false when data is not a JSON object it can walk; it never
+// panics on malformed input.
+func scanEnvelope(data []byte, w *wireMessage) bool {
+	return walkObject(data, func(key, val []byte) bool {
+		switch string(key) {
+		case "jsonrpc":
+			w.JSONRPC = "2.0"
+			if string(val) != `"2.0"` {
+				w.JSONRPC, _ = jsonString(val)
+			}
+		case "id":
+			w.ID = val
+		case "method":
+			if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
+				return false
+			}
+			w.Method = methodName(val)
+		case "params":
+			w.Params = nil
+			if string(val) != "null" {
+				w.Params = val
+			}
+		case "result":
+			w.Result = val
+		case "error":
+			w.Error = nil
+			if string(val) != "null" {
+				w.Error = &Error{}
+			}
+		}
+		return true
+	})
+}
+
+// eachMember calls f with the key (unescaped) and raw value of each member
+// of the JSON object obj, in order, until f returns false. It reports
+// whether it walked the whole object; it does not validate the values, and
+// never panics on malformed input.
+func walkObject(obj []byte, f func(key, val []byte) bool) bool {
+	n := len(obj)
+	i := skipSpace(obj, 0)
+	if i >= n || obj[i] != '{' {
+		return false
 	}
-	return &s
+	if i = skipSpace(obj, i+1); i < n && obj[i] == '}' {
+		return skipSpace(obj, i+1) == n
+	}
+	for {
+		if i >= n || obj[i] != '"' {
+			return false
+		}
+		end, ok := stringEnd(obj, i)
+		if !ok {
+			return false
+		}
+		key := obj[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			if json.Unmarshal(obj[i:end], &k) != nil {
+				return false
+			}
+			key = []byte(k)
+		}
+		if i = skipSpace(obj, end); i >= n || obj[i] != ':' {
+			return false
+		}
+		if i = skipSpace(obj, i+1); i >= n {
+			return false
+		}
+		end, ok = valueEnd(obj, i)
+		if !ok || !f(key, obj[i:end]) {
+			return false
+		}
+		if i = skipSpace(obj, end); i >= n {
+			return false
+		}
+		switch obj[i] {
+		case ',':
+			i = skipSpace(obj, i+1)
+		case '}':
+			return skipSpace(obj, i+1) == n
+		default:
+			return false
+		}
+	}
+}
+
+// stringEnd returns the end of the JSON string that starts at data[i]: the
+// first quote after it that an even run of backslashes precedes.
+func stringEnd(data []byte, i int) (int, bool) {
+	for i++; i < len(data); i++ {
+		q := bytes.IndexByte(data[i:], '"')
+		if q < 0 {
+			return 0, false
+		}
+		i += q
+		escapes := 0
+		for j := i - 1; j >= 0 && data[j] == '\\'; j-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
+			return i + 1, true
+		}
+	}
+	return 0, false
+}
+
+// valueEnd returns the end of the JSON value that starts at data[i],
+// matching brackets without validating what is between them.
+func valueEnd(data []byte, i int) (int, bool) {
+	switch data[i] {
+	case '"':
+		return stringEnd(data, i)
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				end, ok := stringEnd(data, i)
+				if !ok {
+					return 0, false
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1, true
+				}
+			}
+			i++
+		}
+		return 0, false
+	}
+	start := i
+	for i < len(data) {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i, i > start
+		}
+		i++
+	}
+	return i, i > start
+}
+
+// jsonString returns the value of raw when it is a JSON string.
+func jsonString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && bytes.IndexByte(inner, '"') < 0 && utf8.Valid(inner) && !hasControl(inner) {
+		return string(inner), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
 // paramHeader is a tool argument mirrored into an Mcp-Param-* header, per
@@ -1967,11 +2362,11 @@ func argumentAt(args json.RawMessage, path []string) (json.RawMessage, bool) {
 func headerValueOf(arg json.RawMessage) (string, bool) {
 	switch arg[0] {
 	case '"':
-		s := jsonString(arg)
-		if s == nil {
+		s, ok := jsonString(arg)
+		if !ok {
 			return "", false
 		}
-		return encodeHeaderValue(*s), true
+		return encodeHeaderValue(s), true
 	case '{', '[':
 		return "", false
 	}
@@ -1983,15 +2378,19 @@ func headerValueOf(arg json.RawMessage) (string, bool) {
 func headerMatchesArgument(h string, arg json.RawMessage) bool {
 	switch arg[0] {
 	case '"':
-		s := jsonString(arg)
-		return s != nil && *s == h
+		s, ok := jsonString(arg)
+		return ok && s == h
 	case 't', 'f':
 		return h == string(arg)
 	case '{', '[':
 		return false
 	}
+	h = strings.TrimSpace(h)
+	if h == string(arg) {
+		return true // also for numbers no float64 holds, like 1e400
+	}
 	a, err1 := strconv.ParseFloat(string(arg), 64)
-	b, err2 := strconv.ParseFloat(strings.TrimSpace(h), 64)
+	b, err2 := strconv.ParseFloat(h, 64)
 	return err1 == nil && err2 == nil && a == b
 }
 
@@ -2053,6 +2452,8 @@ type HTTPTransport struct {
 	failOnce  sync.Once
 	closeOnce sync.Once
 
+	jobs chan postJob // idle POST workers wait here
+
 	mu          sync.Mutex
 	closed      bool
 	sessionID   string
@@ -2061,6 +2462,21 @@ type HTTPTransport struct {
 	toolHeaders map[string][]paramHeader
 	getStarted  bool
 }
+
+// defaultHTTPClient is the client of the transports given none: a clone
+// of http.DefaultTransport whose pool keeps enough idle connections for
+// many concurrent calls to one server. DefaultTransport keeps 2 per host,
+// so each call past the second would dial, and close, a connection.
+var defaultHTTPClient = sync.OnceValue(func() *http.Client {
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultClient
+	}
+	tr := base.Clone()
+	tr.MaxIdleConns = max(tr.MaxIdleConns, 256)
+	tr.MaxIdleConnsPerHost = 128
+	return &http.Client{Transport: tr}
+})
 
 // exchange is one request's POST in flight.
 type exchange struct{ cancel context.CancelFunc }
@@ -2071,12 +2487,12 @@ func NewHTTPTransport(url string, opts ...HTTPOption) *HTTPTransport {
 	cfg := newHTTPConfig(opts)
 	client := cfg.client
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultHTTPClient()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &HTTPTransport{
 		url: url, cfg: cfg, client: client, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
-		ctx: ctx, cancel: cancel, inbox: make(chan []byte, 64), failed: make(chan struct{}),
+		ctx: ctx, cancel: cancel, inbox: make(chan []byte, 64), failed: make(chan struct{}), jobs: make(chan postJob),
 		exchanges: make(map[ID]*exchange), toolHeaders: make(map[string][]paramHeader),
 	}
 }
@@ -2136,37 +2552,94 @@ func (t *HTTPTransport) answer(ctx context.Context, id ID, e *Error) {
 }
 
 // WriteMessage POSTs msg; it returns at once and the POST runs on its own
-// goroutine until its response has been read.
+// goroutine until its response has been read. notifications/initialized
+// also opens the session's standalone GET stream, and waits (at most the
+// close timeout) for its answer, so that what the server sends outside a
+// request from then on has a stream to go on.
 func (t *HTTPTransport) WriteMessage(msg []byte) error {
 	body := bytes.Clone(msg)
 	m := sniffMessage(body)
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
+		t.mu.Unlock()
 		return ErrClosed
 	}
 	if m.kind == kindNotification && m.hasVersion && m.method == "notifications/cancelled" {
 		// On 2026-07-28 closing the request's stream (abortExchange) is
 		// the cancellation; the notification has no place over HTTP.
+		t.mu.Unlock()
 		return nil
 	}
-	header := t.headerLocked(m)
-	ctx := t.ctx
-	var ex *exchange
+	job := postJob{ctx: t.ctx, m: m, body: body, header: t.headerLocked(m)}
 	if m.kind == kindRequest {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(t.ctx)
-		ex = &exchange{cancel: cancel}
-		t.exchanges[m.id] = ex
+		job.ctx, cancel = context.WithCancel(t.ctx)
+		job.ex = &exchange{cancel: cancel}
+		t.exchanges[m.id] = job.ex
 	}
-	t.wg.Add(1)
-	go t.post(ctx, ex, m, body, header)
+	select {
+	case t.jobs <- job: // an idle worker took it
+	default:
+		t.wg.Add(1)
+		go t.postWorker(job)
+	}
+	var opened chan struct{}
 	if m.kind == kindNotification && m.method == "notifications/initialized" && !t.getStarted && !t.cfg.noStandalone {
 		t.getStarted = true
+		opened = make(chan struct{})
 		t.wg.Add(1)
-		go t.standalone()
+		go t.standalone(opened)
+	}
+	t.mu.Unlock()
+	if opened != nil {
+		wait := time.NewTimer(t.cfg.closeTimeout)
+		defer wait.Stop()
+		select {
+		case <-opened:
+		case <-wait.C:
+			t.log.Debug("the standalone SSE stream is slow to open; going on without waiting")
+		case <-t.ctx.Done():
+		}
 	}
 	return nil
+}
+
+// postJob is one POST for a worker to send.
+type postJob struct {
+	ctx    context.Context
+	ex     *exchange // nil unless the message is a request
+	m      *httpMessage
+	body   []byte
+	header http.Header
+}
+
+// postWorkerIdle is how long a POST worker waits for the next POST before
+// it ends. Reusing workers spares each POST a fresh goroutine whose stack
+// grows, and is copied, on its way through net/http.
+const postWorkerIdle = time.Second
+
+// postWorker sends job, then the POSTs WriteMessage hands it while it is
+// idle, until it has been idle for postWorkerIdle or the transport closes.
+func (t *HTTPTransport) postWorker(job postJob) {
+	defer t.wg.Done()
+	var idle *time.Timer
+	for {
+		t.post(job.ctx, job.ex, job.m, job.body, job.header)
+		job = postJob{}
+		if idle == nil {
+			idle = time.NewTimer(postWorkerIdle)
+		} else {
+			idle.Reset(postWorkerIdle)
+		}
+		select {
+		case job = <-t.jobs:
+		case <-idle.C:
+			return
+		case <-t.ctx.Done():
+			idle.Stop()
+			return
+		}
+	}
 }
 
 // headerLocked builds the headers of a POST carrying m.
@@ -2175,30 +2648,36 @@ func (t *HTTPTransport) headerLocked(m *httpMessage) http.Header {
 	for k, v := range t.cfg.header {
 		h[k] = slices.Clone(v)
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
+	// The values share one array, and the keys are canonical already: a
+	// header costs no allocation of its own.
+	vals := headerValues{h: h, vals: make([]string, 0, 5)}
+	vals.set("Content-Type", "application/json")
+	vals.set("Accept", "application/json, text/event-stream")
 	if !m.hasVersion {
 		if t.sessionID != "" {
-			h.Set(headerSessionID, t.sessionID)
+			vals.set(headerSessionID, t.sessionID)
 		}
 		if t.version != "" {
-			h.Set(headerProtocolVersion, t.version)
+			vals.set(headerProtocolVersion, t.version)
 		}
 		return h
 	}
-	h.Set(headerProtocolVersion, m.version)
+	vals.set(headerProtocolVersion, m.version)
 	if m.kind != kindRequest {
 		return h
 	}
-	h.Set(headerMethod, m.method)
+	vals.set(headerMethod, m.method)
+	name, named := jsonString(m.name)
 	switch {
-	case (m.method == "tools/call" || m.method == "prompts/get") && m.name != nil:
-		h.Set(headerName, encodeHeaderValue(*m.name))
-	case m.method == "resources/read" && m.uri != nil:
-		h.Set(headerName, encodeHeaderValue(*m.uri))
+	case (m.method == "tools/call" || m.method == "prompts/get") && named:
+		vals.set(headerName, encodeHeaderValue(name))
+	case m.method == "resources/read":
+		if uri, ok := jsonString(m.uri); ok {
+			vals.set(headerName, encodeHeaderValue(uri))
+		}
 	}
-	if m.method == "tools/call" && m.name != nil {
-		for _, p := range t.toolHeaders[*m.name] {
+	if m.method == "tools/call" && named {
+		for _, p := range t.toolHeaders[name] {
 			if arg, ok := argumentAt(m.args, p.path); ok {
 				if v, ok := headerValueOf(arg); ok {
 					h.Set(headerParamPrefix+p.name, v)
@@ -2207,6 +2686,19 @@ func (t *HTTPTransport) headerLocked(m *httpMessage) http.Header {
 		}
 	}
 	return h
+}
+
+// headerValues sets headers whose canonical keys are known, their values
+// sharing one array.
+type headerValues struct {
+	h    http.Header
+	vals []string
+}
+
+func (v *headerValues) set(key, value string) {
+	v.vals = append(v.vals, value)
+	n := len(v.vals)
+	v.h[key] = v.vals[n-1 : n : n]
 }
 
 // abortExchange abandons request id's POST: its stream is closed and
@@ -2245,7 +2737,6 @@ type clientStream struct {
 }
 
 func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, body []byte, header http.Header) {
-	defer t.wg.Done()
 	defer t.endExchange(m.id, ex)
 	isRequest := m.kind == kindRequest
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
@@ -2295,7 +2786,7 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, 
 		}
 		t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: "the server ended the HTTP stream of request " + m.id.String() + " before answering it"})
 	case "application/json":
-		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxMsg)+1))
+		data, err := readLimited(resp.Body, resp.ContentLength, int64(t.maxMsg))
 		if err != nil || len(data) > t.maxMsg {
 			msg := fmt.Sprintf("the response exceeds %d bytes", t.maxMsg)
 			if err != nil {
@@ -2313,21 +2804,43 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, 
 	}
 }
 
+// readLimited reads a body of at most limit bytes (one more tells that it
+// is longer), in one allocation when its length is announced.
+func readLimited(r io.Reader, length, limit int64) ([]byte, error) {
+	if length < 0 || length > limit {
+		return io.ReadAll(io.LimitReader(r, limit+1))
+	}
+	buf := make([]byte, length, length+1)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	// A body longer than announced is an error of net/http's, not ours;
+	// read on to see it.
+	n, err := r.Read(buf[length : length+1])
+	if n > 0 {
+		return nil, errors.New("the body is longer than its Content-Length")
+	}
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return buf, nil
+}
+
 // deliverBody delivers a JSON response body, one message or a batch; a
 // body that does not answer the request is answered on its behalf, so that
 // the call fails now rather than at its timeout.
 func (t *HTTPTransport) deliverBody(ctx context.Context, data []byte, m *httpMessage) {
 	st := &clientStream{want: m.id, method: m.method, modern: m.hasVersion}
-	items := []json.RawMessage{trimJSONSpace(data)}
-	if len(items[0]) > 0 && items[0][0] == '[' {
-		if json.Unmarshal(items[0], &items) != nil {
-			items = nil
+	if data = trimJSONSpace(data); len(data) > 0 && data[0] == '[' {
+		var items []json.RawMessage
+		json.Unmarshal(data, &items)
+		for _, item := range items {
+			if len(item) > 0 && !t.deliver(ctx, t.inspect(item, st)) {
+				return
+			}
 		}
-	}
-	for _, item := range items {
-		if len(item) > 0 && !t.deliver(ctx, t.inspect(item, st)) {
-			return
-		}
+	} else if len(data) > 0 && !t.deliver(ctx, t.inspect(data, st)) {
+		return
 	}
 	if !st.done {
 		t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: "the server's JSON response does not answer request " + m.id.String()})
@@ -2402,12 +2915,12 @@ func (t *HTTPTransport) inspect(data []byte, st *clientStream) []byte {
 	if !st.want.IsValid() {
 		return data
 	}
-	var probe struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
+	if !bytes.Contains(data, []byte(`"id"`)) && bytes.IndexByte(data, '\\') < 0 {
+		return data // a notification, without looking further
 	}
-	if json.Unmarshal(data, &probe) != nil || probe.Method != "" {
+	// A scan, not a decode: the engine decodes the message next.
+	var probe wireMessage
+	if !scanEnvelope(data, &probe) || probe.Method != "" {
 		return data
 	}
 	if id, ok := parseID(probe.ID); !ok || id != st.want {
@@ -2580,11 +3093,13 @@ func (t *HTTPTransport) get(ctx context.Context, lastID string) (*http.Response,
 }
 
 // standalone reads the session's GET stream, for the server's messages
-// that belong to no request. It is optional: a server that offers none
+// that belong to no request; it closes opened once the server answered the
+// GET, or it failed. The stream is optional: a server that offers none
 // (405), or any failure, leaves the rest of the connection alone.
-func (t *HTTPTransport) standalone() {
+func (t *HTTPTransport) standalone(opened chan struct{}) {
 	defer t.wg.Done()
 	resp, err := t.get(t.ctx, "")
+	close(opened)
 	if err != nil {
 		t.log.Debug("cannot open the standalone SSE stream", "err", err)
 		return
@@ -2645,16 +3160,25 @@ type sseEvent struct {
 
 // sseParser reads server-sent events as the HTML standard defines them:
 // lines end with CRLF, LF or CR; "data" lines are joined with LF; lines
-// starting with a colon are comments; a blank line ends an event.
+// starting with a colon are comments; a blank line ends an event; a
+// leading byte order mark is ignored.
 type sseParser struct {
-	r      *bufio.Reader
+	r      io.Reader
 	max    int
-	line   []byte
-	queued [][]byte // lines split at lone CRs, not yet returned
+	buf    []byte // read and not consumed: buf[pos:]
+	pos    int
+	nextCR int    // index in buf of the next CR at or after pos, or len(buf)
+	nextLF int    // likewise for LF
+	err    error  // the reader's error, once it came
+	line   []byte // a line that spans reads, assembled (at most max+64 bytes kept)
+	// skipLF: the last line ended with a CR, so a LF that follows is the
+	// rest of its terminator.
+	skipLF  bool
+	started bool // the first line (and its BOM) went by
 }
 
 func newSSEParser(r io.Reader, max int) *sseParser {
-	return &sseParser{r: bufio.NewReaderSize(r, 32<<10), max: max}
+	return &sseParser{r: r, max: max, buf: make([]byte, 0, 32<<10)}
 }
 
 // next returns the next event that carries data, an id or a retry hint.
@@ -2711,42 +3235,71 @@ func (p *sseParser) next() (sseEvent, error) {
 }
 
 // readLine returns the next line without its terminator; the slice is
-// valid until the next call.
+// valid until the next call. A line is returned as soon as its terminator
+// arrives, a lone CR included; a last line without one ends no event and
+// is dropped.
 func (p *sseParser) readLine() ([]byte, error) {
-	if len(p.queued) > 0 {
-		l := p.queued[0]
-		p.queued = p.queued[1:]
-		return l, nil
+	line, err := p.scanLine()
+	if err == nil && !p.started {
+		p.started = true
+		line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 	}
+	return line, err
+}
+
+func (p *sseParser) scanLine() ([]byte, error) {
 	p.line = p.line[:0]
 	for {
-		chunk, err := p.r.ReadSlice('\n')
-		if len(p.line)+len(chunk) <= p.max+64 {
-			p.line = append(p.line, chunk...)
-		} else if len(p.line) < p.max+64 {
-			// Keep a prefix only: the field is over the limit anyway.
-			p.line = append(p.line, chunk[:p.max+64-len(p.line)]...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(p.line) > 0 {
-				// A last line without terminator ends no event: drop it.
-				return nil, io.EOF
+		if p.skipLF && p.pos < len(p.buf) {
+			p.skipLF = false
+			if p.buf[p.pos] == '\n' {
+				p.pos++
 			}
-			return nil, err
 		}
-		break
+		if p.nextCR < p.pos {
+			p.nextCR = indexFrom(p.buf, p.pos, '\r')
+		}
+		if p.nextLF < p.pos {
+			p.nextLF = indexFrom(p.buf, p.pos, '\n')
+		}
+		if end := min(p.nextCR, p.nextLF); end < len(p.buf) {
+			line := p.buf[p.pos:end]
+			p.skipLF = p.buf[end] == '\r'
+			p.pos = end + 1
+			if len(p.line) > 0 {
+				p.line = p.appendCapped(p.line, line)
+				line = p.line
+			}
+			return line, nil
+		}
+		if p.err != nil {
+			return nil, p.err
+		}
+		// No terminator yet: keep what there is and read on.
+		p.line = p.appendCapped(p.line, p.buf[p.pos:])
+		n, err := p.r.Read(p.buf[:cap(p.buf)])
+		p.buf, p.pos, p.nextCR, p.nextLF = p.buf[:n], 0, -1, -1
+		if err != nil {
+			p.err = err
+		}
 	}
-	line := bytes.TrimSuffix(p.line, []byte{'\n'})
-	line = bytes.TrimSuffix(line, []byte{'\r'})
-	if bytes.IndexByte(line, '\r') < 0 {
-		return line, nil
+}
+
+// appendCapped appends b to line, keeping only a prefix past max+64 bytes:
+// such a field is over the limit anyway.
+func (p *sseParser) appendCapped(line, b []byte) []byte {
+	if room := p.max + 64 - len(line); len(b) > room {
+		b = b[:max(room, 0)]
 	}
-	parts := bytes.Split(line, []byte{'\r'})
-	p.queued = parts[1:]
-	return parts[0], nil
+	return append(line, b...)
+}
+
+// indexFrom returns the index of c in b at or after from, or len(b).
+func indexFrom(b []byte, from int, c byte) int {
+	if i := bytes.IndexByte(b[from:], c); i >= 0 {
+		return from + i
+	}
+	return len(b)
 }
 
 // EventStore keeps the SSE events of legacy sessions (2025-03-26 …
@@ -2828,6 +3381,12 @@ func (m *MemoryEventStore) Append(sessionID, streamID string, index int64, data 
 		m.order[m.head] = storedRef{}
 		m.head++
 	}
+	m.compactIfSparseLocked()
+}
+
+// compactIfSparseLocked compacts the eviction queue once most of it names
+// events that are gone.
+func (m *MemoryEventStore) compactIfSparseLocked() {
 	if m.head > 1024 && m.head > len(m.order)/2 || len(m.order)-m.head > 2*m.count+1024 {
 		m.compactLocked()
 	}
@@ -2895,6 +3454,7 @@ func (m *MemoryEventStore) StreamDone(sessionID, streamID string) {
 		if len(streams) == 0 {
 			delete(m.sessions, sessionID)
 		}
+		m.compactIfSparseLocked()
 	}
 }
 
@@ -2906,6 +3466,7 @@ func (m *MemoryEventStore) SessionClosed(sessionID string) {
 		m.dropLocked(st)
 	}
 	delete(m.sessions, sessionID)
+	m.compactIfSparseLocked()
 }
 
 // NewSSEHandler returns an http.Handler that serves s over the HTTP+SSE
@@ -3078,7 +3639,7 @@ func NewSSETransport(url string, opts ...HTTPOption) *SSETransport {
 	cfg := newHTTPConfig(opts)
 	client := cfg.client
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultHTTPClient()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &SSETransport{url: url, cfg: cfg, client: client, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,

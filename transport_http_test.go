@@ -392,7 +392,7 @@ func TestHTTPLegacyRules(t *testing.T) {
 		{"no version header: 2025-03-26 assumed", "POST", ping, withSession("MCP-Protocol-Version", "-"), 200, 0, `"result":{}`},
 		{"notification", "POST", `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`, withSession(), 202, 0, ""},
 		{"response", "POST", `{"jsonrpc":"2.0","id":99,"result":{}}`, withSession(), 202, 0, ""},
-		{"invalid message", "POST", `{"jsonrpc":"1.0","id":5,"method":"ping"}`, withSession(), 200, CodeInvalidRequest, ""},
+		{"invalid message", "POST", `{"jsonrpc":"1.0","id":5,"method":"ping"}`, withSession(), 400, CodeInvalidRequest, `"id":5`},
 		{"batch off 2025-03-26", "POST", `[` + ping + `]`, withSession(), 400, CodeInvalidRequest, "2025-03-26"},
 		{"PUT", "PUT", ping, withSession(), 405, CodeInvalidRequest, ""},
 		{"GET without session", "GET", "", map[string]string{"Accept": "text/event-stream"}, 400, CodeInvalidRequest, ""},
@@ -1741,6 +1741,34 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 	}
 }
 
+// BenchmarkHTTPFloor is the floor an HTTP round trip is compared to:
+// net/http alone, on 127.0.0.1, POSTing the echo request and answering the
+// echo response as JSON (a handler that reads the body and writes a fixed
+// answer), with the client pool the transports use. No JSON is decoded.
+func BenchmarkHTTPFloor(b *testing.B) {
+	request := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`)
+	response := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(response)
+	}))
+	defer ts.Close()
+	hc := defaultHTTPClient()
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest("POST", ts.URL, bytes.NewReader(request))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+}
+
 // TestHTTPStandaloneStreamResumes: messages sent while the GET stream was
 // down are replayed when the client comes back with Last-Event-ID.
 func TestHTTPStandaloneStreamResumes(t *testing.T) {
@@ -1797,5 +1825,38 @@ func TestHTTPStandaloneStreamResumes(t *testing.T) {
 	}()
 	if e := nextData(p); field(t, string(e.data), "method") != "notifications/prompts/list_changed" {
 		t.Fatalf("resumed with %s (id %s after %s)", e.data, e.id, first.id)
+	}
+}
+
+// TestHTTPProgressIsLive: a request runs on its POST's handler goroutine,
+// and what it sends before its answer goes out at once, on a writer of
+// its own: here the tool waits, mid-call, until the client has seen its
+// first report.
+func TestHTTPProgressIsLive(t *testing.T) {
+	t.Parallel()
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			seen := make(chan struct{})
+			srv := newTestServer()
+			srv.AddTool(Tool{Name: "handshake"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+				req.Gateway().Progress(1, 2, "sent")
+				select {
+				case <-seen:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				req.Gateway().Progress(2, 2, "acknowledged")
+				return &CallToolResult{Content: []Content{TextContent("live")}}, nil
+			})
+			cl := connectHTTP(t, srv, WithProtocolVersion(v))
+			var once sync.Once
+			res, err := cl.CallTool(context.Background(), "handshake", nil, WithTimeout(10*time.Second), WithProgress(func(Progress) {
+				once.Do(func() { close(seen) })
+			}))
+			if err != nil || res.Content[0].Text != "live" {
+				t.Fatalf("CallTool = %+v, %v", res, err)
+			}
+		})
 	}
 }
