@@ -123,30 +123,7 @@ func TestTransportsLifecycle(t *testing.T) {
 	eachTransport(t, func(t *testing.T, connect func(*Server, ...Option) *Client) {
 		for _, v := range SupportedVersions {
 			t.Run(v, func(t *testing.T) {
-				cl := connect(newTestServer(), WithProtocolVersion(v))
-				if got := cl.ProtocolVersion(); got != v {
-					t.Fatalf("negotiated %s, want %s", got, v)
-				}
-				if cl.ServerInfo().Name != "test-server" {
-					t.Fatalf("server info %+v", cl.ServerInfo())
-				}
-				ctx := context.Background()
-				if !isModernVersion(v) {
-					if err := cl.Ping(ctx); err != nil {
-						t.Fatalf("Ping: %v", err)
-					}
-				}
-				tools, err := cl.ListTools(ctx, "")
-				if err != nil || len(tools.Tools) == 0 {
-					t.Fatalf("ListTools: %v %v", tools, err)
-				}
-				res, err := cl.CallTool(ctx, "echo", map[string]string{"v": v})
-				if err != nil {
-					t.Fatalf("CallTool: %v", err)
-				}
-				if !strings.Contains(res.Content[0].Text, v) {
-					t.Fatalf("echo: %+v", res)
-				}
+				checkLifecycle(t, connect(newTestServer(), WithProtocolVersion(v)), v)
 			})
 		}
 		t.Run("unpinned", func(t *testing.T) {
