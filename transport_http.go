@@ -306,19 +306,7 @@ type httpHandler struct {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if status, msg := checkSource(h.cfg, r); status != 0 {
-		writeHTTPError(w, status, CodeInvalidRequest, ID{}, msg)
-		return
-	}
-	if h.cfg.authorize != nil {
-		if err := h.cfg.authorize(r); err != nil {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeHTTPError(w, http.StatusUnauthorized, CodeInvalidRequest, ID{}, "Unauthorized: "+err.Error())
-			return
-		}
-	}
-	if h.isStopped() {
-		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
+	if !admitRequest(h.cfg, w, r, h.isStopped()) {
 		return
 	}
 	switch r.Method {
@@ -365,6 +353,29 @@ func (h *httpHandler) shutdown() {
 // checkSource refuses requests from web pages that may not call us: a
 // foreign Origin, or a non-loopback Host on a loopback listener (DNS
 // rebinding).
+// admitRequest applies the checks every request to an MCP endpoint passes
+// first: where it comes from, whether it is authorized, and whether the
+// server is shutting down. It reports false when it has answered the
+// request itself.
+func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopped bool) bool {
+	if status, msg := checkSource(cfg, r); status != 0 {
+		writeHTTPError(w, status, CodeInvalidRequest, ID{}, msg)
+		return false
+	}
+	if cfg.authorize != nil {
+		if err := cfg.authorize(r); err != nil {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeHTTPError(w, http.StatusUnauthorized, CodeInvalidRequest, ID{}, "Unauthorized: "+err.Error())
+			return false
+		}
+	}
+	if stopped {
+		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
+		return false
+	}
+	return true
+}
+
 func checkSource(cfg *httpConfig, r *http.Request) (int, string) {
 	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(addr) {
 		host := hostname(r.Host)
@@ -3526,19 +3537,7 @@ func (h *sseHandler) shutdown() {
 }
 
 func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if status, msg := checkSource(h.cfg, r); status != 0 {
-		writeHTTPError(w, status, CodeInvalidRequest, ID{}, msg)
-		return
-	}
-	if h.cfg.authorize != nil {
-		if err := h.cfg.authorize(r); err != nil {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeHTTPError(w, http.StatusUnauthorized, CodeInvalidRequest, ID{}, "Unauthorized: "+err.Error())
-			return
-		}
-	}
-	if h.isStopped() {
-		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
+	if !admitRequest(h.cfg, w, r, h.isStopped()) {
 		return
 	}
 	switch r.Method {
