@@ -212,7 +212,6 @@ type conn struct {
 	direct   bool // a pushTransport: no reader, no writer goroutine
 	batchOK  atomic.Bool
 	armed    atomic.Int64 // deadlines armed and not yet released
-	progSeen atomic.Int64
 }
 
 // newConn makes a connection over t. Its tables are made on first use and
