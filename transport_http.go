@@ -2454,13 +2454,10 @@ type HTTPTransport struct {
 	log    *slog.Logger
 	maxMsg int
 
-	ctx       context.Context // ends with Close
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	inbox     chan []byte
-	failed    chan struct{}
-	failErr   error
-	failOnce  sync.Once
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	clientInbox
 	closeOnce sync.Once
 
 	jobs chan postJob // idle POST workers wait here
@@ -2503,7 +2500,7 @@ func NewHTTPTransport(url string, opts ...HTTPOption) *HTTPTransport {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &HTTPTransport{
 		url: url, cfg: cfg, client: client, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
-		ctx: ctx, cancel: cancel, inbox: make(chan []byte, 64), failed: make(chan struct{}), jobs: make(chan postJob),
+		ctx: ctx, cancel: cancel, clientInbox: newClientInbox(), jobs: make(chan postJob),
 		exchanges: make(map[ID]*exchange), toolHeaders: make(map[string][]paramHeader),
 	}
 }
@@ -2515,6 +2512,45 @@ func (t *HTTPTransport) start(_ context.Context, log *slog.Logger) error {
 
 func (t *HTTPTransport) setMaxMessageSize(n int) { t.maxMsg = n }
 
+// clientInbox is where a client HTTP transport's streams queue the
+// messages ReadMessage returns, and how the connection fails.
+type clientInbox struct {
+	inbox    chan []byte
+	failed   chan struct{}
+	failErr  error
+	failOnce sync.Once
+}
+
+func newClientInbox() clientInbox {
+	return clientInbox{inbox: make(chan []byte, 64), failed: make(chan struct{})}
+}
+
+// next returns the next queued message; queued messages win over a
+// failure or the end of the connection (done).
+func (b *clientInbox) next(done <-chan struct{}) ([]byte, error) {
+	select {
+	case msg := <-b.inbox:
+		return msg, nil
+	default:
+	}
+	select {
+	case msg := <-b.inbox:
+		return msg, nil
+	case <-b.failed:
+		return nil, b.failErr
+	case <-done:
+		return nil, io.EOF
+	}
+}
+
+// fail ends the connection: ReadMessage returns err.
+func (b *clientInbox) fail(err error) {
+	b.failOnce.Do(func() {
+		b.failErr = err
+		close(b.failed)
+	})
+}
+
 // ErrSessionExpired is wrapped by the error that ends a client connection
 // whose Streamable HTTP session the server no longer knows (404): start
 // over with a new Client.Connect.
@@ -2522,27 +2558,7 @@ var ErrSessionExpired = errors.New("mcp: the HTTP session expired or was ended b
 
 // ReadMessage returns the next message the server sent, on any stream.
 func (t *HTTPTransport) ReadMessage() ([]byte, error) {
-	select {
-	case msg := <-t.inbox:
-		return msg, nil
-	default:
-	}
-	select {
-	case msg := <-t.inbox:
-		return msg, nil
-	case <-t.failed:
-		return nil, t.failErr
-	case <-t.ctx.Done():
-		return nil, io.EOF
-	}
-}
-
-// fail ends the connection: ReadMessage returns err.
-func (t *HTTPTransport) fail(err error) {
-	t.failOnce.Do(func() {
-		t.failErr = err
-		close(t.failed)
-	})
+	return t.next(t.ctx.Done())
 }
 
 // deliver queues a message for ReadMessage; it gives up when ctx ends.
@@ -3621,13 +3637,10 @@ type SSETransport struct {
 	log    *slog.Logger
 	maxMsg int
 
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	inbox    chan []byte
-	failed   chan struct{}
-	failErr  error
-	failOnce sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	clientInbox
 	endpoint string
 }
 
@@ -3642,7 +3655,7 @@ func NewSSETransport(url string, opts ...HTTPOption) *SSETransport {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &SSETransport{url: url, cfg: cfg, client: client, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
-		ctx: ctx, cancel: cancel, inbox: make(chan []byte, 64), failed: make(chan struct{})}
+		ctx: ctx, cancel: cancel, clientInbox: newClientInbox()}
 }
 
 func (t *SSETransport) setMaxMessageSize(n int) { t.maxMsg = n }
@@ -3736,28 +3749,9 @@ func (t *SSETransport) read(body io.ReadCloser, p *sseParser) {
 	}
 }
 
-func (t *SSETransport) fail(err error) {
-	t.failOnce.Do(func() {
-		t.failErr = err
-		close(t.failed)
-	})
-}
-
 // ReadMessage returns the next message of the event stream.
 func (t *SSETransport) ReadMessage() ([]byte, error) {
-	select {
-	case msg := <-t.inbox:
-		return msg, nil
-	default:
-	}
-	select {
-	case msg := <-t.inbox:
-		return msg, nil
-	case <-t.failed:
-		return nil, t.failErr
-	case <-t.ctx.Done():
-		return nil, io.EOF
-	}
+	return t.next(t.ctx.Done())
 }
 
 // WriteMessage POSTs msg to the session's endpoint. A refused request is
