@@ -209,7 +209,9 @@ type conn struct {
 	wclosed  bool
 	done     chan struct{}
 	wg       sync.WaitGroup
-	direct   bool // a pushTransport: no reader, no writer goroutine
+	direct   bool         // a pushTransport: no reader, no writer goroutine
+	jobs     chan job     // hands a request to a parked worker (stream transports)
+	idle     atomic.Int32 // workers parked on jobs
 	batchOK  atomic.Bool
 	armed    atomic.Int64 // deadlines armed and not yet released
 }
@@ -231,6 +233,7 @@ func newConn(t Transport, cfg *config, disp dispatcher) *conn {
 	if _, push := t.(pushTransport); !push {
 		c.wwake = make(chan struct{}, 1)
 		c.wspace = make(chan struct{})
+		c.jobs = make(chan job)
 	}
 	return c
 }
@@ -434,7 +437,61 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 		c.serveRequest(ctx, in, req)
 		return
 	}
-	go c.serveRequest(ctx, in, req)
+	j := job{ctx, in, req}
+	if c.jobs == nil {
+		go c.serveRequest(ctx, in, req)
+		return
+	}
+	select {
+	case c.jobs <- j: // a parked worker takes it
+	default:
+		c.mu.Lock()
+		if c.closed {
+			// The worker would outlive close's wait; serve on a plain
+			// goroutine, whose request is counted.
+			c.mu.Unlock()
+			go c.serveRequest(ctx, in, req)
+			return
+		}
+		c.wg.Add(1)
+		c.mu.Unlock()
+		go c.work(j)
+	}
+}
+
+// job is one admitted request on its way to a worker.
+type job struct {
+	ctx context.Context
+	in  *inboundCall
+	req *inboundRequest
+}
+
+// maxIdleWorkers is how many finished handler goroutines a stream
+// connection keeps parked for its next requests. A fresh goroutine starts on
+// a small stack that every request grows again (encoding/json's reflection
+// alone needs more than the initial size); a parked worker keeps its stack.
+// Workers exit when the connection closes.
+const maxIdleWorkers = 4
+
+// work serves j, then waits for more requests while fewer than
+// maxIdleWorkers others are waiting.
+func (c *conn) work(j job) {
+	defer c.wg.Done()
+	for {
+		c.serveRequest(j.ctx, j.in, j.req)
+		j = job{}
+		if c.idle.Add(1) > maxIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		select {
+		case j = <-c.jobs:
+			c.idle.Add(-1)
+		case <-c.done:
+			c.idle.Add(-1)
+			return
+		}
+	}
 }
 
 // inlineRoute is implemented by routes whose request may run on the

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -380,4 +382,55 @@ func TestWithMeta(t *testing.T) {
 			t.Errorf("withMeta(%s) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
+}
+
+// TestHandlerWorkersAreBoundedAndEndWithTheConnection: after a burst of
+// concurrent requests a connection keeps at most maxIdleWorkers handler
+// goroutines parked for the next ones, reuses them, and none outlives Serve.
+func TestHandlerWorkersAreBoundedAndEndWithTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		before := runtime.NumGoroutine()
+		ct, st := NewInMemoryTransports()
+		served := make(chan error, 1)
+		go func() { served <- newTestServer().Serve(context.Background(), st) }()
+		cl := NewClient(Implementation{Name: "c", Version: "1"})
+		if err := cl.Connect(context.Background(), ct); err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		synctest.Wait()
+		// initialize was served by a worker that is now parked.
+		connected := runtime.NumGoroutine() - 1
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				if _, err := cl.CallTool(context.Background(), "progress", map[string]int{"steps": 1, "delayMs": 10}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		synctest.Wait()
+		if n := runtime.NumGoroutine() - connected; n != maxIdleWorkers {
+			t.Fatalf("%d goroutines parked after 64 concurrent calls, want %d", n, maxIdleWorkers)
+		}
+		// Sequential calls take a parked worker and park it again.
+		for range 10 {
+			if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if n := runtime.NumGoroutine() - connected; n != maxIdleWorkers {
+			t.Fatalf("%d goroutines parked after sequential calls, want %d", n, maxIdleWorkers)
+		}
+		cl.Close()
+		if err := <-served; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := runtime.NumGoroutine(); n != before {
+			t.Fatalf("%d goroutines after close, started with %d", n, before)
+		}
+	})
 }

@@ -597,8 +597,10 @@ func TestManyAbandonedCallsLeaveNothingBehind(t *testing.T) {
 		if pending != 0 || progress != 0 || c.armed.Load() != 0 {
 			t.Fatalf("pending %d progress %d armed %d", pending, progress, c.armed.Load())
 		}
-		if n := runtime.NumGoroutine(); n > before {
-			t.Fatalf("%d goroutines, started with %d", n, before)
+		// The server keeps up to maxIdleWorkers handler goroutines parked
+		// for its next requests; nothing else may be left.
+		if n := runtime.NumGoroutine(); n > before+maxIdleWorkers {
+			t.Fatalf("%d goroutines, started with %d (+%d parked workers allowed)", n, before, maxIdleWorkers)
 		}
 	})
 }
