@@ -1159,14 +1159,14 @@ func decodeCallToolResult(raw json.RawMessage, r *CallToolResult) error {
 			}
 			r.Content = make([]Content, 0, 1)
 			if !eachElement(value, func(block []byte) {
-				var c Content
-				if !decodeSimpleContent(block, &c) {
-					c = Content{}
-					if e := json.Unmarshal(block, &c); e != nil && err == nil {
+				r.Content = append(r.Content, Content{})
+				c := &r.Content[len(r.Content)-1]
+				if !decodeSimpleContent(block, c) {
+					*c = Content{}
+					if e := json.Unmarshal(block, c); e != nil && err == nil {
 						err = e
 					}
 				}
-				r.Content = append(r.Content, c)
 			}) {
 				err = errors.New("content is not an array")
 			}
@@ -1177,7 +1177,9 @@ func decodeCallToolResult(raw json.RawMessage, r *CallToolResult) error {
 		case `"isError"`:
 			err = json.Unmarshal(value, &r.IsError)
 		case `"_meta"`:
-			err = json.Unmarshal(value, &r.Meta)
+			if string(value) != "null" {
+				err = decodeMeta(value, &r.Meta)
+			}
 		}
 	})
 	if !ok {

@@ -750,8 +750,7 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 			// the message to the writer, saving a goroutine switch.
 			c.wbusy = true
 			c.wmu.Unlock()
-			one := [1]outgoing{o}
-			err := c.writeBatch(one[:], nil)
+			err := c.writeOne(o)
 			c.wmu.Lock()
 			c.wbusy = false
 			more := len(c.wqueue) > 0
@@ -834,6 +833,18 @@ func (c *conn) writeLoop() {
 			clear(batch)
 		}
 	}
+}
+
+// writeOne writes a single message, as writeBatch would.
+func (c *conn) writeOne(o outgoing) error {
+	if _, ok := c.t.(routedWriter); ok {
+		return c.writeBatch([]outgoing{o}, nil)
+	}
+	if err := c.t.WriteMessage(o.data); err != nil {
+		return err
+	}
+	recycleMessage(o.data)
+	return nil
 }
 
 func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
@@ -969,8 +980,7 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 	meta := o.meta
 	if o.progress != nil {
 		call.token = call.id
-		call.progressFn = o.progress
-		call.psignal = make(chan struct{}, 1)
+		call.progress = &callProgress{fn: o.progress, signal: make(chan struct{}, 1)}
 		if c.progress == nil {
 			c.progress = make(map[ID]*pendingCall)
 		}
@@ -1017,7 +1027,7 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 				return nil, call.err
 			}
 			return call.result, nil
-		case <-call.psignal:
+		case <-call.progressSignal():
 			call.deliverProgress()
 			continue
 		case <-dl.C():

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -270,6 +271,31 @@ func FuzzValidJSON(f *testing.F) {
 		}
 		if got, want := validJSON(data), json.Valid(data); got != want {
 			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", data, got, want)
+		}
+	})
+}
+
+// FuzzDecodeAny: the reflection-free decoder of free-form values (result
+// _meta) gives what json.Unmarshal into an any gives, or defers to it.
+func FuzzDecodeAny(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,2.5e-3,-0,true,false,null,"x\u00e9\n"]}`, `{"a":{"b":{"c":[]}},"a":2}`, `1e400`, `"\ud800"`, ` {"k" : [ {} , [ ] ] } `, `{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !utf8.Valid(data) || !json.Valid(data) {
+			return // the reader only passes valid JSON on
+		}
+		got, ok := decodeAny(data)
+		var want any
+		werr := json.Unmarshal(data, &want)
+		if !ok {
+			return // deferred to json.Unmarshal
+		}
+		if werr != nil {
+			t.Fatalf("decodeAny(%q) = %#v, json.Unmarshal fails: %v", data, got, werr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeAny(%q) = %#v, json.Unmarshal = %#v", data, got, want)
 		}
 	})
 }

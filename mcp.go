@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -368,12 +369,15 @@ func decodeEnvelope(data []byte, m *wireMessage) error {
 		}
 		switch string(key) {
 		case `"jsonrpc"`:
-			if string(val) != `"2.0"` && json.Unmarshal(val, &m.JSONRPC) != nil {
-				return errEnvelopeShape
-			}
 			if string(val) == `"2.0"` {
 				m.JSONRPC = "2.0"
+				break
 			}
+			v, ok := decodeString(val)
+			if !ok {
+				return errEnvelopeShape
+			}
+			m.JSONRPC = v
 		case `"id"`:
 			m.ID = val
 		case `"method"`:
@@ -388,20 +392,39 @@ func decodeEnvelope(data []byte, m *wireMessage) error {
 		case `"result"`:
 			m.Result = val
 		case `"error"`:
-			var e Error
 			if string(val) == "null" {
 				break
 			}
-			if json.Unmarshal(val, &e) != nil {
+			e, ok := decodeError(val)
+			if !ok {
 				return errEnvelopeShape
 			}
-			m.Error = &e
+			m.Error = e
 		}
 		i = skipSpace(data, valEnd)
 		if data[i] == ',' {
 			i++
 		}
 	}
+}
+
+// decodeString decodes a JSON string value; it reports false for any
+// other value.
+func decodeString(val []byte) (string, bool) {
+	var v string
+	if json.Unmarshal(val, &v) != nil {
+		return "", false
+	}
+	return v, true
+}
+
+// decodeError decodes a response's error member.
+func decodeError(val []byte) (*Error, bool) {
+	e := new(Error)
+	if json.Unmarshal(val, e) != nil {
+		return nil, false
+	}
+	return e, true
 }
 
 // methodName returns a JSON string's value, without allocating for the
@@ -790,4 +813,69 @@ func fastString(raw []byte) (string, bool) {
 	}
 	var s string
 	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// decodeAny decodes raw, valid JSON into the values json.Unmarshal puts in
+// an any (map[string]any, []any, string, float64, bool, nil), without
+// reflection. It reports false where it defers to json.Unmarshal: a number
+// float64 cannot hold, or a string it cannot unescape.
+func decodeAny(raw []byte) (any, bool) {
+	raw = trimJSONSpace(raw)
+	if len(raw) == 0 {
+		return nil, false
+	}
+	switch raw[0] {
+	case '{':
+		m := make(map[string]any)
+		ok := eachMember(raw, func(k, v []byte) {
+			key, kok := fastString(k)
+			val, vok := decodeAny(v)
+			if !kok || !vok {
+				m = nil
+				return
+			}
+			if m != nil {
+				m[key] = val
+			}
+		})
+		return m, ok && m != nil
+	case '[':
+		a := []any{}
+		ok := eachElement(raw, func(v []byte) {
+			val, vok := decodeAny(v)
+			if !vok {
+				a = nil
+				return
+			}
+			if a != nil {
+				a = append(a, val)
+			}
+		})
+		return a, ok && a != nil
+	case '"':
+		return fastString(raw)
+	case 't':
+		return true, string(raw) == "true"
+	case 'f':
+		return false, string(raw) == "false"
+	case 'n':
+		return nil, string(raw) == "null"
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return f, err == nil
+}
+
+// decodeMeta decodes a _meta value into m as json.Unmarshal would.
+func decodeMeta(raw []byte, m *Meta) error {
+	if v, ok := decodeAny(raw); ok {
+		if obj, isObj := v.(map[string]any); isObj {
+			if *m == nil {
+				*m = obj
+				return nil
+			}
+			maps.Copy(*m, obj)
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, m)
 }

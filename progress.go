@@ -50,11 +50,17 @@ type pendingCall struct {
 	result json.RawMessage
 	err    error
 
-	deadline   *deadline
-	progressFn func(Progress)
-	pmu        sync.Mutex
-	pqueue     []Progress
-	psignal    chan struct{}
+	deadline *deadline
+	progress *callProgress // nil when the call asked for no progress
+}
+
+// callProgress is the progress a call's caller has not yet seen: the reader
+// queues it, the caller's goroutine runs the callback.
+type callProgress struct {
+	fn     func(Progress)
+	mu     sync.Mutex
+	queue  []Progress
+	signal chan struct{}
 }
 
 // finish records the outcome. The engine calls it exactly once, after
@@ -65,31 +71,41 @@ func (p *pendingCall) finish(result json.RawMessage, err error) {
 }
 
 func (p *pendingCall) pushProgress(pr Progress) {
-	p.pmu.Lock()
-	p.pqueue = append(p.pqueue, pr)
-	p.pmu.Unlock()
+	cp := p.progress
+	cp.mu.Lock()
+	cp.queue = append(cp.queue, pr)
+	cp.mu.Unlock()
 	select {
-	case p.psignal <- struct{}{}:
+	case cp.signal <- struct{}{}:
 	default:
 	}
+}
+
+// progressSignal fires when progress is queued; nil without a callback.
+func (p *pendingCall) progressSignal() <-chan struct{} {
+	if p.progress == nil {
+		return nil
+	}
+	return p.progress.signal
 }
 
 // deliverProgress runs the callback for everything queued, in order, on the
 // waiting caller's goroutine.
 func (p *pendingCall) deliverProgress() {
-	if p.progressFn == nil {
+	cp := p.progress
+	if cp == nil {
 		return
 	}
 	for {
-		p.pmu.Lock()
-		queue := p.pqueue
-		p.pqueue = nil
-		p.pmu.Unlock()
+		cp.mu.Lock()
+		queue := cp.queue
+		cp.queue = nil
+		cp.mu.Unlock()
 		if len(queue) == 0 {
 			return
 		}
 		for _, pr := range queue {
-			p.progressFn(pr)
+			cp.fn(pr)
 		}
 	}
 }

@@ -287,6 +287,60 @@ type requestEnvelope struct {
 	} `json:"_meta"`
 }
 
+// decodeRequestEnvelope reads the request envelope out of params, which the
+// reader has checked to be valid JSON, without decoding the other members.
+// Its raw values alias params.
+func decodeRequestEnvelope(params []byte, env *requestEnvelope) error {
+	var err error
+	eachMember(params, func(key, value []byte) {
+		if err != nil || !memberIs(key, "_meta") || string(value) == "null" {
+			return
+		}
+		m := &env.Meta
+		if !eachMember(value, func(key, value []byte) {
+			switch {
+			case err != nil:
+			case memberIs(key, metaProtocolVersion):
+				m.ProtocolVersion = nil
+				if string(value) != "null" {
+					v, ok := fastString(value)
+					if !ok {
+						err = errors.New(`_meta["` + metaProtocolVersion + `"] must be a string`)
+					}
+					m.ProtocolVersion = &v
+				}
+			case memberIs(key, metaClientCapabilities):
+				m.ClientCapabilities = value
+			case memberIs(key, metaLogLevel):
+				if string(value) != "null" {
+					var ok bool
+					if m.LogLevel, ok = fastString(value); !ok {
+						err = errors.New(`_meta["` + metaLogLevel + `"] must be a string`)
+					}
+				}
+			case memberIs(key, "progressToken"):
+				m.ProgressToken = value
+			}
+		}) {
+			err = errors.New("_meta must be an object")
+		}
+	})
+	return err
+}
+
+// memberIs reports whether a raw, quoted member key found by eachMember
+// names the member name.
+func memberIs(key []byte, name string) bool {
+	if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
+		return true
+	}
+	if bytes.IndexByte(key, '\\') < 0 {
+		return false
+	}
+	s, _ := fastString(key)
+	return s == name
+}
+
 // Methods removed from the 2026-07-28 revision.
 var legacyOnlyMethods = map[string]bool{
 	"initialize": true, "ping": true, "logging/setLevel": true,
@@ -297,7 +351,7 @@ func (ss *serverSession) handleRequest(ctx context.Context, req *inboundRequest)
 	var env requestEnvelope
 	// Most legacy requests carry no _meta: skip decoding their params here.
 	if len(req.params) > 0 && bytes.Contains(req.params, []byte(`"_meta"`)) {
-		if err := json.Unmarshal(req.params, &env); err != nil {
+		if err := decodeRequestEnvelope(req.params, &env); err != nil {
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 		}
 	}
@@ -542,6 +596,7 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 	// decode it, so large arguments are not validated and copied again.
 	var p CallToolParams
 	var meta json.RawMessage
+	var name []byte
 	badName := false
 	ok := eachMember(params, func(key, value []byte) {
 		switch string(key) {
@@ -550,7 +605,7 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 				badName = true
 				return
 			}
-			p.Name = methodName(value)
+			name = value
 		case `"arguments"`:
 			if string(value) != "null" {
 				p.Arguments = value
@@ -563,9 +618,24 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call needs params {\"name\": string, \"arguments\": object}"}
 	}
 	p.Meta = userMeta(meta)
-	s.mu.RLock()
-	st, _ := s.tools.get(p.Name)
-	s.mu.RUnlock()
+	var st *serverTool
+	if name != nil {
+		s.mu.RLock()
+		if bytes.IndexByte(name, '\\') < 0 {
+			// The registered name, so that a call allocates none.
+			st = s.tools.items[string(name[1:len(name)-1])]
+			if st != nil {
+				p.Name = st.tool.Name
+			}
+		} else {
+			p.Name = methodName(name)
+			st = s.tools.items[p.Name]
+		}
+		s.mu.RUnlock()
+		if st == nil && p.Name == "" {
+			p.Name = methodName(name)
+		}
+	}
 	if st == nil {
 		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown tool %q", p.Name)}
 	}

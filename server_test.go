@@ -107,3 +107,45 @@ func TestValidJSONControlBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRequestEnvelope: the scan of a request's _meta reads what the
+// server needs and refuses wrong types, as a decode into requestEnvelope
+// would.
+func TestDecodeRequestEnvelope(t *testing.T) {
+	cases := []struct {
+		params               string
+		version, level, caps string
+		token                string
+		err                  bool
+	}{
+		{params: `{"name":"x"}`},
+		{params: `{"_meta":null}`},
+		{params: `{"_meta":{}}`},
+		{params: `{"_meta":{"progressToken":7}}`, token: `7`},
+		{params: `{"a":{"_meta":{"progressToken":7}},"_meta":{"progressToken":"t"}}`, token: `"t"`},
+		{params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}},"io.modelcontextprotocol/logLevel":"info"}}`, version: "2026-07-28", caps: `{"roots":{}}`, level: "info"},
+		{params: `{"_meta":{"io.modelcontextprotocol/protocol\u0056ersion":"2026-07-28"}}`, version: "2026-07-28"},
+		{params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026\u002d07-28"}}`, version: "2026-07-28"},
+		{params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":null}}`},
+		{params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}`, err: true},
+		{params: `{"_meta":{"io.modelcontextprotocol/logLevel":{}}}`, err: true},
+		{params: `{"_meta":[]}`, err: true},
+		{params: `{"_meta":"x"}`, err: true},
+	}
+	for _, tc := range cases {
+		var env requestEnvelope
+		err := decodeRequestEnvelope([]byte(tc.params), &env)
+		if (err != nil) != tc.err {
+			t.Errorf("%s: err = %v, want error %v", tc.params, err, tc.err)
+			continue
+		}
+		m := env.Meta
+		version := ""
+		if m.ProtocolVersion != nil {
+			version = *m.ProtocolVersion
+		}
+		if err == nil && (version != tc.version || m.LogLevel != tc.level || string(m.ClientCapabilities) != tc.caps || string(m.ProgressToken) != tc.token) {
+			t.Errorf("%s: got version %q level %q caps %s token %s", tc.params, version, m.LogLevel, m.ClientCapabilities, m.ProgressToken)
+		}
+	}
+}
