@@ -213,7 +213,7 @@ type conn struct {
 	jobs     chan job     // hands a request to a parked worker (stream transports)
 	idle     atomic.Int32 // workers parked on jobs
 	batchOK  atomic.Bool
-	armed    atomic.Int64 // deadlines armed and not yet released
+	armed    deadlines // deadlines armed and not yet released, and free ones
 }
 
 // newConn makes a connection over t. Its tables are made on first use and

@@ -101,27 +101,55 @@ type deadline struct {
 	ceilingFor time.Duration // 0: no ceiling
 	start      time.Time
 	timer      *time.Timer
-	armed      *atomic.Int64
+	armed      *deadlines
 	lastActive atomic.Int64 // unix nanoseconds of the last progress
 
 	mu       sync.Mutex
 	released bool
 }
 
-// armDeadline starts the deadline. An idle bound of 0 means no deadline at
-// all: the ceiling is ignored too. A ceiling nearer than the idle bound is
-// widened to it.
-func armDeadline(idle, ceiling time.Duration, armed *atomic.Int64) *deadline {
+// deadlines counts a connection's armed deadlines and keeps released ones,
+// timer included, for its next calls, so that arming one allocates nothing.
+type deadlines struct {
+	atomic.Int64 // armed and not yet released
+
+	mu   sync.Mutex
+	free []*deadline
+}
+
+// maxFreeDeadlines bounds the released deadlines a connection keeps.
+const maxFreeDeadlines = 64
+
+// armDeadline starts a deadline counted in ds. An idle bound of 0 means no
+// deadline at all: the ceiling is ignored too. A ceiling nearer than the
+// idle bound is widened to it.
+func armDeadline(idle, ceiling time.Duration, ds *deadlines) *deadline {
 	if idle <= 0 {
 		return nil
 	}
-	d := &deadline{idleFor: idle, start: time.Now(), armed: armed}
+	var d *deadline
+	ds.mu.Lock()
+	if n := len(ds.free); n > 0 {
+		d = ds.free[n-1]
+		ds.free[n-1] = nil
+		ds.free = ds.free[:n-1]
+	}
+	ds.mu.Unlock()
+	now := time.Now()
+	if d == nil {
+		d = &deadline{armed: ds, timer: time.NewTimer(idle)}
+	} else {
+		d.timer.Reset(idle)
+	}
+	d.idleFor, d.ceilingFor, d.start = idle, 0, now
 	if ceiling > 0 {
 		d.ceilingFor = max(ceiling, idle)
 	}
-	d.lastActive.Store(d.start.UnixNano())
-	d.timer = time.NewTimer(idle)
-	armed.Add(1)
+	d.lastActive.Store(now.UnixNano())
+	d.mu.Lock()
+	d.released = false
+	d.mu.Unlock()
+	ds.Add(1)
 	return d
 }
 
@@ -167,17 +195,25 @@ func (d *deadline) extend() {
 	}
 }
 
-// release disarms the deadline. It is safe to call more than once.
+// release disarms the deadline and hands it back for reuse: its owner calls
+// it exactly once and drops the deadline.
 func (d *deadline) release() {
 	if d == nil {
 		return
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.released {
+		d.mu.Unlock()
 		return
 	}
 	d.released = true
 	d.timer.Stop()
-	d.armed.Add(-1)
+	d.mu.Unlock()
+	ds := d.armed
+	ds.Add(-1)
+	ds.mu.Lock()
+	if len(ds.free) < maxFreeDeadlines {
+		ds.free = append(ds.free, d)
+	}
+	ds.mu.Unlock()
 }

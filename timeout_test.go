@@ -54,7 +54,7 @@ func waitExpired(d *deadline) (TimeoutBound, time.Duration) {
 func TestDeadline(t *testing.T) {
 	t.Run("fires after the idle timeout", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			var armed atomic.Int64
+			var armed deadlines
 			d := armDeadline(time.Second, 10*time.Second, &armed)
 			defer d.release()
 			start := time.Now()
@@ -65,7 +65,7 @@ func TestDeadline(t *testing.T) {
 	})
 	t.Run("extend restarts the idle timeout", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			var armed atomic.Int64
+			var armed deadlines
 			d := armDeadline(time.Second, 0, &armed)
 			defer d.release()
 			start := time.Now()
@@ -79,7 +79,7 @@ func TestDeadline(t *testing.T) {
 	})
 	t.Run("the ceiling fires however often idle is extended", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			var armed atomic.Int64
+			var armed deadlines
 			d := armDeadline(time.Second, 3*time.Second, &armed)
 			defer d.release()
 			start := time.Now()
@@ -103,7 +103,7 @@ func TestDeadline(t *testing.T) {
 	})
 	t.Run("a ceiling nearer than the idle timeout cannot preempt it", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			var armed atomic.Int64
+			var armed deadlines
 			d := armDeadline(2*time.Second, time.Second, &armed)
 			defer d.release()
 			start := time.Now()
@@ -114,7 +114,7 @@ func TestDeadline(t *testing.T) {
 	})
 	t.Run("release disarms and is counted, at no goroutine's cost", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			var armed atomic.Int64
+			var armed deadlines
 			before := runtime.NumGoroutine()
 			d := armDeadline(time.Second, 2*time.Second, &armed)
 			if armed.Load() != 1 {
@@ -138,7 +138,7 @@ func TestDeadline(t *testing.T) {
 	})
 	t.Run("no ceiling never fires while extended", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			var armed atomic.Int64
+			var armed deadlines
 			d := armDeadline(time.Second, 0, &armed)
 			defer d.release()
 			for range 100 {
@@ -155,7 +155,7 @@ func TestDeadline(t *testing.T) {
 		})
 	})
 	t.Run("idle 0 disables both bounds", func(t *testing.T) {
-		var armed atomic.Int64
+		var armed deadlines
 		if d := armDeadline(0, time.Second, &armed); d != nil || armed.Load() != 0 {
 			t.Fatal("a deadline was armed")
 		}
@@ -603,4 +603,36 @@ func TestManyAbandonedCallsLeaveNothingBehind(t *testing.T) {
 			t.Fatalf("%d goroutines, started with %d (+%d parked workers allowed)", n, before, maxIdleWorkers)
 		}
 	})
+}
+
+// TestReleasedDeadlinesAreReused: a connection's released deadlines serve
+// its next calls, timer included, without allocating, and a reused one
+// keeps none of its previous bounds or fired state.
+func TestReleasedDeadlinesAreReused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ds deadlines
+		d := armDeadline(time.Second, 2*time.Second, &ds)
+		if bound, _ := waitExpired(d); bound != BoundIdle {
+			t.Fatalf("first use expired on %q", bound)
+		}
+		d.release()
+		time.Sleep(5 * time.Second) // a reuse must not see the old start
+		again := armDeadline(3*time.Second, 0, &ds)
+		if again != d {
+			t.Fatal("a released deadline was not reused")
+		}
+		start := time.Now()
+		if bound, elapsed := waitExpired(again); bound != BoundIdle || elapsed != 3*time.Second || time.Since(start) != 3*time.Second {
+			t.Fatalf("reused deadline: %s %v after %v", bound, elapsed, time.Since(start))
+		}
+		again.release()
+		if n := ds.Load(); n != 0 {
+			t.Fatalf("armed = %d", n)
+		}
+	})
+	var ds deadlines
+	armDeadline(time.Minute, time.Hour, &ds).release()
+	if n := testing.AllocsPerRun(100, func() { armDeadline(time.Minute, time.Hour, &ds).release() }); n != 0 {
+		t.Fatalf("arming a reused deadline allocates %v times", n)
+	}
 }
