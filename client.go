@@ -544,17 +544,21 @@ func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
 	// The params are written by hand: json.Marshal would validate and
 	// compact the encoded arguments once more.
-	params := make([]byte, 0, 64)
-	params = append(params, `{"name":`...)
-	params = appendJSONString(params, name)
+	var raw []byte
 	if args != nil {
-		raw, err := marshalParams(args)
-		if err != nil {
+		var err error
+		if raw, err = marshalParams(args); err != nil {
 			return nil, fmt.Errorf("mcp: encoding arguments of %s: %w", name, err)
 		}
-		if len(raw) > 0 && !validJSON(raw) {
+		if _, given := args.(json.RawMessage); given && len(raw) > 0 && !validJSON(raw) {
+			// json.Marshal checks what it writes; raw JSON is checked here.
 			return nil, fmt.Errorf("mcp: the arguments of %s are not valid JSON", name)
 		}
+	}
+	params := make([]byte, 0, len(name)+len(raw)+32)
+	params = append(params, `{"name":`...)
+	params = appendJSONString(params, name)
+	if len(raw) > 0 {
 		params = append(params, `,"arguments":`...)
 		params = append(params, raw...)
 	}

@@ -537,6 +537,8 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 			rpcErr = &Error{Code: CodeInternalError, Message: err.Error()}
 		}
 		data = encodeError(req.id, rpcErr)
+	} else if data = encodeAppendedResult(req.id, result); data != nil {
+		// written in place
 	} else {
 		raw, merr := marshalResult(result)
 		if merr != nil {
@@ -547,6 +549,24 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 		}
 	}
 	c.queueWrite(outgoing{data: data, related: req.id, final: true, route: req.route}, false)
+}
+
+// encodeAppendedResult writes the response to a result that writes its own
+// JSON straight into the message; nil when result does not.
+func encodeAppendedResult(id ID, result any) []byte {
+	ra, ok := result.(resultAppender)
+	if !ok {
+		return nil
+	}
+	b := messageBuffer(256)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.appendJSON(b)
+	b = append(b, `,"result":`...)
+	if b, ok = ra.appendResult(b); !ok {
+		recycleMessage(b)
+		return nil
+	}
+	return append(b, '}')
 }
 
 // runHandler calls the dispatcher, turning a panic into an internal error.
@@ -569,6 +589,10 @@ func marshalResult(v any) (json.RawMessage, error) {
 		return r, nil
 	case nil:
 		return json.RawMessage("{}"), nil
+	case resultAppender:
+		if b, ok := r.appendResult(nil); ok {
+			return b, nil
+		}
 	}
 	return json.Marshal(v)
 }
@@ -992,7 +1016,7 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 	}
 	c.pending[call.id] = call
 	c.mu.Unlock()
-	data := encodeRequest(call.id, method, withMeta(params, meta))
+	data := encodeRequestMeta(call.id, method, params, meta)
 	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, false); err != nil {
 		c.forget(call)
 		return nil, err

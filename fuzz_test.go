@@ -299,3 +299,26 @@ func FuzzDecodeAny(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendJSONString: our string encoder writes valid JSON that decodes
+// to the string encoding/json would encode (invalid UTF-8 as U+FFFD).
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "hello", "a\"b\\c", "\x00\x1f\n\r\t", "é漢字🙂", "\xff\xfe", "line\u2028sep\u2029", strings.Repeat("abcdefgh", 5) + "\"" + strings.Repeat("x", 9), "<&>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendJSONString([]byte("x"), s)
+		if got[0] != 'x' || !json.Valid(got[1:]) {
+			t.Fatalf("appendJSONString(%q) = %s: not valid JSON", s, got[1:])
+		}
+		var back, want string
+		if err := json.Unmarshal(got[1:], &back); err != nil {
+			t.Fatal(err)
+		}
+		enc, _ := json.Marshal(s)
+		json.Unmarshal(enc, &want)
+		if back != want {
+			t.Fatalf("appendJSONString(%q) decodes to %q, encoding/json's to %q", s, back, want)
+		}
+	})
+}

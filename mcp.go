@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 )
 
 // Protocol revisions this package speaks.
@@ -220,22 +221,70 @@ func trimJSONSpace(b []byte) []byte {
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // appendJSONString appends s as a JSON string, escaping like encoding/json
-// but without HTML escaping.
+// (invalid UTF-8 becomes U+FFFD, U+2028 and U+2029 are escaped) but without
+// HTML escaping. Runs of plain ASCII are found eight bytes at a time and
+// copied whole.
 func appendJSONString(b []byte, s string) []byte {
-	simple := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			simple = false
-			break
+	b = append(b, '"')
+	start, i := 0, 0
+	for i < len(s) {
+		if i+8 <= len(s) && plainASCII8(s[i:i+8]) {
+			i += 8
+			continue
 		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
 	}
-	if simple {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	enc, _ := json.Marshal(s)
-	return append(b, enc...)
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// plainASCII8 reports whether the eight bytes of s are all printable ASCII
+// other than '"' and '\\', testing them as one word.
+func plainASCII8(s string) bool {
+	_ = s[7]
+	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := w^(lo*'"'), w^(lo*'\\')
+	return (w&hi)|((w-lo*0x20)&^w&hi)|((quote-lo)&^quote&hi)|((backslash-lo)&^backslash&hi) == 0
 }
 
 // wireMessage is the JSON-RPC envelope every message is decoded into, once.

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"slices"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -27,6 +28,44 @@ type metaEntry struct {
 	value json.RawMessage
 }
 
+// encodeRequestMeta writes a request whose params get the _meta entries,
+// splicing them in while writing the message rather than copying params
+// twice.
+func encodeRequestMeta(id ID, method string, params json.RawMessage, entries []metaEntry) []byte {
+	p := trimJSONSpace(params)
+	if len(entries) == 0 || len(p) < 2 || p[0] != '{' || bytes.Contains(p, []byte(`"_meta"`)) {
+		return encodeRequest(id, method, withMeta(params, entries))
+	}
+	size := len(p) + len(method) + 64
+	for _, e := range entries {
+		size += len(e.key) + len(e.value) + 8
+	}
+	b := messageBuffer(size)
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if id.valid {
+		b = append(b, `"id":`...)
+		b = id.appendJSON(b)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b = appendJSONString(b, method)
+	b = append(b, `,"params":{"_meta":{`...)
+	for i, e := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, e.key)
+		b = append(b, ':')
+		b = append(b, e.value...)
+	}
+	b = append(b, '}')
+	if rest := trimJSONSpace(p[1:]); len(rest) > 0 && rest[0] != '}' {
+		b = append(b, ',')
+	}
+	b = append(b, p[1:]...)
+	return append(b, '}')
+}
+
 // withMeta adds entries to the _meta object of a JSON params object, creating
 // params or _meta as needed. Entries win over keys already present.
 func withMeta(params json.RawMessage, entries []metaEntry) json.RawMessage {
@@ -38,7 +77,11 @@ func withMeta(params json.RawMessage, entries []metaEntry) json.RawMessage {
 		p = []byte("{}")
 	}
 	if !bytes.Contains(p, []byte(`"_meta"`)) && p[0] == '{' {
-		b := make([]byte, 0, len(p)+64)
+		size := len(p) + 16
+		for _, e := range entries {
+			size += len(e.key) + len(e.value) + 8
+		}
+		b := make([]byte, 0, size)
 		b = append(b, `{"_meta":{`...)
 		for i, e := range entries {
 			if i > 0 {
@@ -249,6 +292,91 @@ type Content struct {
 	IsError           bool            `json:"isError,omitempty"`
 	Annotations       *Annotations    `json:"annotations,omitempty"`
 	Meta              Meta            `json:"_meta,omitempty"`
+}
+
+// resultAppender is a result that writes its own JSON, faster than
+// encoding/json; it reports false, having written nothing, when it cannot.
+type resultAppender interface {
+	appendResult(b []byte) ([]byte, bool)
+}
+
+func (r *CallToolResult) appendResult(b []byte) ([]byte, bool) {
+	if !r.plain() {
+		return b, false
+	}
+	return appendCallToolResult(b, "", r), true
+}
+
+// modernToolResult is a plain CallToolResult of 2026-07-28, written after
+// the members the server adds (resultType, _meta with serverInfo).
+type modernToolResult struct {
+	members string
+	r       *CallToolResult
+}
+
+func (m modernToolResult) appendResult(b []byte) ([]byte, bool) {
+	return appendCallToolResult(b, m.members, m.r), true
+}
+
+// plain reports whether r has the common shape appendCallToolResult
+// writes: content blocks of only type, text, data and mimeType, no
+// structured content and no _meta.
+func (r *CallToolResult) plain() bool {
+	if r.Meta != nil || r.StructuredContent != nil {
+		return false
+	}
+	for i := range r.Content {
+		c := &r.Content[i]
+		if c.URI != "" || c.Name != "" || c.Title != "" || c.Description != "" || c.Size != nil ||
+			c.Resource != nil || c.ID != "" || c.Input != nil || c.ToolUseID != "" || c.Content != nil ||
+			c.StructuredContent != nil || c.IsError || c.Annotations != nil || c.Meta != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// appendCallToolResult appends a plain r as a JSON object, members (raw,
+// without braces) first.
+func appendCallToolResult(b []byte, members string, r *CallToolResult) []byte {
+	size := len(members) + 32
+	for i := range r.Content {
+		c := &r.Content[i]
+		size += len(c.Type) + len(c.Text) + len(c.Data) + len(c.MIMEType) + 48
+	}
+	b = slices.Grow(b, size)
+	b = append(b, '{')
+	if members != "" {
+		b = append(b, members...)
+		b = append(b, ',')
+	}
+	b = append(b, `"content":[`...)
+	for i := range r.Content {
+		c := &r.Content[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":`...)
+		b = appendJSONString(b, c.Type)
+		if c.Text != "" {
+			b = append(b, `,"text":`...)
+			b = appendJSONString(b, c.Text)
+		}
+		if c.Data != "" {
+			b = append(b, `,"data":`...)
+			b = appendJSONString(b, c.Data)
+		}
+		if c.MIMEType != "" {
+			b = append(b, `,"mimeType":`...)
+			b = appendJSONString(b, c.MIMEType)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, '}')
 }
 
 // TextContent returns a text content block.

@@ -116,8 +116,9 @@ type Server struct {
 	info Implementation
 	cfg  *config
 
-	infoOnce sync.Once
-	infoRaw  json.RawMessage // info, encoded once for every 2026-07-28 result
+	infoOnce   sync.Once
+	infoRaw    json.RawMessage // info, encoded once for every 2026-07-28 result
+	membersRaw string          // resultType and _meta of a complete 2026-07-28 result
 
 	mu        sync.RWMutex
 	tools     registry[*serverTool]
@@ -422,13 +423,18 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 
 // modernResult adds resultType and serverInfo to a 2026-07-28 result, and
 // the caching hint to the results that carry one.
-func (s *Server) modernResult(result any, mayCache bool) (json.RawMessage, error) {
+func (s *Server) modernResult(result any, mayCache bool) (any, error) {
+	_, cache := result.(cacheable)
+	cache = cache && mayCache
+	if r, ok := result.(*CallToolResult); ok && !cache && r.plain() {
+		// The common case, written once straight into the response: our
+		// own members, then the result's.
+		return modernToolResult{s.modernMembers(), r}, nil
+	}
 	raw, err := marshalResult(result)
 	if err != nil {
 		return nil, err
 	}
-	_, cache := result.(cacheable)
-	cache = cache && mayCache
 	if body := trimJSONSpace(raw); len(body) > 1 && body[0] == '{' && !bytes.Contains(body, []byte(`"_meta"`)) && !bytes.Contains(body, []byte(`"resultType"`)) {
 		// The common case, in one copy: our own members first, then the
 		// result's.
@@ -445,7 +451,7 @@ func (s *Server) modernResult(result any, mayCache bool) (json.RawMessage, error
 		if rest := trimJSONSpace(body[1:]); len(rest) > 0 && rest[0] != '}' {
 			b = append(b, ',')
 		}
-		return append(b, body[1:]...), nil
+		return json.RawMessage(append(b, body[1:]...)), nil
 	}
 	if cache {
 		raw = s.withCacheHint(raw)
@@ -457,8 +463,20 @@ func (s *Server) modernResult(result any, mayCache bool) (json.RawMessage, error
 	return raw, nil
 }
 
+// modernMembers are the members a complete 2026-07-28 result starts with,
+// without braces: resultType and _meta with serverInfo.
+func (s *Server) modernMembers() string {
+	s.infoOnce.Do(s.encodeInfo)
+	return s.membersRaw
+}
+
+func (s *Server) encodeInfo() {
+	s.infoRaw, _ = json.Marshal(s.info)
+	s.membersRaw = `"resultType":"complete","_meta":{"` + metaServerInfo + `":` + string(s.infoRaw) + `}`
+}
+
 func (s *Server) infoJSON() json.RawMessage {
-	s.infoOnce.Do(func() { s.infoRaw, _ = json.Marshal(s.info) })
+	s.infoOnce.Do(s.encodeInfo)
 	return s.infoRaw
 }
 
