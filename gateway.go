@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -567,9 +566,9 @@ func (r *inputRound) bindingLocked() string {
 // openRound reads a 2026-07-28 retry's inputResponses and requestState. A
 // state that fails verification is -32602; an inputResponses that is not an
 // object is ignored, so its asks are simply asked again.
-func (s *Server) openRound(method string, params json.RawMessage) (*inputRound, error) {
+func (s *Server) openRound(method string, params json.RawMessage, hasInput bool) (*inputRound, error) {
 	r := newInputRound(method, params)
-	if !bytes.Contains(params, []byte(`"inputResponses"`)) && !bytes.Contains(params, []byte(`"requestState"`)) {
+	if !hasInput {
 		return r, nil // a first round: nothing to read
 	}
 	var p struct {

@@ -286,6 +286,8 @@ type requestEnvelope struct {
 		LogLevel           string          `json:"io.modelcontextprotocol/logLevel"`
 		ProgressToken      json.RawMessage `json:"progressToken"`
 	} `json:"_meta"`
+	// hasInput: params has inputResponses or requestState (2026-07-28).
+	hasInput bool
 }
 
 // decodeRequestEnvelope reads the request envelope out of params, which the
@@ -294,6 +296,9 @@ type requestEnvelope struct {
 func decodeRequestEnvelope(params []byte, env *requestEnvelope) error {
 	var err error
 	eachMember(params, func(key, value []byte) {
+		if memberIs(key, "inputResponses") || memberIs(key, "requestState") {
+			env.hasInput = true
+		}
 		if err != nil || !memberIs(key, "_meta") || string(value) == "null" {
 			return
 		}
@@ -350,8 +355,7 @@ var legacyOnlyMethods = map[string]bool{
 
 func (ss *serverSession) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
 	var env requestEnvelope
-	// Most legacy requests carry no _meta: skip decoding their params here.
-	if len(req.params) > 0 && bytes.Contains(req.params, []byte(`"_meta"`)) {
+	if len(req.params) > 0 {
 		if err := decodeRequestEnvelope(req.params, &env); err != nil {
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 		}
@@ -404,7 +408,7 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	case req.method == "server/discover":
 		result = ss.srv.discover()
 	case mrtrMethods[req.method]:
-		if info.round, err = ss.srv.openRound(req.method, req.params); err != nil {
+		if info.round, err = ss.srv.openRound(req.method, req.params, env.hasInput); err != nil {
 			return nil, err
 		}
 		result, err = ss.dispatch(ctx, req, info)
