@@ -1,10 +1,10 @@
 package mcp
 
 import (
-	"slices"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 )
 
