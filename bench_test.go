@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -48,8 +49,10 @@ func benchServer(opts ...Option) *Server {
 }
 
 // benchCarriers are the carriers every scenario runs over: in-memory
-// (io.Pipe), os.Pipe, and Streamable HTTP on a loopback httptest server.
-var benchCarriers = []string{"inmemory", "pipe", "http"}
+// (io.Pipe), os.Pipe, a child process on stdio (this test binary serving
+// benchServer; MCP_TEST_SERVE_CPUPROFILE=file profiles it), and Streamable
+// HTTP on a loopback httptest server.
+var benchCarriers = []string{"inmemory", "pipe", "stdio", "http"}
 
 // benchTransports are the stream carriers, each a function that returns a
 // connected client-side and server-side Transport.
@@ -88,6 +91,15 @@ func benchConnect(b *testing.B, carrier string, version string) *Client {
 			ts.CloseClientConnections()
 			ts.Close()
 		})
+		return cl
+	}
+	if carrier == "stdio" {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "MCP_TEST_SERVE="+version, "MCP_TEST_SERVE_BENCH=1")
+		if err := cl.Connect(context.Background(), NewCommandTransport(cmd)); err != nil {
+			b.Fatalf("Connect to child: %v", err)
+		}
+		b.Cleanup(func() { cl.Close() })
 		return cl
 	}
 	var ct, st Transport

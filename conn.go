@@ -211,6 +211,7 @@ type conn struct {
 	wg       sync.WaitGroup
 	direct   bool         // a pushTransport: no reader, no writer goroutine
 	jobs     chan job     // hands a request to a parked worker (stream transports)
+	handOff  *handOff     // the current reader's, for a request run in place
 	idle     atomic.Int32 // workers parked on jobs
 	batchOK  atomic.Bool
 	armed    deadlines // deadlines armed and not yet released, and free ones
@@ -258,8 +259,10 @@ func (c *conn) start(ctx context.Context) error {
 	return nil
 }
 
-// readLoop only parses and routes: it never runs user code and never waits
-// for a handler.
+// readLoop parses and routes. It never waits for a handler: a request that
+// arrives on an idle connection runs on the reader's goroutine, saving a
+// goroutine hand-off, but if it has not finished within readerHandOff
+// another goroutine takes over reading (see serveOnReader).
 func (c *conn) readLoop() {
 	defer c.wg.Done()
 	for {
@@ -273,8 +276,75 @@ func (c *conn) readLoop() {
 			c.close(err)
 			return
 		}
-		c.handleFrame(data, nil)
+		if !c.readFrame(data) {
+			return // another goroutine reads now
+		}
 	}
+}
+
+// readFrame is handleFrame on the reader's goroutine, where a single
+// request may run in place; it reports false when the reading was handed
+// to another goroutine meanwhile.
+func (c *conn) readFrame(data []byte) bool {
+	var m wireMessage
+	if first := trimJSONSpace(data); len(first) == 0 || first[0] != '{' || !utf8.Valid(data) || decodeEnvelope(data, &m) != nil {
+		c.handleFrame(data, nil)
+		return true
+	}
+	if kind, _ := m.kind(); kind == kindRequest {
+		if id, ok := parseID(m.ID); ok {
+			return c.dispatchRequest(id, m.Method, m.Params, nil, true)
+		}
+	}
+	c.handleMessage(&m, nil)
+	return true
+}
+
+// readerHandOff is how long a request may run on the reader's goroutine
+// before another goroutine takes over reading: the bound on how long a
+// connection may not read while serving a request in place.
+const readerHandOff = 50 * time.Microsecond
+
+// handOff lets a request run on the reader's goroutine: its timer starts a
+// new reader unless the request finished first, and the state says which
+// happened. A connection keeps one and re-arms it per request.
+type handOff struct {
+	state atomic.Int32 // handOffRunning, handOffDone or handOffTaken
+	timer *time.Timer
+}
+
+const (
+	handOffDone = iota
+	handOffRunning
+	handOffTaken
+)
+
+// serveOnReader serves a request on the reader's goroutine. It reports
+// whether this goroutine is still the reader.
+func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundRequest) bool {
+	h := c.handOff
+	if h == nil {
+		h = &handOff{}
+		h.state.Store(handOffRunning)
+		h.timer = time.AfterFunc(readerHandOff, func() {
+			// A late run of an earlier request's timer may hand over early,
+			// never twice: the state decides once per request.
+			if h.state.CompareAndSwap(handOffRunning, handOffTaken) {
+				c.wg.Add(1) // the old reader still counts until it returns
+				go c.readLoop()
+			}
+		})
+		c.handOff = h
+	} else {
+		h.state.Store(handOffRunning)
+		h.timer.Reset(readerHandOff)
+	}
+	c.serveRequest(ctx, in, req)
+	if h.state.CompareAndSwap(handOffRunning, handOffDone) {
+		h.timer.Stop()
+		return true
+	}
+	return false
 }
 
 // handleFrame decodes one frame: a message, or a batch where allowed. route
@@ -352,7 +422,7 @@ func (c *conn) handleMessage(m *wireMessage, route any) {
 			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: the id must be a string or an integer"}, route)
 			return
 		}
-		c.dispatchRequest(id, m.Method, m.Params, route)
+		c.dispatchRequest(id, m.Method, m.Params, route, false)
 	case kindNotification:
 		c.routeNotification(m.Method, m.Params)
 	default:
@@ -403,12 +473,14 @@ func (c *conn) routeResponse(m *wireMessage) {
 }
 
 // dispatchRequest admits an inbound request past the cap and the duplicate
-// check, then runs it on its own goroutine.
-func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any) {
+// check, then runs it on a worker goroutine, or in place when onReader says
+// the reader delivered it and nothing else is running or waiting to be
+// read. It reports false when the reading was handed to another goroutine.
+func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, onReader bool) bool {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return
+		return true
 	}
 	if c.atCapLocked() {
 		c.noteShedLocked(method)
@@ -416,12 +488,12 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 		// Answered before the id is claimed: the request left no trace and
 		// a retry is not a duplicate.
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeOverloaded, Message: "overloaded"}), related: id, final: true, route: route}, true)
-		return
+		return true
 	}
 	if _, dup := c.inbound[id]; dup {
 		c.mu.Unlock()
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: request id " + id.String() + " is already in flight"}), related: id, final: true, route: route}, true)
-		return
+		return true
 	}
 	ctx, cancel := context.WithCancelCause(c.baseCtx)
 	in := &inboundCall{cancel: cancel}
@@ -430,17 +502,23 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 	}
 	c.inbound[id] = in
 	c.occupied++
+	alone := c.occupied == 1
 	c.wg.Add(1)
 	c.mu.Unlock()
 	req := &inboundRequest{id: id, method: method, params: params, conn: c, route: route}
 	if r, ok := route.(inlineRoute); ok && r.runsInline() {
 		c.serveRequest(ctx, in, req)
-		return
+		return true
+	}
+	if onReader && alone && c.jobs != nil {
+		if p, ok := c.t.(inPlacer); ok && p.inPlaceOK() {
+			return c.serveOnReader(ctx, in, req)
+		}
 	}
 	j := job{ctx, in, req}
 	if c.jobs == nil {
 		go c.serveRequest(ctx, in, req)
-		return
+		return true
 	}
 	select {
 	case c.jobs <- j: // a parked worker takes it
@@ -451,12 +529,19 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 			// goroutine, whose request is counted.
 			c.mu.Unlock()
 			go c.serveRequest(ctx, in, req)
-			return
+			return true
 		}
 		c.wg.Add(1)
 		c.mu.Unlock()
 		go c.work(j)
 	}
+	return true
+}
+
+// inPlacer is a stream transport that says when a request may run on the
+// reading goroutine (IOTransport over an OS pipe with nothing more waiting).
+type inPlacer interface {
+	inPlaceOK() bool
 }
 
 // job is one admitted request on its way to a worker.

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -433,4 +434,68 @@ func TestHandlerWorkersAreBoundedAndEndWithTheConnection(t *testing.T) {
 			t.Fatalf("%d goroutines after close, started with %d", n, before)
 		}
 	})
+}
+
+// TestARequestServedInPlaceNeverStopsTheReading: over an OS pipe a request
+// that arrives on an idle connection runs on the reader's goroutine; one
+// that blocks must not stop the connection from reading, so a second call
+// that releases it is served, and a cancellation still reaches a blocked
+// handler.
+func TestARequestServedInPlaceNeverStopsTheReading(t *testing.T) {
+	gate := make(chan struct{})
+	cancelled := make(chan error, 1)
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "gate"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		select {
+		case <-gate:
+			return &CallToolResult{Content: []Content{TextContent("through")}}, nil
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("never released")
+		}
+	})
+	srv.AddTool(Tool{Name: "open"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		close(gate)
+		return &CallToolResult{}, nil
+	})
+	srv.AddTool(Tool{Name: "block"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		<-ctx.Done()
+		cancelled <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	for _, v := range []string{Version20251125, Version20260728} {
+		t.Run(v, func(t *testing.T) {
+			if v == Version20260728 {
+				gate = make(chan struct{})
+			}
+			cl := connectOver(t, srv, "stdio", v)
+			through := make(chan error, 1)
+			go func() {
+				res, err := cl.CallTool(context.Background(), "gate", nil)
+				if err == nil && (len(res.Content) != 1 || res.Content[0].Text != "through") {
+					err = fmt.Errorf("gate returned %+v", res)
+				}
+				through <- err
+			}()
+			time.Sleep(20 * time.Millisecond) // let gate start, in place
+			if _, err := cl.CallTool(context.Background(), "open", nil); err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			if err := <-through; err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if _, err := cl.CallTool(ctx, "block", nil); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("block: %v", err)
+			}
+			select {
+			case err := <-cancelled:
+				if err == nil {
+					t.Fatal("the handler's context ended without a cause")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the cancellation never reached the handler running in place")
+			}
+		})
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"reflect"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -30,7 +31,19 @@ func TestMain(m *testing.M) {
 		if os.Getenv("MCP_TEST_SERVE_FEATURES") != "" {
 			srv = featureServer(opts...)
 		}
-		if err := srv.Serve(context.Background(), StdioTransport()); err != nil {
+		if os.Getenv("MCP_TEST_SERVE_BENCH") != "" {
+			srv = benchServer(opts...)
+		}
+		if path := os.Getenv("MCP_TEST_SERVE_CPUPROFILE"); path != "" {
+			// The server side of a stdio benchmark, for pprof.
+			if f, err := os.Create(path); err == nil {
+				pprof.StartCPUProfile(f)
+				defer pprof.StopCPUProfile()
+			}
+		}
+		err := srv.Serve(context.Background(), StdioTransport())
+		pprof.StopCPUProfile()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
 		}

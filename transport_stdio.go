@@ -69,6 +69,7 @@ type IOTransport struct {
 	closers []io.Closer
 	maxSize int
 
+	file    bool   // r is an OS file (a pipe, stdin): see inPlaceOK
 	line    []byte // accumulates a line longer than the reader's buffer
 	wbuf    []byte
 	closeMu sync.Once
@@ -79,6 +80,7 @@ type IOTransport struct {
 // them to w, one per line. Close closes r and w if they are io.Closers.
 func NewIOTransport(r io.Reader, w io.Writer) *IOTransport {
 	t := &IOTransport{r: bufio.NewReaderSize(r, 64<<10), w: w, maxSize: DefaultMaxMessageSize}
+	_, t.file = r.(*os.File)
 	for _, x := range []any{w, r} {
 		if c, ok := x.(io.Closer); ok {
 			t.closers = append(t.closers, c)
@@ -147,6 +149,14 @@ func (t *IOTransport) ReadMessage() ([]byte, error) {
 		}
 	}
 }
+
+// inPlaceOK reports whether a request may run on the reading goroutine for
+// a moment: the input is an OS pipe or file, where a goroutine hand-off
+// costs a thread wake-up, and nothing more is read and waiting. In-memory
+// pipes keep every request on a worker, so that a test sees concurrent
+// requests start together without advancing a fake clock. Only the reading
+// goroutine may ask.
+func (t *IOTransport) inPlaceOK() bool { return t.file && t.r.Buffered() == 0 }
 
 func (t *IOTransport) tooLarge(n int) error {
 	return fmt.Errorf("%w: a message of at least %d bytes exceeds the limit of %d", ErrMessageTooLarge, n, t.maxSize)
