@@ -33,7 +33,7 @@ type metaEntry struct {
 // twice.
 func encodeRequestMeta(id ID, method string, params json.RawMessage, entries []metaEntry) []byte {
 	p := trimJSONSpace(params)
-	if len(entries) == 0 || len(p) < 2 || p[0] != '{' || bytes.Contains(p, []byte(`"_meta"`)) {
+	if len(entries) == 0 || len(p) < 2 || p[0] != '{' || hasMember(p, "_meta") {
 		return encodeRequest(id, method, withMeta(params, entries))
 	}
 	size := len(p) + len(method) + 64
@@ -64,6 +64,16 @@ func encodeRequestMeta(id ID, method string, params json.RawMessage, entries []m
 	}
 	b = append(b, p[1:]...)
 	return append(b, '}')
+}
+
+// hasMember reports whether the JSON object obj has a member name at its
+// top level; obj must be valid JSON.
+func hasMember(obj []byte, name string) bool {
+	found := false
+	eachMember(obj, func(key, _ []byte) {
+		found = found || memberIs(key, name)
+	})
+	return found
 }
 
 // withMeta adds entries to the _meta object of a JSON params object, creating
