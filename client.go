@@ -1181,7 +1181,10 @@ func decodeCallToolResult(raw json.RawMessage, r *CallToolResult) error {
 		case `"isError"`:
 			err = json.Unmarshal(value, &r.IsError)
 		case `"_meta"`:
-			if string(value) != "null" {
+			// Left out when it holds only the server's serverInfo, which
+			// Client.ServerInfo reports (as a server leaves out of a
+			// handler's Meta the members the engine reads).
+			if string(value) != "null" && (hasOtherMember(value, metaServerInfo) || !hasMember(value, metaServerInfo)) {
 				err = decodeMeta(value, &r.Meta)
 			}
 		}

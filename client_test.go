@@ -266,3 +266,39 @@ func TestDiscoverRetriesSupportedVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestCallToolResultMetaLeavesOutServerInfo: on 2026-07-28 every result
+// carries the server's serverInfo in _meta; a tool result's Meta is nil
+// when that is all, and holds everything when the tool set its own.
+func TestCallToolResultMetaLeavesOutServerInfo(t *testing.T) {
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "plain"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("x")}}, nil
+	})
+	srv.AddTool(Tool{Name: "tagged"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("x")}, Meta: Meta{"trace": "t-1"}}, nil
+	})
+	for _, v := range []string{Version20251125, Version20260728} {
+		cl := pair(t, srv, WithProtocolVersion(v))
+		res, err := cl.CallTool(context.Background(), "plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Meta != nil {
+			t.Errorf("%s: plain result Meta = %v, want nil", v, res.Meta)
+		}
+		res, err = cl.CallTool(context.Background(), "tagged", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Meta["trace"] != "t-1" {
+			t.Errorf("%s: tagged result Meta = %v", v, res.Meta)
+		}
+		if _, ok := res.Meta[metaServerInfo]; ok != (v == Version20260728) {
+			t.Errorf("%s: tagged result Meta = %v: serverInfo present %v", v, res.Meta, ok)
+		}
+		if got := cl.ServerInfo(); got.Name != "s" {
+			t.Errorf("%s: ServerInfo = %+v", v, got)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -167,6 +168,34 @@ type pushTransport interface {
 	pushesMessages()
 }
 
+// messageKeeper is implemented by transports that can take ownership of a
+// message to write (an HTTP POST outlives its WriteMessage): the engine
+// hands its buffer over with writeOwned, and never reuses it, instead of
+// WriteMessage copying it.
+type messageKeeper interface {
+	writeOwned(msg []byte) error
+}
+
+// ownable returns a message buffer to hand to a messageKeeper: the buffer
+// itself, or an exact copy when it is a pooled buffer mostly empty (the
+// pool then gets it back).
+func ownable(msg []byte) []byte {
+	if cap(msg) <= maxPooledMessage && cap(msg) > 2*len(msg) {
+		own := bytes.Clone(msg)
+		recycleMessage(msg)
+		return own
+	}
+	return msg
+}
+
+// inboundPusher is implemented by client transports whose streams each
+// run on a goroutine of their own (Streamable HTTP): they hand what they
+// read to the engine directly, one hop shorter than through ReadMessage,
+// which then only reports the end of the connection.
+type inboundPusher interface {
+	pushInto(deliver func(data []byte))
+}
+
 // exchangeAborter is implemented by transports whose requests each have an
 // exchange that can be abandoned (an HTTP POST).
 type exchangeAborter interface {
@@ -252,6 +281,9 @@ func (c *conn) start(ctx context.Context) error {
 	if _, ok := c.t.(pushTransport); ok {
 		c.direct = true
 		return nil
+	}
+	if p, ok := c.t.(inboundPusher); ok {
+		p.pushInto(func(data []byte) { c.handleOwnedFrame(data) })
 	}
 	c.wg.Add(2)
 	go c.readLoop()
@@ -368,6 +400,17 @@ func (c *conn) handleFrame(data []byte, route any) {
 		return
 	}
 	c.handleMessage(&m, route)
+}
+
+// handleOwnedFrame is handleFrame for a single message whose bytes are the
+// engine's to keep: its members are sliced from it, not from a copy.
+func (c *conn) handleOwnedFrame(data []byte) {
+	var m wireMessage
+	if first := trimJSONSpace(data); len(first) == 0 || first[0] != '{' || !utf8.Valid(data) || decodeOwnedEnvelope(data, &m) != nil {
+		c.handleFrame(data, nil)
+		return
+	}
+	c.handleMessage(&m, nil)
 }
 
 // idOf recovers the id of a message that failed to decode, if it has one.
@@ -949,6 +992,9 @@ func (c *conn) writeOne(o outgoing) error {
 	if _, ok := c.t.(routedWriter); ok {
 		return c.writeBatch([]outgoing{o}, nil)
 	}
+	if k, ok := c.t.(messageKeeper); ok {
+		return k.writeOwned(ownable(o.data))
+	}
 	if err := c.t.WriteMessage(o.data); err != nil {
 		return err
 	}
@@ -960,6 +1006,14 @@ func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 	if rw, ok := c.t.(routedWriter); ok {
 		// Routed transports may keep messages (for replay): no recycling.
 		return rw.writeRouted(batch)
+	}
+	if k, ok := c.t.(messageKeeper); ok {
+		for _, o := range batch {
+			if err := k.writeOwned(ownable(o.data)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	var err error
 	if bw, ok := c.t.(batchWriter); ok && len(batch) > 1 && frames != nil {
@@ -1005,11 +1059,19 @@ func marshalParams(params any) (json.RawMessage, error) {
 	return json.Marshal(params)
 }
 
+// closedError is ErrClosed with the reason the connection ended; it reads
+// as fmt.Errorf("%w: %w", ErrClosed, cause) would, without formatting
+// anything until asked.
+type closedError struct{ cause error }
+
+func (e *closedError) Error() string   { return ErrClosed.Error() + ": " + e.cause.Error() }
+func (e *closedError) Unwrap() []error { return []error{ErrClosed, e.cause} }
+
 func (c *conn) closedErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closeErr != nil {
-		return fmt.Errorf("%w: %w", ErrClosed, c.closeErr)
+		return &closedError{c.closeErr}
 	}
 	return ErrClosed
 }
@@ -1037,7 +1099,7 @@ func (c *conn) close(cause error) {
 	c.wclosed = true
 	c.wmu.Unlock()
 
-	err := fmt.Errorf("%w: %w", ErrClosed, cause)
+	err := &closedError{cause}
 	for _, call := range pending {
 		call.finish(nil, err)
 	}

@@ -390,13 +390,31 @@ var errEnvelopeShape = errors.New("not a JSON-RPC message object")
 // is; errEnvelopeShape means valid JSON of the wrong shape.
 func decodeEnvelope(data []byte, m *wireMessage) error {
 	if !validJSON(data) {
-		var v any
-		if err := json.Unmarshal(data, &v); err != nil {
-			return err // the same input fails again, with a useful message
-		}
-		return errors.New("invalid JSON")
+		return invalidJSONError(data)
 	}
-	data = bytes.Clone(data)
+	return decodeValidEnvelope(bytes.Clone(data), m)
+}
+
+// decodeOwnedEnvelope is decodeEnvelope for bytes nobody else will change
+// or reuse: m's members are slices of data itself.
+func decodeOwnedEnvelope(data []byte, m *wireMessage) error {
+	if !validJSON(data) {
+		return invalidJSONError(data)
+	}
+	return decodeValidEnvelope(data, m)
+}
+
+// invalidJSONError says what is wrong with data, which is not valid JSON.
+func invalidJSONError(data []byte) error {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err // the same input fails again, with a useful message
+	}
+	return errors.New("invalid JSON")
+}
+
+// decodeValidEnvelope is the scan of decodeEnvelope over valid JSON.
+func decodeValidEnvelope(data []byte, m *wireMessage) error {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return errEnvelopeShape

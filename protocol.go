@@ -76,6 +76,16 @@ func hasMember(obj []byte, name string) bool {
 	return found
 }
 
+// hasOtherMember reports whether the JSON object obj has a top-level
+// member other than name; obj must be valid JSON.
+func hasOtherMember(obj []byte, name string) bool {
+	found := false
+	eachMember(obj, func(key, _ []byte) {
+		found = found || !memberIs(key, name)
+	})
+	return found
+}
+
 // withMeta adds entries to the _meta object of a JSON params object, creating
 // params or _meta as needed. Entries win over keys already present.
 func withMeta(params json.RawMessage, entries []metaEntry) json.RawMessage {
@@ -265,7 +275,10 @@ type CallToolResult struct {
 	Content           []Content       `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
-	Meta              Meta            `json:"_meta,omitempty"`
+	// Meta is the result's _meta. A client leaves it nil when the server
+	// sent nothing there but its io.modelcontextprotocol/serverInfo
+	// (2026-07-28), which Client.ServerInfo reports.
+	Meta Meta `json:"_meta,omitempty"`
 }
 
 // ListToolsResult is the result of tools/list.

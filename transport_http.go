@@ -2462,6 +2462,10 @@ type HTTPTransport struct {
 
 	jobs chan postJob // idle POST workers wait here
 
+	// push hands a message to the engine on the goroutine that read it
+	// (set by the connection before any traffic); nil: the inbox.
+	push func(data []byte)
+
 	mu          sync.Mutex
 	closed      bool
 	sessionID   string
@@ -2561,8 +2565,26 @@ func (t *HTTPTransport) ReadMessage() ([]byte, error) {
 	return t.next(t.ctx.Done())
 }
 
-// deliver queues a message for ReadMessage; it gives up when ctx ends.
+// pushInto makes the transport hand each message it reads straight to
+// deliver, on the goroutine that read it, rather than queue it for
+// ReadMessage: a response then wakes its caller directly. ReadMessage still
+// reports the end of the connection.
+func (t *HTTPTransport) pushInto(deliver func(data []byte)) { t.push = deliver }
+
+// deliver hands a message to the engine or queues it for ReadMessage; it
+// gives up when ctx ends.
 func (t *HTTPTransport) deliver(ctx context.Context, msg []byte) bool {
+	if t.push != nil {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.failed:
+			return false
+		default:
+		}
+		t.push(msg)
+		return true
+	}
 	select {
 	case t.inbox <- msg:
 		return true
@@ -2584,7 +2606,12 @@ func (t *HTTPTransport) answer(ctx context.Context, id ID, e *Error) {
 // close timeout) for its answer, so that what the server sends outside a
 // request from then on has a stream to go on.
 func (t *HTTPTransport) WriteMessage(msg []byte) error {
-	body := bytes.Clone(msg)
+	return t.writeOwned(bytes.Clone(msg))
+}
+
+// writeOwned is WriteMessage for a message the transport may keep: the
+// engine's own, whose buffer it then never reuses.
+func (t *HTTPTransport) writeOwned(body []byte) error {
 	m := sniffMessage(body)
 	t.mu.Lock()
 	if t.closed {
