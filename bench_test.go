@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The benchmarks below measure the hot paths through the public API only:
@@ -29,6 +31,22 @@ func benchServer(opts ...Option) *Server {
 			return nil, err
 		}
 		return &CallToolResult{Content: []Content{TextContent(args.Text)}}, nil
+	})
+	s.AddTool(Tool{Name: "sleep"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		var args struct {
+			Ms int `json:"ms"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return nil, err
+		}
+		t := time.NewTimer(time.Duration(args.Ms) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &CallToolResult{Content: []Content{TextContent("slept")}}, nil
 	})
 	s.AddTool(Tool{Name: "progress"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		var args struct {
@@ -291,5 +309,37 @@ func BenchmarkJSONFloor(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// BenchmarkParallelSleep starts 64 calls of a tool that sleeps 100 ms at
+// once and reports how many ran side by side on average ("width", 64 at
+// best): what each call costs beyond its sleep, with all 64 in flight.
+func BenchmarkParallelSleep(b *testing.B) {
+	benchEachCarrier(b, func(b *testing.B, cl *Client) {
+		const calls, sleep = 64, 100 * time.Millisecond
+		ctx := context.Background()
+		for range 2 { // warm up: connections and workers for 64 callers
+			var wg sync.WaitGroup
+			for range calls {
+				wg.Go(func() { cl.CallTool(ctx, "sleep", map[string]int{"ms": 1}) })
+			}
+			wg.Wait()
+		}
+		var wall time.Duration
+		for b.Loop() {
+			var wg sync.WaitGroup
+			start := time.Now()
+			for range calls {
+				wg.Go(func() {
+					if _, err := cl.CallTool(ctx, "sleep", map[string]int{"ms": int(sleep / time.Millisecond)}); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			wall += time.Since(start)
+		}
+		b.ReportMetric(float64(b.N)*calls*float64(sleep)/float64(wall), "width")
 	})
 }
