@@ -357,20 +357,24 @@ func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundR
 	h := c.handOff
 	if h == nil {
 		h = &handOff{}
-		h.state.Store(handOffRunning)
-		h.timer = time.AfterFunc(readerHandOff, func() {
-			// A late run of an earlier request's timer may hand over early,
-			// never twice: the state decides once per request.
+		h.timer = time.AfterFunc(time.Hour, func() {
+			// Counted before the state changes hands, so that the old
+			// reader, which returns once it sees the change, never lets
+			// the count reach zero in between. A late run of an earlier
+			// request's timer may hand over early, never twice: the state
+			// decides once per request.
+			c.wg.Add(1)
 			if h.state.CompareAndSwap(handOffRunning, handOffTaken) {
-				c.wg.Add(1) // the old reader still counts until it returns
 				go c.readLoop()
+			} else {
+				c.wg.Done()
 			}
 		})
-		c.handOff = h
-	} else {
-		h.state.Store(handOffRunning)
-		h.timer.Reset(readerHandOff)
+		h.timer.Stop()
+		c.handOff = h // before the timer runs: the next reader uses it
 	}
+	h.state.Store(handOffRunning)
+	h.timer.Reset(readerHandOff)
 	c.serveRequest(ctx, in, req)
 	if h.state.CompareAndSwap(handOffRunning, handOffDone) {
 		h.timer.Stop()

@@ -499,3 +499,60 @@ func TestARequestServedInPlaceNeverStopsTheReading(t *testing.T) {
 		})
 	}
 }
+
+// TestInPlaceRequestsAroundTheHandOff: over an OS pipe, requests whose
+// handlers finish just before, at and after readerHandOff, sequential and
+// concurrent, all get their answer, and nothing is left running after.
+func TestInPlaceRequestsAroundTheHandOff(t *testing.T) {
+	before := runtime.NumGoroutine()
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "spin"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		var args struct {
+			Us int `json:"us"`
+		}
+		json.Unmarshal(req.Params.Arguments, &args)
+		for end := time.Now().Add(time.Duration(args.Us) * time.Microsecond); time.Now().Before(end); {
+		}
+		return &CallToolResult{Content: []Content{TextContent(fmt.Sprint(args.Us))}}, nil
+	})
+	ct, st := pipeTransports(t)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), st) }()
+	cl := NewClient(Implementation{Name: "c", Version: "1"})
+	if err := cl.Connect(context.Background(), ct); err != nil {
+		t.Fatal(err)
+	}
+	call := func(us int) {
+		res, err := cl.CallTool(context.Background(), "spin", map[string]int{"us": us})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if len(res.Content) != 1 || res.Content[0].Text != fmt.Sprint(us) {
+			t.Errorf("spin %d answered %+v", us, res.Content)
+		}
+	}
+	for i := range 300 {
+		call(i % 120)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				call((i * (g + 1)) % 120)
+			}
+		})
+	}
+	wg.Wait()
+	cl.Close()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after close, started with %d", n, before)
+	}
+}
