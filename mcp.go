@@ -344,7 +344,17 @@ func (m *wireMessage) kind() (int, string) {
 // encodeRequest writes a request or notification envelope. A zero id writes a
 // notification.
 func encodeRequest(id ID, method string, params []byte) []byte {
-	b := messageBuffer(len(params) + len(method) + 48)
+	b := appendRequestHead(messageBuffer(len(params)+len(method)+48), id, method)
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// appendRequestHead appends a request's (or, with a zero id, a
+// notification's) envelope up to its method, without closing it.
+func appendRequestHead(b []byte, id ID, method string) []byte {
 	b = append(b, `{"jsonrpc":"2.0",`...)
 	if id.valid {
 		b = append(b, `"id":`...)
@@ -352,12 +362,7 @@ func encodeRequest(id ID, method string, params []byte) []byte {
 		b = append(b, ',')
 	}
 	b = append(b, `"method":`...)
-	b = appendJSONString(b, method)
-	if len(params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-	}
-	return append(b, '}')
+	return appendJSONString(b, method)
 }
 
 // encodeResult writes a success response envelope.

@@ -40,16 +40,16 @@ func encodeRequestMeta(id ID, method string, params json.RawMessage, entries []m
 	for _, e := range entries {
 		size += len(e.key) + len(e.value) + 8
 	}
-	b := messageBuffer(size)
-	b = append(b, `{"jsonrpc":"2.0",`...)
-	if id.valid {
-		b = append(b, `"id":`...)
-		b = id.appendJSON(b)
-		b = append(b, ',')
-	}
-	b = append(b, `"method":`...)
-	b = appendJSONString(b, method)
-	b = append(b, `,"params":{"_meta":{`...)
+	b := appendRequestHead(messageBuffer(size), id, method)
+	b = append(b, `,"params":`...)
+	b = appendMetaSplice(b, p, entries)
+	return append(b, '}')
+}
+
+// appendMetaSplice appends the JSON object obj (which has no _meta) with a
+// _meta member made of entries put first.
+func appendMetaSplice(b, obj []byte, entries []metaEntry) []byte {
+	b = append(b, `{"_meta":{`...)
 	for i, e := range entries {
 		if i > 0 {
 			b = append(b, ',')
@@ -59,11 +59,10 @@ func encodeRequestMeta(id ID, method string, params json.RawMessage, entries []m
 		b = append(b, e.value...)
 	}
 	b = append(b, '}')
-	if rest := trimJSONSpace(p[1:]); len(rest) > 0 && rest[0] != '}' {
+	if rest := trimJSONSpace(obj[1:]); len(rest) > 0 && rest[0] != '}' {
 		b = append(b, ',')
 	}
-	b = append(b, p[1:]...)
-	return append(b, '}')
+	return append(b, obj[1:]...)
 }
 
 // hasMember reports whether the JSON object obj has a member name at its
@@ -101,22 +100,7 @@ func withMeta(params json.RawMessage, entries []metaEntry) json.RawMessage {
 		for _, e := range entries {
 			size += len(e.key) + len(e.value) + 8
 		}
-		b := make([]byte, 0, size)
-		b = append(b, `{"_meta":{`...)
-		for i, e := range entries {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, e.key)
-			b = append(b, ':')
-			b = append(b, e.value...)
-		}
-		b = append(b, '}')
-		rest := trimJSONSpace(p[1:])
-		if len(rest) > 0 && rest[0] != '}' {
-			b = append(b, ',')
-		}
-		return append(b, rest...)
+		return appendMetaSplice(make([]byte, 0, size), p, entries)
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(p, &obj) != nil {
