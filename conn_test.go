@@ -387,10 +387,9 @@ func TestWithMeta(t *testing.T) {
 
 // TestHandlerWorkersAreBoundedAndEndWithTheConnection: after a burst of
 // concurrent requests a connection keeps at most maxIdleWorkers handler
-// goroutines parked for the next ones, reuses them, and none outlives Serve.
+// goroutines parked for the next ones, and none outlives Serve.
 func TestHandlerWorkersAreBoundedAndEndWithTheConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		before := runtime.NumGoroutine()
 		ct, st := NewInMemoryTransports()
 		served := make(chan error, 1)
 		go func() { served <- newTestServer().Serve(context.Background(), st) }()
@@ -399,9 +398,6 @@ func TestHandlerWorkersAreBoundedAndEndWithTheConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cl.Close()
-		synctest.Wait()
-		// initialize was served by a worker that is now parked.
-		connected := runtime.NumGoroutine() - 1
 		var wg sync.WaitGroup
 		for range 64 {
 			wg.Go(func() {
@@ -412,8 +408,8 @@ func TestHandlerWorkersAreBoundedAndEndWithTheConnection(t *testing.T) {
 		}
 		wg.Wait()
 		synctest.Wait()
-		if n := runtime.NumGoroutine() - connected; n != maxIdleWorkers {
-			t.Fatalf("%d goroutines parked after 64 concurrent calls, want %d", n, maxIdleWorkers)
+		if n := parkedWorkers(); n != maxIdleWorkers {
+			t.Fatalf("%d handler goroutines parked after 64 concurrent calls, want %d", n, maxIdleWorkers)
 		}
 		// Sequential calls take a parked worker and park it again.
 		for range 10 {
@@ -422,18 +418,49 @@ func TestHandlerWorkersAreBoundedAndEndWithTheConnection(t *testing.T) {
 			}
 		}
 		synctest.Wait()
-		if n := runtime.NumGoroutine() - connected; n != maxIdleWorkers {
-			t.Fatalf("%d goroutines parked after sequential calls, want %d", n, maxIdleWorkers)
+		if n := parkedWorkers(); n != maxIdleWorkers {
+			t.Fatalf("%d handler goroutines parked after sequential calls, want %d", n, maxIdleWorkers)
 		}
 		cl.Close()
 		if err := <-served; err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if n := runtime.NumGoroutine(); n != before {
-			t.Fatalf("%d goroutines after close, started with %d", n, before)
+		if n := parkedWorkers(); n != 0 {
+			t.Fatalf("%d handler goroutines outlived the connection", n)
 		}
 	})
+}
+
+// parkedWorkers counts the goroutines of the calling goroutine's synctest
+// bubble that run (*conn).work, from a dump of every goroutine: the
+// process-wide goroutine count also sees other tests' goroutines.
+func parkedWorkers() int {
+	self := make([]byte, 256)
+	self = self[:runtime.Stack(self, false)]
+	header, _, _ := strings.Cut(string(self), "\n")
+	_, bubble, ok := strings.Cut(header, "synctest bubble ")
+	if !ok {
+		panic("parkedWorkers: not in a synctest bubble")
+	}
+	bubble = "synctest bubble " + strings.TrimSuffix(bubble, "]:")
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		first, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(first, bubble+"]") && strings.Contains(g, "mcp.(*conn).work(") {
+			count++
+		}
+	}
+	return count
 }
 
 // TestARequestServedInPlaceNeverStopsTheReading: over an OS pipe a request
