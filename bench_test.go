@@ -237,13 +237,25 @@ func BenchmarkEcho1MiB(b *testing.B) {
 }
 
 // The floor messages: what a tools/call echo round trip must encode and
-// decode at least once, as plain structs with no SDK.
+// decode at least once, as plain structs with no SDK. On 2026-07-28 they
+// carry what that revision adds to every request and result (request _meta
+// with the protocol version and the client's capabilities and info; result
+// resultType and _meta with the server's info).
 type (
+	floorInfo struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
 	floorRequest struct {
 		JSONRPC string `json:"jsonrpc"`
 		ID      int64  `json:"id"`
 		Method  string `json:"method"`
 		Params  struct {
+			Meta *struct {
+				ProtocolVersion    string         `json:"io.modelcontextprotocol/protocolVersion"`
+				ClientCapabilities map[string]any `json:"io.modelcontextprotocol/clientCapabilities"`
+				ClientInfo         floorInfo      `json:"io.modelcontextprotocol/clientInfo"`
+			} `json:"_meta,omitempty"`
 			Name      string        `json:"name"`
 			Arguments benchEchoArgs `json:"arguments"`
 		} `json:"params"`
@@ -252,6 +264,10 @@ type (
 		JSONRPC string `json:"jsonrpc"`
 		ID      int64  `json:"id"`
 		Result  struct {
+			ResultType string `json:"resultType,omitempty"`
+			Meta       *struct {
+				ServerInfo floorInfo `json:"io.modelcontextprotocol/serverInfo"`
+			} `json:"_meta,omitempty"`
 			Content []struct {
 				Type string `json:"type"`
 				Text string `json:"text"`
@@ -260,56 +276,76 @@ type (
 	}
 )
 
-// BenchmarkJSONFloor encodes and decodes, with encoding/json and nothing
-// else, the messages of one echo round trip: the request (client marshal,
-// server unmarshal) and the response (server marshal, client unmarshal).
-// A pipe round trip is compared against "roundtrip".
-func BenchmarkJSONFloor(b *testing.B) {
-	var req floorRequest
+// floorMessages returns the request and response of an echo round trip on
+// version.
+func floorMessages(version string) (*floorRequest, *floorResponse) {
+	req, resp := new(floorRequest), new(floorResponse)
 	req.JSONRPC, req.ID, req.Method = "2.0", 1, "tools/call"
 	req.Params.Name, req.Params.Arguments.Text = "echo", "hello"
-	var resp floorResponse
 	resp.JSONRPC, resp.ID = "2.0", 1
 	resp.Result.Content = append(resp.Result.Content, struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}{"text", "hello"})
+	if isModernVersion(version) {
+		req.Params.Meta = &struct {
+			ProtocolVersion    string         `json:"io.modelcontextprotocol/protocolVersion"`
+			ClientCapabilities map[string]any `json:"io.modelcontextprotocol/clientCapabilities"`
+			ClientInfo         floorInfo      `json:"io.modelcontextprotocol/clientInfo"`
+		}{version, map[string]any{}, floorInfo{"bench-client", "1.0.0"}}
+		resp.Result.ResultType = "complete"
+		resp.Result.Meta = &struct {
+			ServerInfo floorInfo `json:"io.modelcontextprotocol/serverInfo"`
+		}{floorInfo{"bench-server", "1.0.0"}}
+	}
+	return req, resp
+}
 
-	b.Run("request", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			data, err := json.Marshal(&req)
-			if err != nil {
-				b.Fatal(err)
+// BenchmarkJSONFloor encodes and decodes, with encoding/json and nothing
+// else, the messages of one echo round trip on each revision: the request
+// (client marshal, server unmarshal) and the response (server marshal,
+// client unmarshal). A pipe round trip is compared against "roundtrip".
+func BenchmarkJSONFloor(b *testing.B) {
+	for _, v := range benchVersions {
+		req, resp := floorMessages(v)
+		b.Run("request/"+v, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				data, err := json.Marshal(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var got floorRequest
+				if err := json.Unmarshal(data, &got); err != nil {
+					b.Fatal(err)
+				}
 			}
-			var got floorRequest
-			if err := json.Unmarshal(data, &got); err != nil {
-				b.Fatal(err)
+		})
+		b.Run("roundtrip/"+v, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				data, err := json.Marshal(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var gotReq floorRequest
+				if err := json.Unmarshal(data, &gotReq); err != nil {
+					b.Fatal(err)
+				}
+				resp.ID = gotReq.ID
+				if data, err = json.Marshal(resp); err != nil {
+					b.Fatal(err)
+				}
+				var gotResp floorResponse
+				if err := json.Unmarshal(data, &gotResp); err != nil {
+					b.Fatal(err)
+				}
+				if len(gotResp.Result.Content) != 1 {
+					b.Fatal("lost content")
+				}
 			}
-		}
-	})
-	b.Run("roundtrip", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			data, err := json.Marshal(&req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var gotReq floorRequest
-			if err := json.Unmarshal(data, &gotReq); err != nil {
-				b.Fatal(err)
-			}
-			resp.ID = gotReq.ID
-			data, err = json.Marshal(&resp)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var gotResp floorResponse
-			if err := json.Unmarshal(data, &gotResp); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkParallelSleep starts 64 calls of a tool that sleeps 100 ms at

@@ -213,7 +213,7 @@ func (r *run) measure(ctx context.Context, version string, sdks []adapter, n cou
 			}
 		}
 		out := sample{}
-		if err := runFloor(n.FloorRounds, out); err == nil {
+		if err := runFloor(n.FloorRounds, version, out); err == nil {
 			c := cell{version, "-", mFloor, "encoding/json"}
 			r.store.vals[c] = append(r.store.vals[c], out[mFloor])
 		}

@@ -369,39 +369,63 @@ func post(ctx context.Context, hc *http.Client, url, body, session string) (*htt
 }
 
 // The floor messages: one echo round trip encoded and decoded once each
-// with encoding/json and plain structs, no SDK.
+// with encoding/json and plain structs, no SDK. On 2026-07-28 the same
+// round trip carries what that revision puts in every request and result:
+// the request's _meta (protocol version, client capabilities and info) and
+// the result's resultType and _meta (server info).
 type (
+	floorInfo struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	floorRequestMeta struct {
+		ProtocolVersion    string         `json:"io.modelcontextprotocol/protocolVersion"`
+		ClientCapabilities map[string]any `json:"io.modelcontextprotocol/clientCapabilities"`
+		ClientInfo         floorInfo      `json:"io.modelcontextprotocol/clientInfo"`
+	}
 	floorRequest struct {
 		JSONRPC string `json:"jsonrpc"`
 		ID      int64  `json:"id"`
 		Method  string `json:"method"`
 		Params  struct {
-			Name      string   `json:"name"`
-			Arguments echoArgs `json:"arguments"`
+			Meta      *floorRequestMeta `json:"_meta,omitempty"`
+			Name      string            `json:"name"`
+			Arguments echoArgs          `json:"arguments"`
 		} `json:"params"`
 	}
 	floorContent struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
+	floorResultMeta struct {
+		ServerInfo floorInfo `json:"io.modelcontextprotocol/serverInfo"`
+	}
 	floorResponse struct {
 		JSONRPC string `json:"jsonrpc"`
 		ID      int64  `json:"id"`
 		Result  struct {
-			Content []floorContent `json:"content"`
+			ResultType string           `json:"resultType,omitempty"`
+			Meta       *floorResultMeta `json:"_meta,omitempty"`
+			Content    []floorContent   `json:"content"`
 		} `json:"result"`
 	}
 )
 
-// runFloor measures the JSON floor of one echo round trip: marshal and
-// unmarshal the request, then the response (BenchmarkJSONFloor/roundtrip).
-func runFloor(rounds int, out sample) error {
+// runFloor measures the JSON floor of one echo round trip of version:
+// marshal and unmarshal the request, then the response
+// (BenchmarkJSONFloor/roundtrip in the library).
+func runFloor(rounds int, version string, out sample) error {
 	var req floorRequest
 	req.JSONRPC, req.ID, req.Method = "2.0", 1, "tools/call"
 	req.Params.Name, req.Params.Arguments.Text = "echo", "hello"
 	var resp floorResponse
 	resp.JSONRPC = "2.0"
 	resp.Result.Content = []floorContent{{"text", "hello"}}
+	if version >= "2026-07-28" {
+		req.Params.Meta = &floorRequestMeta{ProtocolVersion: version, ClientCapabilities: map[string]any{}, ClientInfo: floorInfo{"bench", "1.0.0"}}
+		resp.Result.ResultType = "complete"
+		resp.Result.Meta = &floorResultMeta{ServerInfo: floorInfo{"bench", "1.0.0"}}
+	}
 	start := time.Now()
 	for range rounds {
 		data, err := json.Marshal(&req)
