@@ -2473,6 +2473,11 @@ type HTTPTransport struct {
 	exchanges   map[ID]*exchange
 	toolHeaders map[string][]paramHeader
 	getStarted  bool
+
+	// legacyHeader is the header map every message of the older revisions
+	// shares, built for legacySession and legacyVersion; read-only.
+	legacyHeader                 http.Header
+	legacySession, legacyVersion string
 }
 
 // defaultHTTPClient is the client of the transports given none: a clone
@@ -2698,6 +2703,11 @@ func (t *HTTPTransport) postWorker(job postJob) {
 
 // headerLocked builds the headers of a POST carrying m.
 func (t *HTTPTransport) headerLocked(m *httpMessage) http.Header {
+	if !m.hasVersion && t.legacyHeader != nil && t.legacySession == t.sessionID && t.legacyVersion == t.version {
+		// Every message of a session carries the same headers: one map,
+		// which net/http only reads, serves them all.
+		return t.legacyHeader
+	}
 	h := make(http.Header, len(t.cfg.header)+6)
 	for k, v := range t.cfg.header {
 		h[k] = slices.Clone(v)
@@ -2714,6 +2724,7 @@ func (t *HTTPTransport) headerLocked(m *httpMessage) http.Header {
 		if t.version != "" {
 			vals.set(headerProtocolVersion, t.version)
 		}
+		t.legacyHeader, t.legacySession, t.legacyVersion = h, t.sessionID, t.version
 		return h
 	}
 	vals.set(headerProtocolVersion, m.version)
