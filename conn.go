@@ -176,9 +176,9 @@ type messageKeeper interface {
 	writeOwned(msg []byte) error
 }
 
-// ownable returns a message buffer to hand to a messageKeeper: the buffer
-// itself, or an exact copy when it is a pooled buffer mostly empty (the
-// pool then gets it back).
+// ownable returns a message buffer to hand to a transport that keeps it (a
+// messageKeeper, a routedWriter): the buffer itself, or an exact copy when
+// it is a pooled buffer mostly empty (the pool then gets it back).
 func ownable(msg []byte) []byte {
 	if cap(msg) <= maxPooledMessage && cap(msg) > 2*len(msg) {
 		own := bytes.Clone(msg)
@@ -893,6 +893,7 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 		if closed {
 			return c.closedErr()
 		}
+		o.data = ownable(o.data)
 		return c.t.(routedWriter).writeRouted([]outgoing{o})
 	}
 	for {
@@ -1008,7 +1009,11 @@ func (c *conn) writeOne(o outgoing) error {
 
 func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 	if rw, ok := c.t.(routedWriter); ok {
-		// Routed transports may keep messages (for replay): no recycling.
+		// Routed transports may keep messages (for replay): they get
+		// buffers of their own.
+		for i := range batch {
+			batch[i].data = ownable(batch[i].data)
+		}
 		return rw.writeRouted(batch)
 	}
 	if k, ok := c.t.(messageKeeper); ok {
