@@ -319,8 +319,8 @@ func (c *conn) readLoop() {
 // to another goroutine meanwhile.
 func (c *conn) readFrame(data []byte) bool {
 	var m wireMessage
-	if first := trimJSONSpace(data); len(first) == 0 || first[0] != '{' || !utf8.Valid(data) || decodeEnvelope(data, &m) != nil {
-		c.handleFrame(data, nil)
+	if !decodeSingle(data, false, &m) {
+		c.handleFrame(data, nil) // a batch, or an error to answer
 		return true
 	}
 	if kind, _ := m.kind(); kind == kindRequest {
@@ -410,11 +410,24 @@ func (c *conn) handleFrame(data []byte, route any) {
 // engine's to keep: its members are sliced from it, not from a copy.
 func (c *conn) handleOwnedFrame(data []byte) {
 	var m wireMessage
-	if first := trimJSONSpace(data); len(first) == 0 || first[0] != '{' || !utf8.Valid(data) || decodeOwnedEnvelope(data, &m) != nil {
-		c.handleFrame(data, nil)
+	if !decodeSingle(data, true, &m) {
+		c.handleFrame(data, nil) // a batch, or an error to answer
 		return
 	}
 	c.handleMessage(&m, nil)
+}
+
+// decodeSingle decodes data into m when it is one well-formed message
+// object; it reports false for a batch and for anything handleFrame must
+// answer with an error. owned: m may slice data itself.
+func decodeSingle(data []byte, owned bool, m *wireMessage) bool {
+	if first := trimJSONSpace(data); len(first) == 0 || first[0] != '{' || !utf8.Valid(data) {
+		return false
+	}
+	if owned {
+		return decodeOwnedEnvelope(data, m) == nil
+	}
+	return decodeEnvelope(data, m) == nil
 }
 
 // idOf recovers the id of a message that failed to decode, if it has one.

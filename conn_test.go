@@ -470,9 +470,11 @@ func parkedWorkers() int {
 // handler.
 func TestARequestServedInPlaceNeverStopsTheReading(t *testing.T) {
 	gate := make(chan struct{})
+	started := make(chan struct{}, 1)
 	cancelled := make(chan error, 1)
 	srv := NewServer(Implementation{Name: "s", Version: "1"})
 	srv.AddTool(Tool{Name: "gate"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		started <- struct{}{}
 		select {
 		case <-gate:
 			return &CallToolResult{Content: []Content{TextContent("through")}}, nil
@@ -503,7 +505,7 @@ func TestARequestServedInPlaceNeverStopsTheReading(t *testing.T) {
 				}
 				through <- err
 			}()
-			time.Sleep(20 * time.Millisecond) // let gate start, in place
+			<-started // gate runs, in place: open must still be read
 			if _, err := cl.CallTool(context.Background(), "open", nil); err != nil {
 				t.Fatalf("open: %v", err)
 			}
