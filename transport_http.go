@@ -471,16 +471,20 @@ func encodeErrorOrAnonymous(id ID, e *Error) []byte {
 // acceptsBoth reports whether an Accept header lists both JSON and SSE, as
 // Streamable HTTP asks of every POST; wildcards count.
 func acceptsBoth(r *http.Request) bool {
-	return accepts(r, "application/json") && accepts(r, "text/event-stream")
+	if v := r.Header["Accept"]; len(v) == 1 && (v[0] == "application/json, text/event-stream" || v[0] == "text/event-stream, application/json") {
+		return true // what clients send, ours included
+	}
+	return accepts(r, "application/json", "application/*") && accepts(r, "text/event-stream", "text/*")
 }
 
-func accepts(r *http.Request, mediaType string) bool {
-	major, _, _ := strings.Cut(mediaType, "/")
+// accepts reports whether r's Accept header lists mediaType, its
+// wildcard (major/*) or */*.
+func accepts(r *http.Request, mediaType, wildcard string) bool {
 	for _, v := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(v, ",") {
 			t, _, _ := strings.Cut(part, ";")
-			t = strings.ToLower(strings.TrimSpace(t))
-			if t == mediaType || t == "*/*" || t == major+"/*" {
+			t = strings.TrimSpace(t)
+			if strings.EqualFold(t, mediaType) || t == "*/*" || strings.EqualFold(t, wildcard) {
 				return true
 			}
 		}
@@ -927,7 +931,7 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
 		h.methodNotAllowed(w)
 		return
 	}
-	if !accepts(r, "text/event-stream") {
+	if !accepts(r, "text/event-stream", "text/*") {
 		writeHTTPError(w, http.StatusNotAcceptable, CodeInvalidRequest, ID{}, "Not Acceptable: a GET must accept text/event-stream")
 		return
 	}
@@ -2024,10 +2028,12 @@ func readPOSTBody(body []byte) (msgs []*httpMessage, batch, ok bool) {
 }
 
 // decodeHTTPMessage decodes one message with the engine's envelope decoder
-// and classifies it; isJSON is false when data is not JSON at all.
+// and classifies it; isJSON is false when data is not JSON at all. data is
+// the message's own (a POST body read for this request, or a batch item
+// copied out of one): the envelope slices it rather than a copy.
 func decodeHTTPMessage(data []byte) (m *httpMessage, isJSON bool) {
 	m = &httpMessage{}
-	if err := decodeEnvelope(data, &m.wire); err != nil {
+	if err := decodeOwnedEnvelope(data, &m.wire); err != nil {
 		m.kind, m.invalid = kindInvalid, err.Error()
 		m.id = idOf(data)
 		return m, err == errEnvelopeShape
@@ -2450,6 +2456,7 @@ func decodeHeaderValue(s string) (string, bool) {
 type HTTPTransport struct {
 	url    string
 	cfg    *httpConfig
+	post0  *http.Request // a POST to url without context, body or headers; nil: url does not parse
 	client *http.Client
 	log    *slog.Logger
 	maxMsg int
@@ -2507,11 +2514,34 @@ func NewHTTPTransport(url string, opts ...HTTPOption) *HTTPTransport {
 		client = defaultHTTPClient()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	// The URL is parsed once: each POST starts from this request.
+	post0, _ := http.NewRequest(http.MethodPost, url, nil)
 	return &HTTPTransport{
-		url: url, cfg: cfg, client: client, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
+		url: url, cfg: cfg, client: client, post0: post0, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
 		ctx: ctx, cancel: cancel, clientInbox: newClientInbox(), jobs: make(chan postJob),
 		exchanges: make(map[ID]*exchange), toolHeaders: make(map[string][]paramHeader),
 	}
+}
+
+// newPOST is http.NewRequestWithContext(ctx, "POST", t.url, body) without
+// parsing the URL again: a copy of post0 with its own URL (a RoundTripper
+// that edits one cannot reach the next), body and header.
+func (t *HTTPTransport) newPOST(ctx context.Context, body []byte, header http.Header) (*http.Request, error) {
+	if t.post0 == nil {
+		_, err := http.NewRequest(http.MethodPost, t.url, nil) // the parse error
+		return nil, err
+	}
+	req := t.post0.WithContext(ctx)
+	u := *req.URL
+	req.URL = &u
+	req.Header = header
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if len(body) == 0 {
+		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
+	return req, nil
 }
 
 func (t *HTTPTransport) start(_ context.Context, log *slog.Logger) error {
@@ -2804,12 +2834,11 @@ type clientStream struct {
 func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, body []byte, header http.Header) {
 	defer t.endExchange(m.id, ex)
 	isRequest := m.kind == kindRequest
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	req, err := t.newPOST(ctx, body, header)
 	if err != nil {
 		t.fail(fmt.Errorf("mcp: bad endpoint URL: %w", err))
 		return
 	}
-	req.Header = header
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -3607,7 +3636,7 @@ func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveEvents runs a session for as long as its GET stream is open.
 func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request) {
-	if !accepts(r, "text/event-stream") {
+	if !accepts(r, "text/event-stream", "text/*") {
 		writeHTTPError(w, http.StatusNotAcceptable, CodeInvalidRequest, ID{}, "Not Acceptable: the event stream is text/event-stream")
 		return
 	}

@@ -357,6 +357,9 @@ func TestHTTPLegacyRules(t *testing.T) {
 		{"Accept JSON only", "POST", ping, withSession("Accept", "application/json"), 406, CodeInvalidRequest, ""},
 		{"Accept SSE only", "POST", ping, withSession("Accept", "text/event-stream"), 406, CodeInvalidRequest, ""},
 		{"Accept wildcard", "POST", ping, withSession("Accept", "*/*"), 200, 0, `"result":{}`},
+		{"Accept type wildcards", "POST", ping, withSession("Accept", "application/*;q=0.9, text/*"), 200, 0, `"result":{}`},
+		{"Accept in another case and order", "POST", ping, withSession("Accept", "TEXT/Event-Stream,Application/JSON"), 200, 0, `"result":{}`},
+		{"Accept wildcard of the wrong type", "POST", ping, withSession("Accept", "application/json, application/*"), 406, CodeInvalidRequest, ""},
 		{"text/plain body", "POST", ping, withSession("Content-Type", "text/plain"), 415, CodeInvalidRequest, ""},
 		{"JSON with charset", "POST", ping, withSession("Content-Type", "application/json; charset=utf-8"), 200, 0, `"result":{}`},
 		{"body over the cap", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("x", 2<<10) + `"}}`, withSession(), 413, CodeInvalidRequest, ""},
@@ -1308,6 +1311,73 @@ func TestHTTPClientSessionExpired(t *testing.T) {
 	_, err := cl.CallTool(context.Background(), "echo", nil)
 	if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), ErrSessionExpired.Error()) {
 		t.Fatalf("CallTool on an expired session = %v", err)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestHTTPClientPOSTsAreIndependent: each POST is a request of its own,
+// whole for a retry (GetBody) and with its own URL, so that a RoundTripper
+// that edits one request (against its contract, but it happens) cannot
+// redirect the next.
+func TestHTTPClientPOSTsAreIndependent(t *testing.T) {
+	t.Parallel()
+	ts := serveHTTP(t, newTestServer())
+	var mu sync.Mutex
+	var paths []string
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		if r.Method == http.MethodPost {
+			if r.GetBody == nil || r.ContentLength <= 0 {
+				return nil, fmt.Errorf("POST without GetBody or length: %v %d", r.GetBody == nil, r.ContentLength)
+			}
+			again, _ := r.GetBody()
+			first, _ := io.ReadAll(again)
+			body, _ := io.ReadAll(r.Body)
+			if !bytes.Equal(first, body) {
+				return nil, fmt.Errorf("GetBody gave %q, the body is %q", first, body)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		resp, err := http.DefaultTransport.RoundTrip(r)
+		r.URL.Path = "/edited"
+		return resp, err
+	})}
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
+	if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL+"/mcp", WithHTTPClient(hc), WithoutStandaloneStream())); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for range 3 {
+		if _, err := cl.CallTool(context.Background(), "echo", map[string]any{"text": "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(paths) < 5 {
+		t.Fatalf("only %d requests", len(paths))
+	}
+	for i, p := range paths {
+		if p != "/mcp" {
+			t.Fatalf("request %d went to %q, want /mcp (all: %q)", i, p, paths)
+		}
+	}
+}
+
+// TestHTTPClientBadEndpointURL: a URL that does not parse fails Connect
+// with the parse error, instead of a timeout.
+func TestHTTPClientBadEndpointURL(t *testing.T) {
+	t.Parallel()
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithRequestTimeout(5*time.Second))
+	err := cl.Connect(context.Background(), NewHTTPTransport("http://[::1:80/mcp"))
+	if err == nil || !strings.Contains(err.Error(), "bad endpoint URL") {
+		t.Fatalf("Connect = %v, want the bad endpoint URL", err)
 	}
 }
 
