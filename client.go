@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,8 @@ type clientConfig struct {
 	roots           []Root
 	rootsHandler    RootsHandler
 	rootsSet        bool
+
+	readIdle time.Duration // callerReadIdle unless set (by tests)
 }
 
 // ElicitationHandler answers a server's elicitation: it shows the user the
@@ -182,6 +185,7 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 		return errors.New("mcp: client already connected")
 	}
 	conn := newConn(t, c.cfg, c)
+	conn.callerReads, conn.readIdleFor = true, cmp.Or(c.cfg.client.readIdle, callerReadIdle)
 	c.conn = conn
 	c.mu.Unlock()
 	if err := conn.start(ctx); err != nil {

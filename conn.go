@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -238,12 +239,18 @@ type conn struct {
 	wclosed  bool
 	done     chan struct{}
 	wg       sync.WaitGroup
-	direct   bool         // a pushTransport: no reader, no writer goroutine
-	jobs     chan job     // hands a request to a parked worker (stream transports)
-	handOff  *handOff     // the current reader's, for a request run in place
-	idle     atomic.Int32 // workers parked on jobs
-	batchOK  atomic.Bool
-	armed    deadlines // deadlines armed and not yet released, and free ones
+	direct   bool     // a pushTransport: no reader, no writer goroutine
+	jobs     chan job // hands a request to a parked worker (stream transports)
+	handOff  *handOff // the current reader's, for a request run in place
+	// A client's callers may read their own responses (see readFor):
+	// callerReads asks for it, selfRead says the transport allows it.
+	callerReads, selfRead bool
+	readIdleFor           time.Duration // how long the reading may rest
+	reading               atomic.Int32  // readerRuns, readerFree or readerCaller
+	readIdle              *time.Timer   // starts the reader when nobody reads
+	idle                  atomic.Int32  // workers parked on jobs
+	batchOK               atomic.Bool
+	armed                 deadlines // deadlines armed and not yet released, and free ones
 }
 
 // newConn makes a connection over t. Its tables are made on first use and
@@ -285,6 +292,11 @@ func (c *conn) start(ctx context.Context) error {
 	if p, ok := c.t.(inboundPusher); ok {
 		p.pushInto(func(data []byte) { c.handleOwnedFrame(data) })
 	}
+	if r, ok := c.t.(selfReading); ok && c.callerReads && r.setReadDeadline(time.Time{}) {
+		c.selfRead = true
+		c.readIdle = time.AfterFunc(time.Hour, c.resumeReading)
+		c.readIdle.Stop()
+	}
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -300,6 +312,11 @@ func (c *conn) readLoop() {
 	for {
 		data, err := c.t.ReadMessage()
 		if err != nil {
+			if c.selfRead && errors.Is(err, os.ErrDeadlineExceeded) {
+				// A caller's interruption that came late (see readFor).
+				c.t.(selfReading).setReadDeadline(time.Time{})
+				continue
+			}
 			if errors.Is(err, ErrMessageTooLarge) {
 				c.log.Warn("dropping an oversized message", "err", err)
 				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()}, nil)
@@ -308,28 +325,173 @@ func (c *conn) readLoop() {
 			c.close(err)
 			return
 		}
-		if !c.readFrame(data) {
+		reader, response := c.readFrame(data, true)
+		if !reader {
 			return // another goroutine reads now
+		}
+		if response && c.selfRead && c.pauseReading() {
+			return // the next caller reads, or resumeReading
 		}
 	}
 }
 
-// readFrame is handleFrame on the reader's goroutine, where a single
-// request may run in place; it reports false when the reading was handed
-// to another goroutine meanwhile.
-func (c *conn) readFrame(data []byte) bool {
+// readFrame is handleFrame on a reading goroutine, where a single request
+// may run in place if inPlace allows; it reports false when the reading
+// was handed to another goroutine meanwhile, and whether data was a
+// response.
+func (c *conn) readFrame(data []byte, inPlace bool) (reader, response bool) {
 	var m wireMessage
 	if !decodeSingle(data, false, &m) {
 		c.handleFrame(data, nil) // a batch, or an error to answer
-		return true
+		return true, false
 	}
-	if kind, _ := m.kind(); kind == kindRequest {
+	kind, _ := m.kind()
+	if kind == kindRequest {
 		if id, ok := parseID(m.ID); ok {
-			return c.dispatchRequest(id, m.Method, m.Params, nil, true)
+			return c.dispatchRequest(id, m.Method, m.Params, nil, inPlace), false
 		}
 	}
 	c.handleMessage(&m, nil)
+	return true, kind == kindResponse
+}
+
+// A client connection over an OS pipe lets the caller waiting for a
+// response read it itself, when nobody else is reading: the response then
+// needs no hand-off from the reader's goroutine to the caller's, which on
+// a multi-core machine costs a thread wake-up on each side of the pipe.
+// The reading goroutine stops after a response when no call waits for
+// one; the next call's caller reads (readFor) until its own response has
+// come, and hands the reading back. Whenever nobody reads for
+// callerReadIdle, or a caller must stop (its context, its deadline), the
+// reading goroutine starts again, so that what the server sends
+// unprompted is read without waiting for a call.
+const (
+	readerRuns   = iota // the reading goroutine reads
+	readerFree          // nobody reads: readIdle runs
+	readerCaller        // a waiting caller reads (readFor)
+)
+
+// callerReadIdle is how long the reading may rest between a response and
+// the next call before the reading goroutine starts again (readIdleFor).
+const callerReadIdle = 100 * time.Microsecond
+
+// selfReading is a stream transport whose reads can be interrupted by a
+// deadline without losing data (IOTransport over an OS pipe).
+type selfReading interface {
+	setReadDeadline(at time.Time) bool
+	buffered() int
+}
+
+// pauseReading stops the reading goroutine after a response when no call
+// waits and nothing read waits to be handled; it reports whether the
+// goroutine is to return.
+func (c *conn) pauseReading() bool {
+	if c.t.(selfReading).buffered() > 0 || c.waiting() || !c.reading.CompareAndSwap(readerRuns, readerFree) {
+		return false
+	}
+	if c.waiting() && c.reading.CompareAndSwap(readerFree, readerRuns) {
+		// A call was sent in between and its caller found the reading
+		// still taken: read for it.
+		return false
+	}
+	c.readIdle.Reset(c.readIdleFor)
 	return true
+}
+
+// waiting reports whether a call waits for its response.
+func (c *conn) waiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
+// resumeReading starts the reading goroutine if nobody reads.
+func (c *conn) resumeReading() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1) // before the state changes hands: see serveOnReader
+	c.mu.Unlock()
+	if c.reading.CompareAndSwap(readerFree, readerRuns) {
+		go c.readLoop()
+		return
+	}
+	c.wg.Done()
+}
+
+// readFor reads on the caller's goroutine until call is answered, ctx is
+// done or the call's deadline may have passed; then it hands the reading
+// back. The caller's await takes it from there, as if another goroutine
+// had read. Progress for the call is delivered as it is read.
+func (c *conn) readFor(ctx context.Context, call *pendingCall) {
+	c.readIdle.Stop()
+	t := c.t.(selfReading)
+	if ctx.Done() != nil {
+		// A late run (after the reading moved on) interrupts another
+		// reader once, which takes that as nothing more than a wake-up.
+		stop := context.AfterFunc(ctx, func() { t.setReadDeadline(time.Unix(1, 0)) })
+		defer stop()
+	}
+	interrupted := false
+	for !interrupted {
+		select {
+		case <-call.done:
+			c.handReading(false)
+			return
+		default:
+		}
+		if call.deadline != nil {
+			t.setReadDeadline(call.deadline.next())
+			// That may have undone the interruption of a context done
+			// meanwhile: look.
+			if ctx.Err() != nil {
+				interrupted = true
+				continue
+			}
+		}
+		data, err := c.t.ReadMessage()
+		switch {
+		case err == nil:
+			c.readFrame(data, false)
+			call.deliverProgress()
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			interrupted = true
+		case errors.Is(err, ErrMessageTooLarge):
+			c.log.Warn("dropping an oversized message", "err", err)
+			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()}, nil)
+		default:
+			c.close(err)
+			return
+		}
+	}
+	c.handReading(true)
+}
+
+// handReading ends a caller's reading: to the reading goroutine if other
+// calls wait, something read waits, or the caller was interrupted;
+// otherwise the next caller may read, or readIdle starts the goroutine.
+func (c *conn) handReading(interrupted bool) {
+	t := c.t.(selfReading)
+	t.setReadDeadline(time.Time{})
+	if !interrupted && t.buffered() == 0 && !c.waiting() {
+		c.reading.Store(readerFree)
+		if !c.waiting() || !c.reading.CompareAndSwap(readerFree, readerRuns) {
+			c.readIdle.Reset(c.readIdleFor)
+			return
+		}
+	} else {
+		c.reading.Store(readerRuns)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go c.readLoop()
 }
 
 // readerHandOff is how long a request may run on the reader's goroutine
@@ -1210,6 +1372,9 @@ func (c *conn) forget(call *pendingCall) bool {
 
 func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (json.RawMessage, error) {
 	dl := call.deadline
+	if c.selfRead && c.reading.Load() == readerFree && c.reading.CompareAndSwap(readerFree, readerCaller) {
+		c.readFor(ctx, call)
+	}
 	for {
 		var bound TimeoutBound
 		var elapsed time.Duration

@@ -585,3 +585,142 @@ func TestInPlaceRequestsAroundTheHandOff(t *testing.T) {
 		t.Fatalf("%d goroutines after close, started with %d", n, before)
 	}
 }
+
+// withCallerReadIdle sets how long a client's reading may rest between a
+// response and the next call (callerReadIdle by default).
+func withCallerReadIdle(d time.Duration) Option {
+	return func(c *config) { c.client.readIdle = d }
+}
+
+// callerReadServer serves echo, and block, which waits for its context
+// and reports on started and cancelled.
+func callerReadServer(started, cancelled chan<- struct{}) *Server {
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "echo"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent(string(req.Params.Arguments))}}, nil
+	})
+	srv.AddTool(Tool{Name: "block"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cancelled <- struct{}{}
+		return nil, ctx.Err()
+	})
+	return srv
+}
+
+// TestCallerReadsItsOwnResponse: over an OS pipe a sequential call's
+// response is read by its caller. With the resting reader never woken,
+// the calls can only be answered that way, and between calls nobody
+// reads.
+func TestCallerReadsItsOwnResponse(t *testing.T) {
+	t.Parallel()
+	ct, st := pipeTransports(t)
+	cl := serveAndConnect(t, callerReadServer(nil, nil), ct, st, []Option{withCallerReadIdle(time.Hour)})
+	for i := range 50 {
+		res, err := cl.CallTool(context.Background(), "echo", map[string]int{"i": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`{"i":%d}`, i); len(res.Content) != 1 || res.Content[0].Text != want {
+			t.Fatalf("call %d answered %+v", i, res.Content)
+		}
+		if got := cl.conn.reading.Load(); got != readerFree {
+			t.Fatalf("after call %d the reading is in state %d, want %d (free)", i, got, readerFree)
+		}
+	}
+}
+
+// TestIdleClientStillReadsWhatTheServerSends: when no call waits, the
+// reading goroutine comes back after a moment, so that a notification the
+// server sends unprompted reaches its handler without waiting for a call.
+func TestIdleClientStillReadsWhatTheServerSends(t *testing.T) {
+	t.Parallel()
+	srv := callerReadServer(nil, nil)
+	changed := make(chan struct{}, 1)
+	ct, st := pipeTransports(t)
+	// On 2025-11-25 the change comes as a notification; on 2026-07-28 it
+	// would come on a listen stream, a call that keeps the reading busy.
+	cl := serveAndConnect(t, srv, ct, st, []Option{WithProtocolVersion(Version20251125), WithToolListChangedHandler(func(context.Context) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})})
+	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond) // past callerReadIdle: the reading rested, then resumed
+	srv.AddTool(Tool{Name: "late"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) { return &CallToolResult{}, nil })
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the list-changed notification sent to an idle client was never read")
+	}
+}
+
+// TestCallerReadingEndsWithItsContext: a caller reading for its own
+// response stops when its context is cancelled, the server is told, and
+// the connection goes on (its reading handed back to a goroutine).
+func TestCallerReadingEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	ct, st := pipeTransports(t)
+	cl := serveAndConnect(t, callerReadServer(started, cancelled), ct, st, []Option{withCallerReadIdle(time.Hour)})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cl.CallTool(ctx, "block", nil)
+		errc <- err
+	}()
+	<-started
+	// Nobody else reads (the resting reader is never woken): the caller
+	// takes the reading, if it has not yet, as it starts to wait.
+	for wait := time.Now().Add(10 * time.Second); cl.conn.reading.Load() != readerCaller; time.Sleep(time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatalf("while the call waits the reading is in state %d, want %d (its caller)", cl.conn.reading.Load(), readerCaller)
+		}
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call never returned")
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's handler was never cancelled")
+	}
+	for i := range 3 {
+		if _, err := cl.CallTool(context.Background(), "echo", i); err != nil {
+			t.Fatalf("call %d after the cancellation: %v", i, err)
+		}
+	}
+}
+
+// TestCallerReadingEndsAtItsDeadline: a caller reading for its own
+// response stops at its timeout with a RequestTimeoutError, the server's
+// handler is cancelled, and the connection goes on.
+func TestCallerReadingEndsAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	ct, st := pipeTransports(t)
+	cl := serveAndConnect(t, callerReadServer(started, cancelled), ct, st, []Option{withCallerReadIdle(time.Hour)})
+	_, err := cl.CallTool(context.Background(), "block", nil, WithTimeout(50*time.Millisecond))
+	var te *RequestTimeoutError
+	if !errors.As(err, &te) || te.Bound != BoundIdle {
+		t.Fatalf("call past its timeout = %v, want a RequestTimeoutError on the idle bound", err)
+	}
+	<-started
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's handler was never cancelled")
+	}
+	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+		t.Fatalf("call after the timeout: %v", err)
+	}
+}

@@ -25,10 +25,33 @@ func envInt(name string, def int) int {
 // response against a tiny timeout leave no pending entry, no armed timer
 // and no goroutine. MCP_LIFETIME_CALLS sets the count (default 10,000; CI
 // runs 100,000).
+// Over OS pipes a caller may read its own response (readFor), so the same
+// races run there too, with 64 callers and with one (every call read by
+// its caller), a tenth of the count each.
 func TestLifetimesUnderRaces(t *testing.T) {
 	total := envInt("MCP_LIFETIME_CALLS", 10_000)
+	carriers := []struct {
+		name           string
+		calls, workers int
+		pipe           bool
+	}{
+		{"memory", total, 64, false},
+		{"stdio-pipe", total / 10, 64, true},
+		{"stdio-pipe/sequential", total / 10, 1, true},
+	}
+	for _, c := range carriers {
+		t.Run(c.name, func(t *testing.T) {
+			ct, st := NewInMemoryTransports()
+			if c.pipe {
+				ct, st = pipeTransports(t)
+			}
+			lifetimesUnderRaces(t, ct, st, c.calls, c.workers)
+		})
+	}
+}
+
+func lifetimesUnderRaces(t *testing.T, ct, st Transport, total, workers int) {
 	before := runtime.NumGoroutine()
-	ct, st := NewInMemoryTransports()
 	served := make(chan error, 1)
 	go func() { served <- newTestServer().Serve(context.Background(), st) }()
 	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
@@ -38,7 +61,6 @@ func TestLifetimesUnderRaces(t *testing.T) {
 	var results, timeouts, cancels atomic.Int64
 	var latency atomic.Int64 // a moving average of echo calls, in ns
 	latency.Store(int64(time.Millisecond))
-	const workers = 64
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	for w := range workers {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -217,7 +218,9 @@ func (s *Server) Serve(ctx context.Context, t Transport) error {
 	c.mu.Lock()
 	cause := c.closeErr
 	c.mu.Unlock()
-	if errors.Is(cause, io.EOF) || errors.Is(cause, io.ErrClosedPipe) {
+	if errors.Is(cause, io.EOF) || errors.Is(cause, io.ErrClosedPipe) || errors.Is(cause, syscall.EPIPE) {
+		// The end of input, or of output (a write to a pipe whose
+		// reader closed it): either way the client went away.
 		return nil
 	}
 	if ctx.Err() != nil {

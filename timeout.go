@@ -188,6 +188,18 @@ func (d *deadline) expired() (TimeoutBound, time.Duration, bool) {
 	return "", 0, false
 }
 
+// next is the earliest the deadline can expire as things stand: the idle
+// bound counted from the last progress, or the ceiling if that comes first.
+func (d *deadline) next() time.Time {
+	at := time.Unix(0, d.lastActive.Load()).Add(d.idleFor)
+	if d.ceilingFor > 0 {
+		if ceiling := d.start.Add(d.ceilingFor); ceiling.Before(at) {
+			at = ceiling
+		}
+	}
+	return at
+}
+
 // extend restarts the idle bound; the ceiling keeps running.
 func (d *deadline) extend() {
 	if d != nil {

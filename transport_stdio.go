@@ -69,18 +69,20 @@ type IOTransport struct {
 	closers []io.Closer
 	maxSize int
 
-	file    bool   // r is an OS file (a pipe, stdin): see inPlaceOK
-	line    []byte // accumulates a line longer than the reader's buffer
-	wbuf    []byte
-	closeMu sync.Once
-	closeFn func() error
+	file     bool     // r is an OS file (a pipe, stdin): see inPlaceOK
+	rf       *os.File // r, when it is one: see setReadDeadline
+	skipping int      // bytes of an over-long line skipped so far, while skipping it
+	line     []byte   // accumulates a line longer than the reader's buffer
+	wbuf     []byte
+	closeMu  sync.Once
+	closeFn  func() error
 }
 
 // NewIOTransport returns a Transport that reads messages from r and writes
 // them to w, one per line. Close closes r and w if they are io.Closers.
 func NewIOTransport(r io.Reader, w io.Writer) *IOTransport {
 	t := &IOTransport{r: bufio.NewReaderSize(r, 64<<10), w: w, maxSize: DefaultMaxMessageSize}
-	_, t.file = r.(*os.File)
+	t.rf, t.file = r.(*os.File)
 	for _, x := range []any{w, r} {
 		if c, ok := x.(io.Closer); ok {
 			t.closers = append(t.closers, c)
@@ -108,6 +110,14 @@ func (t *IOTransport) setMaxMessageSize(n int) {
 
 // ReadMessage returns the next non-empty line.
 func (t *IOTransport) ReadMessage() ([]byte, error) {
+	if t.skipping > 0 {
+		// An interrupted read left an over-long line half skipped.
+		n, err := t.discardLine()
+		if err != nil {
+			return nil, err
+		}
+		return nil, t.tooLarge(t.maxSize + n)
+	}
 	for {
 		chunk, err := t.r.ReadSlice('\n')
 		if err == nil && len(t.line) == 0 {
@@ -130,6 +140,12 @@ func (t *IOTransport) ReadMessage() ([]byte, error) {
 			}
 			t.line = append(t.line, chunk...)
 			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// An interrupted read (see setReadDeadline): keep the part
+			// of the line read so far for the next call.
+			t.line = append(t.line, chunk...)
+			return nil, err
 		}
 		if err != nil && !(errors.Is(err, io.EOF) && len(chunk)+len(t.line) > 0) {
 			return nil, err
@@ -158,18 +174,37 @@ func (t *IOTransport) ReadMessage() ([]byte, error) {
 // goroutine may ask.
 func (t *IOTransport) inPlaceOK() bool { return t.file && t.r.Buffered() == 0 }
 
+// setReadDeadline bounds the read in progress and those to come (the zero
+// time lifts the bound); an interrupted ReadMessage returns an error that
+// wraps os.ErrDeadlineExceeded and loses nothing, the next call goes on
+// with the same line. It reports false when the input has no deadlines
+// (it is not an OS pipe, or the transport is not started).
+func (t *IOTransport) setReadDeadline(at time.Time) bool {
+	return t != nil && t.rf != nil && t.rf.SetReadDeadline(at) == nil
+}
+
+// buffered is how many bytes have been read and wait to be returned.
+func (t *IOTransport) buffered() int { return t.r.Buffered() }
+
 func (t *IOTransport) tooLarge(n int) error {
 	return fmt.Errorf("%w: a message of at least %d bytes exceeds the limit of %d", ErrMessageTooLarge, n, t.maxSize)
 }
 
 // discardLine skips the rest of an over-long line, counting what it skipped.
+// An interrupted read (os.ErrDeadlineExceeded) leaves the count in
+// t.skipping, for the next ReadMessage to go on skipping.
 func (t *IOTransport) discardLine() (int, error) {
-	n := 0
+	n := t.skipping
+	t.skipping = 0
 	for {
 		chunk, err := t.r.ReadSlice('\n')
 		n += len(chunk)
 		if err == nil {
 			return n, nil
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.skipping = max(n, 1)
+			return n, err
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
 			return n, err

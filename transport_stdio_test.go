@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -157,5 +158,59 @@ func TestChildStderrIsDrained(t *testing.T) {
 	tr.Close()
 	if n := rec.count("noise line"); n != 3000 {
 		t.Fatalf("logged %d stderr lines", n)
+	}
+}
+
+// TestIOTransportReadInterruptedMidLine: a read interrupted by its
+// deadline in the middle of a line loses nothing; the next read returns
+// the whole line.
+func TestIOTransportReadInterruptedMidLine(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	tr := NewIOTransport(r, io.Discard)
+	w.Write([]byte(`{"jsonrpc":"2.0",`))
+	if !tr.setReadDeadline(time.Now().Add(20 * time.Millisecond)) {
+		t.Fatal("an OS pipe has no read deadline")
+	}
+	if _, err := tr.ReadMessage(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("interrupted read = %v, want os.ErrDeadlineExceeded", err)
+	}
+	tr.setReadDeadline(time.Time{})
+	w.Write([]byte(`"method":"ping"}` + "\n"))
+	msg, err := tr.ReadMessage()
+	if err != nil || string(msg) != `{"jsonrpc":"2.0","method":"ping"}` {
+		t.Fatalf("read after the interruption = %q, %v", msg, err)
+	}
+}
+
+// TestIOTransportSkipInterruptedMidLine: an over-long line whose skipping
+// is interrupted is still skipped whole, and reported once, when reading
+// goes on.
+func TestIOTransportSkipInterruptedMidLine(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	tr := NewIOTransport(r, io.Discard)
+	tr.setMaxMessageSize(16)
+	go w.Write(bytes.Repeat([]byte("x"), 100<<10)) // more than the reader's buffer, no newline
+	tr.setReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := tr.ReadMessage(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("interrupted skip = %v, want os.ErrDeadlineExceeded", err)
+	}
+	tr.setReadDeadline(time.Time{})
+	w.Write([]byte("yyy\n{\"a\":1}\n"))
+	if _, err := tr.ReadMessage(); !errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("after the interruption = %v, want ErrMessageTooLarge", err)
+	}
+	msg, err := tr.ReadMessage()
+	if err != nil || string(msg) != `{"a":1}` {
+		t.Fatalf("the line after the long one = %q, %v", msg, err)
 	}
 }
