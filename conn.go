@@ -313,7 +313,7 @@ func (c *conn) readLoop() {
 		data, err := c.t.ReadMessage()
 		if err != nil {
 			if c.selfRead && errors.Is(err, os.ErrDeadlineExceeded) {
-				// A caller's interruption that came late (see readFor).
+				// A caller's deadline outlived its reading (see readFor).
 				c.t.(selfReading).setReadDeadline(time.Time{})
 				continue
 			}
@@ -362,9 +362,10 @@ func (c *conn) readFrame(data []byte, inPlace bool) (reader, response bool) {
 // The reading goroutine stops after a response when no call waits for
 // one; the next call's caller reads (readFor) until its own response has
 // come, and hands the reading back. Whenever nobody reads for
-// callerReadIdle, or a caller must stop (its context, its deadline), the
-// reading goroutine starts again, so that what the server sends
-// unprompted is read without waiting for a call.
+// callerReadIdle, or a caller stops reading before its response came
+// (callerReadSpan, its context, its deadline), the reading goroutine
+// starts again, so that what the server sends unprompted is read without
+// waiting for a call.
 const (
 	readerRuns   = iota // the reading goroutine reads
 	readerFree          // nobody reads: readIdle runs
@@ -421,50 +422,53 @@ func (c *conn) resumeReading() {
 	c.wg.Done()
 }
 
-// readFor reads on the caller's goroutine until call is answered, ctx is
-// done or the call's deadline may have passed; then it hands the reading
-// back. The caller's await takes it from there, as if another goroutine
-// had read. Progress for the call is delivered as it is read.
+// callerReadSpan is how long a caller reads for its own response before it
+// hands the reading to a goroutine and waits as any caller does: a call
+// that takes longer gains nothing from it, and a cancelled context is
+// noticed, at the latest, when the span ends.
+const callerReadSpan = time.Millisecond
+
+// readFor reads on the caller's goroutine until call is answered, for at
+// most callerReadSpan, or less if ctx or the call's deadline ends sooner;
+// then it hands the reading back. The caller's await takes it from there,
+// as if another goroutine had read. Progress for the call is delivered as
+// it is read.
 func (c *conn) readFor(ctx context.Context, call *pendingCall) {
 	c.readIdle.Stop()
 	t := c.t.(selfReading)
-	if ctx.Done() != nil {
-		// A late run (after the reading moved on) interrupts another
-		// reader once, which takes that as nothing more than a wake-up.
-		stop := context.AfterFunc(ctx, func() { t.setReadDeadline(time.Unix(1, 0)) })
-		defer stop()
+	until := time.Now().Add(callerReadSpan)
+	if call.deadline != nil {
+		if next := call.deadline.next(); next.Before(until) {
+			until = next
+		}
 	}
-	interrupted := false
-	for !interrupted {
+	if d, ok := ctx.Deadline(); ok && d.Before(until) {
+		until = d
+	}
+	t.setReadDeadline(until)
+	for ctx.Err() == nil {
 		select {
 		case <-call.done:
 			c.handReading(false)
 			return
 		default:
 		}
-		if call.deadline != nil {
-			t.setReadDeadline(call.deadline.next())
-			// That may have undone the interruption of a context done
-			// meanwhile: look.
-			if ctx.Err() != nil {
-				interrupted = true
-				continue
-			}
-		}
 		data, err := c.t.ReadMessage()
 		switch {
 		case err == nil:
 			c.readFrame(data, false)
 			call.deliverProgress()
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			interrupted = true
+			continue
 		case errors.Is(err, ErrMessageTooLarge):
 			c.log.Warn("dropping an oversized message", "err", err)
 			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()}, nil)
+			continue
+		case errors.Is(err, os.ErrDeadlineExceeded):
 		default:
 			c.close(err)
 			return
 		}
+		break
 	}
 	c.handReading(true)
 }

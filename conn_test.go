@@ -658,9 +658,10 @@ func TestIdleClientStillReadsWhatTheServerSends(t *testing.T) {
 	}
 }
 
-// TestCallerReadingEndsWithItsContext: a caller reading for its own
-// response stops when its context is cancelled, the server is told, and
-// the connection goes on (its reading handed back to a goroutine).
+// TestCallerReadingEndsWithItsContext: a call cancelled while its caller
+// may be reading for its response returns context.Canceled, the server is
+// told, and the connection goes on (its reading handed back to a
+// goroutine: the resting reader is never woken here).
 func TestCallerReadingEndsWithItsContext(t *testing.T) {
 	t.Parallel()
 	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
@@ -673,13 +674,6 @@ func TestCallerReadingEndsWithItsContext(t *testing.T) {
 		errc <- err
 	}()
 	<-started
-	// Nobody else reads (the resting reader is never woken): the caller
-	// takes the reading, if it has not yet, as it starts to wait.
-	for wait := time.Now().Add(10 * time.Second); cl.conn.reading.Load() != readerCaller; time.Sleep(time.Millisecond) {
-		if time.Now().After(wait) {
-			t.Fatalf("while the call waits the reading is in state %d, want %d (its caller)", cl.conn.reading.Load(), readerCaller)
-		}
-	}
 	cancel()
 	select {
 	case err := <-errc:
@@ -698,6 +692,30 @@ func TestCallerReadingEndsWithItsContext(t *testing.T) {
 		if _, err := cl.CallTool(context.Background(), "echo", i); err != nil {
 			t.Fatalf("call %d after the cancellation: %v", i, err)
 		}
+	}
+}
+
+// TestCallerHandsOverALongCall: a caller reads for its response for
+// callerReadSpan at most, then hands the reading to a goroutine, which
+// reads the answer of a call that takes longer (the resting reader is
+// never woken here, so nothing else would).
+func TestCallerHandsOverALongCall(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := callerReadServer(nil, nil)
+	srv.AddTool(Tool{Name: "wait"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		<-release
+		return &CallToolResult{Content: []Content{TextContent("done")}}, nil
+	})
+	ct, st := pipeTransports(t)
+	cl := serveAndConnect(t, srv, ct, st, []Option{withCallerReadIdle(time.Hour)})
+	time.AfterFunc(20*callerReadSpan, func() { close(release) })
+	res, err := cl.CallTool(context.Background(), "wait", nil)
+	if err != nil || len(res.Content) != 1 || res.Content[0].Text != "done" {
+		t.Fatalf("long call = %+v, %v", res, err)
+	}
+	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+		t.Fatalf("call after the long one: %v", err)
 	}
 }
 

@@ -21,9 +21,8 @@
 // OS pipe a request that finds the connection idle starts on the reader's
 // goroutine, which saves a thread wake-up; if it runs past 50 µs another
 // goroutine takes over the reading. Likewise a client's caller that waits
-// alone for its response reads it itself, and hands the reading back when
-// it has it, or its context or deadline ends the wait; between calls the
-// reading rests for at most 100 µs.)
+// alone for its response reads it itself for up to 1 ms, then hands the
+// reading back; between calls the reading rests for at most 100 µs.)
 package mcp
 
 import (

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1785,6 +1787,47 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkHTTPServerFloor is net/http's server alone: the floor's handler
+// on 127.0.0.1, sent the same POST (with the headers our client sends on
+// 2025-11-25) by a client that writes fixed bytes on one connection and
+// reads the answer with a reused buffer, so that what it allocates is the
+// server's. Any SDK that serves an http.Handler allocates at least this
+// per call.
+func BenchmarkHTTPServerFloor(b *testing.B) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
+	response := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(response)
+	}))
+	defer ts.Close()
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	request := []byte("POST / HTTP/1.1\r\nHost: " + ts.Listener.Addr().String() + "\r\nUser-Agent: Go-http-client/1.1\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n" +
+		"Mcp-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: FPG3TEZAN56CDB62CRG2WGG6YS\r\nAccept-Encoding: gzip\r\n\r\n" + body)
+	want := "\r\n\r\n" + string(response)
+	buf := make([]byte, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := conn.Write(request); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for !bytes.HasSuffix(buf[:n], []byte(want)) {
+			m, err := conn.Read(buf[n:])
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += m
+		}
 	}
 }
 
