@@ -1790,6 +1790,23 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 	}
 }
 
+// The echo exchange of the HTTP floors, and the server answering it: it
+// reads the body and writes a fixed answer, decoding no JSON.
+var (
+	httpFloorRequest  = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`)
+	httpFloorResponse = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`)
+)
+
+func floorServer(b *testing.B) *httptest.Server {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(httpFloorResponse)
+	}))
+	b.Cleanup(ts.Close)
+	return ts
+}
+
 // BenchmarkHTTPServerFloor is net/http's server alone: the floor's handler
 // on 127.0.0.1, sent the same POST (with the headers our client sends on
 // 2025-11-25) by a client that writes fixed bytes on one connection and
@@ -1797,14 +1814,8 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 // server's. Any SDK that serves an http.Handler allocates at least this
 // per call.
 func BenchmarkHTTPServerFloor(b *testing.B) {
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
-	response := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(response)
-	}))
-	defer ts.Close()
+	body := string(httpFloorRequest)
+	ts := floorServer(b)
 	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
 	if err != nil {
 		b.Fatal(err)
@@ -1813,7 +1824,7 @@ func BenchmarkHTTPServerFloor(b *testing.B) {
 	request := []byte("POST / HTTP/1.1\r\nHost: " + ts.Listener.Addr().String() + "\r\nUser-Agent: Go-http-client/1.1\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n" +
 		"Mcp-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: FPG3TEZAN56CDB62CRG2WGG6YS\r\nAccept-Encoding: gzip\r\n\r\n" + body)
-	want := "\r\n\r\n" + string(response)
+	want := "\r\n\r\n" + string(httpFloorResponse)
 	buf := make([]byte, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -1836,14 +1847,8 @@ func BenchmarkHTTPServerFloor(b *testing.B) {
 // echo response as JSON (a handler that reads the body and writes a fixed
 // answer), with the client pool the transports use. No JSON is decoded.
 func BenchmarkHTTPFloor(b *testing.B) {
-	request := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`)
-	response := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(response)
-	}))
-	defer ts.Close()
+	request := httpFloorRequest
+	ts := floorServer(b)
 	hc := defaultHTTPClient()
 	b.ReportAllocs()
 	for b.Loop() {

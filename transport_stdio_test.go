@@ -161,17 +161,22 @@ func TestChildStderrIsDrained(t *testing.T) {
 	}
 }
 
-// TestIOTransportReadInterruptedMidLine: a read interrupted by its
-// deadline in the middle of a line loses nothing; the next read returns
-// the whole line.
-func TestIOTransportReadInterruptedMidLine(t *testing.T) {
+// pipeReader returns an IOTransport reading an OS pipe, and the pipe's
+// writing end; both are closed when the test ends.
+func pipeReader(t *testing.T) (*IOTransport, *os.File) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	defer w.Close()
-	tr := NewIOTransport(r, io.Discard)
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return NewIOTransport(r, io.Discard), w
+}
+
+// TestIOTransportReadInterruptedMidLine: a read interrupted by its
+// deadline in the middle of a line loses nothing; the next read returns
+// the whole line.
+func TestIOTransportReadInterruptedMidLine(t *testing.T) {
+	tr, w := pipeReader(t)
 	w.Write([]byte(`{"jsonrpc":"2.0",`))
 	if !tr.setReadDeadline(time.Now().Add(20 * time.Millisecond)) {
 		t.Fatal("an OS pipe has no read deadline")
@@ -191,13 +196,7 @@ func TestIOTransportReadInterruptedMidLine(t *testing.T) {
 // is interrupted is still skipped whole, and reported once, when reading
 // goes on.
 func TestIOTransportSkipInterruptedMidLine(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	tr := NewIOTransport(r, io.Discard)
+	tr, w := pipeReader(t)
 	tr.setMaxMessageSize(16)
 	go w.Write(bytes.Repeat([]byte("x"), 100<<10)) // more than the reader's buffer, no newline
 	tr.setReadDeadline(time.Now().Add(200 * time.Millisecond))
