@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sort"
@@ -414,8 +415,8 @@ func isLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(host) // no allocation, unlike net.ParseIP
+	return err == nil && ip.Zone() == "" && ip.Unmap().IsLoopback()
 }
 
 func listed(list []string, s string) bool {

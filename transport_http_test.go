@@ -992,6 +992,21 @@ func TestHTTPStandaloneStream(t *testing.T) {
 	})
 }
 
+// TestIsLoopbackHost: which Host names a loopback server accepts without
+// a listing: localhost and loopback addresses, IPv4-mapped ones included;
+// no names that merely start like one, no zones, no odd spellings.
+func TestIsLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LocalHost": true, "127.0.0.1": true, "127.1.2.3": true, "::1": true, "::ffff:127.0.0.1": true,
+		"127.0.0.1.evil.example": false, "localhost.evil.example": false, "10.0.0.1": false, "::": false,
+		"fe80::1%lo": false, "::1%lo": false, "0x7f.0.0.1": false, "127.000.000.001": false, "": false,
+	} {
+		if got := isLoopbackHost(host); got != want {
+			t.Errorf("isLoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
 // TestHTTPSourceChecks: DNS rebinding and foreign origins are refused on a
 // loopback server, the server's own origin and listed ones are not, and
 // the authorizer's refusal is a 401 with a challenge.
