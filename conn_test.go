@@ -633,6 +633,7 @@ func TestCallerReadsItsOwnResponse(t *testing.T) {
 // TestIdleClientStillReadsWhatTheServerSends: when no call waits, the
 // reading goroutine comes back after a moment, so that a notification the
 // server sends unprompted reaches its handler without waiting for a call.
+// (The echo's caller read its own response and left the reading resting.)
 func TestIdleClientStillReadsWhatTheServerSends(t *testing.T) {
 	t.Parallel()
 	srv := callerReadServer(nil, nil)
@@ -649,7 +650,6 @@ func TestIdleClientStillReadsWhatTheServerSends(t *testing.T) {
 	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Millisecond) // past callerReadIdle: the reading rested, then resumed
 	srv.AddTool(Tool{Name: "late"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) { return &CallToolResult{}, nil })
 	select {
 	case <-changed:

@@ -53,6 +53,14 @@ var processStateKey = func() []byte {
 type stateCodec struct {
 	key []byte
 	ttl time.Duration
+	now func() time.Time // nil: time.Now (tests fix it)
+}
+
+func (c stateCodec) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
 }
 
 // sealedState is what a requestState carries.
@@ -70,7 +78,7 @@ var errBadState = errors.New("the supplied requestState failed verification")
 var stateEncoding = base64.RawURLEncoding.Strict()
 
 func (c stateCodec) seal(s *sealedState) string {
-	s.Expires = time.Now().Add(c.ttl).Unix()
+	s.Expires = c.clock().Add(c.ttl).Unix()
 	body, _ := json.Marshal(s)
 	mac := hmac.New(sha256.New, c.key)
 	mac.Write(body)
@@ -105,7 +113,7 @@ func (c stateCodec) open(state, binding string) (*sealedState, error) {
 	if json.Unmarshal(body, &s) != nil {
 		return nil, errBadState
 	}
-	if time.Now().Unix() > s.Expires || subtle.ConstantTimeCompare([]byte(s.Binding), []byte(binding)) != 1 {
+	if c.clock().Unix() > s.Expires || subtle.ConstantTimeCompare([]byte(s.Binding), []byte(binding)) != 1 {
 		return nil, errBadState
 	}
 	return &s, nil
