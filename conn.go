@@ -312,11 +312,6 @@ func (c *conn) readLoop() {
 	for {
 		data, err := c.t.ReadMessage()
 		if err != nil {
-			if c.selfRead && errors.Is(err, os.ErrDeadlineExceeded) {
-				// A caller's deadline outlived its reading (see readFor).
-				c.t.(selfReading).setReadDeadline(time.Time{})
-				continue
-			}
 			if errors.Is(err, ErrMessageTooLarge) {
 				c.log.Warn("dropping an oversized message", "err", err)
 				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()}, nil)

@@ -709,7 +709,21 @@ func TestCallerHandsOverALongCall(t *testing.T) {
 	})
 	ct, st := pipeTransports(t)
 	cl := serveAndConnect(t, srv, ct, st, []Option{withCallerReadIdle(time.Hour)})
-	time.AfterFunc(20*callerReadSpan, func() { close(release) })
+	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := cl.conn.reading.Load(); got != readerFree {
+		t.Fatalf("between calls the reading is in state %d, want %d (free)", got, readerFree)
+	}
+	go func() {
+		// Answer only once the caller has handed the reading over: from
+		// free, with the resting reader never woken, the only way the
+		// reading goroutine runs again.
+		for cl.conn.reading.Load() != readerRuns {
+			time.Sleep(callerReadSpan / 4)
+		}
+		close(release)
+	}()
 	res, err := cl.CallTool(context.Background(), "wait", nil)
 	if err != nil || len(res.Content) != 1 || res.Content[0].Text != "done" {
 		t.Fatalf("long call = %+v, %v", res, err)

@@ -166,38 +166,40 @@ func (d *deadline) C() <-chan time.Time {
 // bound is the one named.
 func (d *deadline) expired() (TimeoutBound, time.Duration, bool) {
 	now := time.Now()
-	idleAt := time.Unix(0, d.lastActive.Load()).Add(d.idleFor)
+	idleAt, ceilingAt := d.bounds()
 	if !now.Before(idleAt) {
 		return BoundIdle, d.idleFor, true
 	}
-	next := idleAt
-	if d.ceilingFor > 0 {
-		ceilingAt := d.start.Add(d.ceilingFor)
-		if !now.Before(ceilingAt) {
-			return BoundCeiling, d.ceilingFor, true
-		}
-		if ceilingAt.Before(next) {
-			next = ceilingAt
-		}
+	if !ceilingAt.IsZero() && !now.Before(ceilingAt) {
+		return BoundCeiling, d.ceilingFor, true
 	}
 	d.mu.Lock()
 	if !d.released {
-		d.timer.Reset(next.Sub(now))
+		d.timer.Reset(nearer(idleAt, ceilingAt).Sub(now))
 	}
 	d.mu.Unlock()
 	return "", 0, false
 }
 
-// next is the earliest the deadline can expire as things stand: the idle
-// bound counted from the last progress, or the ceiling if that comes first.
-func (d *deadline) next() time.Time {
-	at := time.Unix(0, d.lastActive.Load()).Add(d.idleFor)
+// bounds says when the idle bound (counted from the last progress) and the
+// ceiling (zero: none) elapse, as things stand.
+func (d *deadline) bounds() (idleAt, ceilingAt time.Time) {
+	idleAt = time.Unix(0, d.lastActive.Load()).Add(d.idleFor)
 	if d.ceilingFor > 0 {
-		if ceiling := d.start.Add(d.ceilingFor); ceiling.Before(at) {
-			at = ceiling
-		}
+		ceilingAt = d.start.Add(d.ceilingFor)
 	}
-	return at
+	return idleAt, ceilingAt
+}
+
+// next is the earliest the deadline can expire as things stand.
+func (d *deadline) next() time.Time { return nearer(d.bounds()) }
+
+// nearer is the earlier of an idle bound and a ceiling (zero: none).
+func nearer(idleAt, ceilingAt time.Time) time.Time {
+	if !ceilingAt.IsZero() && ceilingAt.Before(idleAt) {
+		return ceilingAt
+	}
+	return idleAt
 }
 
 // extend restarts the idle bound; the ceiling keeps running.

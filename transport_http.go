@@ -2457,7 +2457,8 @@ func decodeHeaderValue(s string) (string, bool) {
 type HTTPTransport struct {
 	url    string
 	cfg    *httpConfig
-	post0  *http.Request // a POST to url without context, body or headers; nil: url does not parse
+	post0  *http.Request // a POST to url without context, body or headers
+	urlErr error         // why url does not parse, if it does not
 	client *http.Client
 	log    *slog.Logger
 	maxMsg int
@@ -2516,9 +2517,9 @@ func NewHTTPTransport(url string, opts ...HTTPOption) *HTTPTransport {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	// The URL is parsed once: each POST starts from this request.
-	post0, _ := http.NewRequest(http.MethodPost, url, nil)
+	post0, urlErr := http.NewRequest(http.MethodPost, url, nil)
 	return &HTTPTransport{
-		url: url, cfg: cfg, client: client, post0: post0, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
+		url: url, cfg: cfg, client: client, post0: post0, urlErr: urlErr, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
 		ctx: ctx, cancel: cancel, clientInbox: newClientInbox(), jobs: make(chan postJob),
 		exchanges: make(map[ID]*exchange), toolHeaders: make(map[string][]paramHeader),
 	}
@@ -2528,9 +2529,8 @@ func NewHTTPTransport(url string, opts ...HTTPOption) *HTTPTransport {
 // parsing the URL again: a copy of post0 with its own URL (a RoundTripper
 // that edits one cannot reach the next), body and header.
 func (t *HTTPTransport) newPOST(ctx context.Context, body []byte, header http.Header) (*http.Request, error) {
-	if t.post0 == nil {
-		_, err := http.NewRequest(http.MethodPost, t.url, nil) // the parse error
-		return nil, err
+	if t.urlErr != nil {
+		return nil, t.urlErr
 	}
 	req := t.post0.WithContext(ctx)
 	u := *req.URL
@@ -2539,9 +2539,6 @@ func (t *HTTPTransport) newPOST(ctx context.Context, body []byte, header http.He
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	if len(body) == 0 {
-		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
-	}
 	return req, nil
 }
 
