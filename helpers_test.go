@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"reflect"
@@ -357,3 +358,9 @@ func settleGoroutines(t testing.TB, want int) {
 func isClosedErr(err error) bool { return errors.Is(err, ErrClosed) }
 
 func slogOf(h slog.Handler) *slog.Logger { return slog.New(h) }
+
+// testHTTPClient is the client tests send raw HTTP with. It is not
+// http.DefaultClient: closing an httptest.Server closes the idle
+// connections of http.DefaultTransport, which fails a request of another
+// test that is taking one of them at that moment.
+var testHTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}

@@ -137,7 +137,7 @@ func TestHTTPOversizeBodies(t *testing.T) {
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testHTTPClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +371,7 @@ func TestHTTPDeleteRacesRequests(t *testing.T) {
 	}
 	ts.CloseClientConnections()
 	ts.Close()
-	http.DefaultClient.CloseIdleConnections()
+	testHTTPClient.CloseIdleConnections()
 	settleGoroutines(t, before)
 }
 

@@ -2460,6 +2460,9 @@ type HTTPTransport struct {
 	post0  *http.Request // a POST to url without context, body or headers
 	urlErr error         // why url does not parse, if it does not
 	client *http.Client
+	// direct sends POSTs without client, when client is the default one
+	// and url one its http1Transport takes.
+	direct *http1Transport
 	log    *slog.Logger
 	maxMsg int
 
@@ -2489,19 +2492,21 @@ type HTTPTransport struct {
 	legacySession, legacyVersion string
 }
 
-// defaultHTTPClient is the client of the transports given none: a clone
-// of http.DefaultTransport whose pool keeps enough idle connections for
-// many concurrent calls to one server. DefaultTransport keeps 2 per host,
-// so each call past the second would dial, and close, a connection.
+// defaultHTTPClient is the client of the transports given none. Plain
+// http:// exchanges go over an http1Transport; the rest over a clone of
+// http.DefaultTransport. Both keep enough idle connections for many
+// concurrent calls to one server: DefaultTransport keeps 2 per host, so
+// each call past the second would dial, and close, a connection.
 var defaultHTTPClient = sync.OnceValue(func() *http.Client {
-	base, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return http.DefaultClient
+	const perHost = 128
+	var fallback http.RoundTripper = http.DefaultTransport
+	if base, ok := http.DefaultTransport.(*http.Transport); ok {
+		tr := base.Clone()
+		tr.MaxIdleConns = max(tr.MaxIdleConns, 2*perHost)
+		tr.MaxIdleConnsPerHost = perHost
+		fallback = tr
 	}
-	tr := base.Clone()
-	tr.MaxIdleConns = max(tr.MaxIdleConns, 256)
-	tr.MaxIdleConnsPerHost = 128
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: newHTTP1Transport(fallback, perHost)}
 })
 
 // exchange is one request's POST in flight.
@@ -2518,11 +2523,44 @@ func NewHTTPTransport(url string, opts ...HTTPOption) *HTTPTransport {
 	ctx, cancel := context.WithCancel(context.Background())
 	// The URL is parsed once: each POST starts from this request.
 	post0, urlErr := http.NewRequest(http.MethodPost, url, nil)
-	return &HTTPTransport{
+	t := &HTTPTransport{
 		url: url, cfg: cfg, client: client, post0: post0, urlErr: urlErr, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
 		ctx: ctx, cancel: cancel, clientInbox: newClientInbox(), jobs: make(chan postJob),
 		exchanges: make(map[ID]*exchange), toolHeaders: make(map[string][]paramHeader),
 	}
+	if h1, ok := client.Transport.(*http1Transport); ok && cfg.client == nil && urlErr == nil && h1.takes(post0) {
+		t.direct = h1
+	}
+	return t
+}
+
+// send POSTs body: straight over the default client's http1Transport when
+// it takes the endpoint, which spares the http.Request, its body readers
+// and the copies http.Client makes of it; through the client otherwise,
+// and for a redirect, which the client follows.
+func (t *HTTPTransport) send(ctx context.Context, body []byte, header http.Header) (*http.Response, error) {
+	if t.direct != nil {
+		resp, err := t.direct.post(ctx, t.post0.URL, header, body)
+		if err != nil || !isRedirect(resp.StatusCode) {
+			return resp, err
+		}
+		resp.Body.Close()
+	}
+	req, err := t.newPOST(ctx, body, header)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: bad endpoint URL: %w", err)
+	}
+	return t.client.Do(req)
+}
+
+// isRedirect reports whether http.Client follows a response of this
+// status to a POST.
+func isRedirect(code int) bool {
+	switch code {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
 }
 
 // newPOST is http.NewRequestWithContext(ctx, "POST", t.url, body) without
@@ -2832,12 +2870,11 @@ type clientStream struct {
 func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, body []byte, header http.Header) {
 	defer t.endExchange(m.id, ex)
 	isRequest := m.kind == kindRequest
-	req, err := t.newPOST(ctx, body, header)
-	if err != nil {
-		t.fail(fmt.Errorf("mcp: bad endpoint URL: %w", err))
+	if t.urlErr != nil {
+		t.fail(fmt.Errorf("mcp: bad endpoint URL: %w", t.urlErr))
 		return
 	}
-	resp, err := t.client.Do(req)
+	resp, err := t.send(ctx, body, header)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // aborted or closed

@@ -279,7 +279,7 @@ func doHTTP(t testing.TB, method, url, body string, header map[string]string) ht
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTPClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -857,7 +857,7 @@ func TestHTTPResumeRaw(t *testing.T) {
 	for k, v := range postHeaders("Mcp-Session-Id", sid) {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTPClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -917,7 +917,7 @@ func TestHTTPResumeRaw(t *testing.T) {
 	for k, v := range postHeaders("Mcp-Session-Id", sid) {
 		req.Header.Set(k, v)
 	}
-	resp, err = http.DefaultClient.Do(req)
+	resp, err = testHTTPClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -963,7 +963,7 @@ func TestHTTPStandaloneStream(t *testing.T) {
 		req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL, nil)
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("Mcp-Session-Id", sid)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testHTTPClient.Do(req)
 		if err != nil || resp.StatusCode != 200 || mediaTypeOf(resp.Header.Get("Content-Type")) != "text/event-stream" {
 			t.Fatalf("GET: %v %v", resp, err)
 		}
@@ -1505,7 +1505,7 @@ func TestHTTPKeepAlive(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTPClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1532,7 +1532,7 @@ func TestHTTPListenStream(t *testing.T) {
 	for k, v := range modernHeaders("subscriptions/listen") {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTPClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1585,7 +1585,7 @@ func TestHTTPShutdown(t *testing.T) {
 		req, _ := http.NewRequest("GET", ts.URL, nil)
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("Mcp-Session-Id", sid)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testHTTPClient.Do(req)
 		if err == nil {
 			_, err = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -1688,7 +1688,7 @@ func TestSSE2024Wire(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/sse", nil)
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTPClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1894,7 +1894,7 @@ func TestHTTPStandaloneStreamResumes(t *testing.T) {
 		if last != "" {
 			req.Header.Set("Last-Event-ID", last)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testHTTPClient.Do(req)
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("GET: %v %v", resp, err)
 		}
