@@ -119,12 +119,55 @@ type h1Request struct {
 	body   []byte
 	from   io.Reader
 	length int64
+	hook   *connHook // interrupts the exchange instead of its context; may be nil
 }
 
-// post sends a POST of body to u; the connection then carries no more
-// than the response.
-func (t *http1Transport) post(ctx context.Context, u *url.URL, header http.Header, body []byte) (*http.Response, error) {
-	return t.send(ctx, &h1Request{method: http.MethodPost, url: u, header: header, body: body, length: int64(len(body))}, nil)
+// post sends a POST of body to u. Ending ctx does not interrupt the
+// exchange: interrupting hook does, which whoever ends ctx calls too. (A
+// context.AfterFunc per request would do it alone, at the cost of about
+// 1 KB allocated per call.)
+func (t *http1Transport) post(ctx context.Context, u *url.URL, header http.Header, body []byte, hook *connHook) (*http.Response, error) {
+	return t.send(ctx, &h1Request{method: http.MethodPost, url: u, header: header, body: body, length: int64(len(body)), hook: hook}, nil)
+}
+
+// connHook lets whoever ends a request interrupt the connection that
+// carries it, if any.
+type connHook struct {
+	mu          sync.Mutex
+	nc          net.Conn // the connection carrying the request, while one does
+	interrupted bool
+}
+
+// attach makes nc the request's connection; it reports false, and does not,
+// when the request was interrupted already.
+func (h *connHook) attach(nc net.Conn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.interrupted {
+		return false
+	}
+	h.nc = nc
+	return true
+}
+
+// detach ends the request's use of its connection; it reports whether the
+// connection is sound, not interrupted.
+func (h *connHook) detach() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nc = nil
+	return !h.interrupted
+}
+
+// interrupt breaks off the I/O of the request's connection, now and when
+// one is attached later.
+func (h *connHook) interrupt() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.interrupted = true
+	if h.nc != nil {
+		h.nc.SetDeadline(aLongTimeAgo)
+	}
 }
 
 // send sends r on a kept-alive connection to its server, or a new one. A
@@ -292,41 +335,58 @@ var aLongTimeAgo = time.Unix(1, 0)
 // roundTrip sends req on c and reads the response head. While the body is
 // unread, a cancelled request context interrupts the connection.
 func (c *http1Conn) roundTrip(ctx context.Context, req *h1Request) (*http.Response, error) {
-	var stop func() bool
-	if ctx.Done() != nil {
-		if err := ctx.Err(); err != nil {
-			c.t.put(c)
-			return nil, err
-		}
-		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
-	}
-	fail := func(err error) (*http.Response, error) {
-		if stop != nil {
-			stop()
-		}
-		c.nc.Close()
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
+	if err := ctx.Err(); err != nil {
+		c.t.put(c)
 		return nil, err
+	}
+	var stop func() bool
+	if req.hook != nil {
+		if !req.hook.attach(c.nc) {
+			c.t.put(c)
+			return nil, context.Canceled
+		}
+	} else if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 	}
 	if err := c.writeRequest(req); err != nil {
 		if c.reused {
 			err = &unsentError{err}
 		}
-		return fail(err)
+		return c.fail(ctx, req, stop, err)
 	}
+	return c.readHead(ctx, req, stop)
+}
+
+// readHead reads the head of req's response; the body is the caller's to
+// read.
+func (c *http1Conn) readHead(ctx context.Context, req *h1Request, stop func() bool) (*http.Response, error) {
 	resp, err := c.readResponse(ctx, req.method)
 	if err != nil {
-		return fail(err)
+		return c.fail(ctx, req, stop, err)
 	}
 	b := resp.Body.(*http1Body)
-	b.stop = stop
+	b.stop, b.hook = stop, req.hook
 	if b.remain == 0 {
 		resp.Body = http.NoBody
 		b.release()
 	}
 	return resp, nil
+}
+
+// fail closes c after req failed on it; a request whose context ended
+// fails with the context's error.
+func (c *http1Conn) fail(ctx context.Context, req *h1Request, stop func() bool, err error) (*http.Response, error) {
+	if stop != nil {
+		stop()
+	}
+	if req.hook != nil {
+		req.hook.detach()
+	}
+	c.nc.Close()
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return nil, ctxErr
+	}
+	return nil, err
 }
 
 // writeRequest writes req's head and body, as net/http's client does.
@@ -646,9 +706,10 @@ type http1Body struct {
 	remain  int64           // bytes left of a Content-Length body; -1 otherwise
 	chunked io.Reader       // the dechunking reader of a chunked body
 	keep    bool            // the connection serves another request after the body
-	stop    func() bool
-	err     error        // what every further Read returns
-	state   atomic.Int32 // bodyReading, then bodyReleased or bodyClosed
+	stop    func() bool     // ends the context.AfterFunc that interrupts it, if any
+	hook    *connHook       // or the hook that does
+	err     error           // what every further Read returns
+	state   atomic.Int32    // bodyReading, then bodyReleased or bodyClosed
 }
 
 const (
@@ -725,8 +786,8 @@ func (b *http1Body) release() {
 	if !b.state.CompareAndSwap(bodyReading, bodyReleased) {
 		return
 	}
-	if b.stop != nil && !b.stop() {
-		// The request's context ended and broke the connection's deadline.
+	if !b.unhook() {
+		// The request was interrupted: the connection's deadline is broken.
 		b.c.nc.Close()
 		return
 	}
@@ -740,11 +801,22 @@ func (b *http1Body) release() {
 // abandon closes the connection of a body that cannot be read to its end.
 func (b *http1Body) abandon() {
 	if b.state.CompareAndSwap(bodyReading, bodyClosed) {
-		if b.stop != nil {
-			b.stop()
-		}
+		b.unhook()
 		b.c.nc.Close()
 	}
+}
+
+// unhook ends what interrupts the body's request; it reports whether the
+// connection is sound, not interrupted.
+func (b *http1Body) unhook() bool {
+	sound := true
+	if b.stop != nil {
+		sound = b.stop()
+	}
+	if b.hook != nil {
+		sound = b.hook.detach() && sound
+	}
+	return sound
 }
 
 // Close closes the connection unless the body was read to its end.

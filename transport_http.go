@@ -2510,7 +2510,16 @@ var defaultHTTPClient = sync.OnceValue(func() *http.Client {
 })
 
 // exchange is one request's POST in flight.
-type exchange struct{ cancel context.CancelFunc }
+type exchange struct {
+	cancel context.CancelFunc
+	hook   connHook // interrupts the POST's connection, with cancel
+}
+
+// abort ends the exchange's context and interrupts its POST.
+func (ex *exchange) abort() {
+	ex.cancel()
+	ex.hook.interrupt()
+}
 
 // NewHTTPTransport returns a client Transport for the Streamable HTTP
 // endpoint at url.
@@ -2538,9 +2547,13 @@ func NewHTTPTransport(url string, opts ...HTTPOption) *HTTPTransport {
 // it takes the endpoint, which spares the http.Request, its body readers
 // and the copies http.Client makes of it; through the client otherwise,
 // and for a redirect, which the client follows.
-func (t *HTTPTransport) send(ctx context.Context, body []byte, header http.Header) (*http.Response, error) {
+func (t *HTTPTransport) send(ctx context.Context, ex *exchange, body []byte, header http.Header) (*http.Response, error) {
 	if t.direct != nil {
-		resp, err := t.direct.post(ctx, t.post0.URL, header, body)
+		var hook *connHook
+		if ex != nil {
+			hook = &ex.hook
+		}
+		resp, err := t.direct.post(ctx, t.post0.URL, header, body, hook)
 		if err != nil || !isRedirect(resp.StatusCode) {
 			return resp, err
 		}
@@ -2646,9 +2659,12 @@ func (t *HTTPTransport) pushInto(deliver func(data []byte)) { t.push = deliver }
 // gives up when ctx ends.
 func (t *HTTPTransport) deliver(ctx context.Context, msg []byte) bool {
 	if t.push != nil {
-		select {
-		case <-ctx.Done():
+		// ctx.Err, not ctx.Done: a context's Done channel is made on first
+		// use, and no one waits on it here.
+		if ctx.Err() != nil {
 			return false
+		}
+		select {
 		case <-t.failed:
 			return false
 		default:
@@ -2840,7 +2856,7 @@ func (t *HTTPTransport) abortExchange(id ID) {
 	delete(t.exchanges, id)
 	t.mu.Unlock()
 	if ex != nil {
-		ex.cancel()
+		ex.abort()
 	}
 }
 
@@ -2868,13 +2884,21 @@ type clientStream struct {
 }
 
 func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, body []byte, header http.Header) {
-	defer t.endExchange(m.id, ex)
-	isRequest := m.kind == kindRequest
 	if t.urlErr != nil {
+		defer t.endExchange(m.id, ex)
 		t.fail(fmt.Errorf("mcp: bad endpoint URL: %w", t.urlErr))
 		return
 	}
-	resp, err := t.send(ctx, body, header)
+	resp, err := t.send(ctx, ex, body, header)
+	t.answered(ctx, ex, m, header, resp, err)
+}
+
+// answered handles the outcome of m's POST: it delivers the answers read
+// from the response, or an error answer of the request's when the POST
+// failed.
+func (t *HTTPTransport) answered(ctx context.Context, ex *exchange, m *httpMessage, header http.Header, resp *http.Response, err error) {
+	defer t.endExchange(m.id, ex)
+	isRequest := m.kind == kindRequest
 	if err != nil {
 		if ctx.Err() != nil {
 			return // aborted or closed
@@ -3251,8 +3275,15 @@ func (t *HTTPTransport) Close() error {
 		t.mu.Lock()
 		t.closed = true
 		sid, version := t.sessionID, t.version
+		live := make([]*exchange, 0, len(t.exchanges))
+		for _, ex := range t.exchanges {
+			live = append(live, ex)
+		}
 		t.mu.Unlock()
 		t.cancel()
+		for _, ex := range live {
+			ex.hook.interrupt()
+		}
 		if sid != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), t.cfg.closeTimeout)
 			if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url, nil); err == nil {
