@@ -213,12 +213,19 @@ func WithContext(ctx context.Context) HTTPOption {
 	return func(c *httpConfig) { c.ctx = ctx }
 }
 
-// WithHTTPClient sets the http.Client the client transport sends with.
-// The default is a client shared by the package's transports whose
-// connection pool keeps up to 128 idle connections per host
-// (http.DefaultClient keeps 2, so concurrent calls would redial). Its
-// Timeout, if any, also cuts long SSE responses; leave it 0 and let the
-// MCP request timeouts bound each call. Client only.
+// WithHTTPClient sets the http.Client the client transport sends with:
+// give one for TLS settings, a proxy of your own, an authenticating
+// RoundTripper, HTTP/2, or anything else net/http does. Its Timeout, if
+// any, also cuts long SSE responses; leave it 0 and let the MCP request
+// timeouts bound each call. Client only.
+//
+// The default is a client shared by the package's transports. It sends
+// plain http:// requests over HTTP/1.1 itself, on the goroutine that
+// makes the request, over kept-alive connections (up to 128 idle per
+// host); that saves net/http's hand-offs between goroutines, most of an
+// MCP call's cost on a loopback connection. https:// endpoints, endpoints
+// the environment's proxy settings (HTTP_PROXY, NO_PROXY) send through a
+// proxy, and redirects go through a clone of http.DefaultTransport.
 func WithHTTPClient(client *http.Client) HTTPOption {
 	return func(c *httpConfig) { c.client = client }
 }
