@@ -78,10 +78,10 @@ func (t *http1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.takes(req) {
 		return t.fallback.RoundTrip(req)
 	}
-	r := &h1Request{method: req.Method, url: req.URL, host: req.Host, header: req.Header, length: max(req.ContentLength, 0)}
+	r := &h1Request{method: req.Method, url: req.URL, host: req.Host, header: req.Header}
 	body := req.Body
 	if body != nil && body != http.NoBody {
-		r.from = body
+		r.from, r.length = body, req.ContentLength
 	}
 	rewind := func() error {
 		if r.from == nil {
@@ -176,6 +176,9 @@ func (h *connHook) interrupt() {
 // connection (after rewind, for a body read from a reader), as net/http
 // does.
 func (t *http1Transport) send(ctx context.Context, r *h1Request, rewind func() error) (*http.Response, error) {
+	if err := r.validate(); err != nil {
+		return nil, err // before a connection is taken, as net/http does
+	}
 	addr := r.url.Host
 	if r.url.Port() == "" {
 		addr = net.JoinHostPort(r.url.Hostname(), "80")
@@ -190,7 +193,9 @@ func (t *http1Transport) send(ctx context.Context, r *h1Request, rewind func() e
 			return resp, nil
 		}
 		var unsent *unsentError
-		if retried || !errors.As(err, &unsent) || ctx.Err() != nil {
+		var unanswered *unansweredError
+		again := errors.As(err, &unsent) || (errors.As(err, &unanswered) && c.reused && r.idempotent())
+		if retried || !again || ctx.Err() != nil {
 			return nil, err
 		}
 		if rewind != nil {
@@ -322,6 +327,33 @@ type http1Conn struct {
 	idleTimer *time.Timer // closes it when idle too long; set on its first put
 }
 
+// unansweredError is a connection's end, or reset, before the first byte
+// of the response: a server closing a kept-alive connection as the request
+// arrived. An idempotent request may go again, as net/http has it.
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string { return e.err.Error() }
+func (e *unansweredError) Unwrap() error { return e.err }
+
+// idempotent reports whether r may be sent twice: its method says so, or
+// its Idempotency-Key header does, as net/http has it.
+func (r *h1Request) idempotent() bool {
+	switch r.method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return r.from == nil && len(r.body) == 0
+	}
+	_, key := r.header["Idempotency-Key"]
+	_, xkey := r.header["X-Idempotency-Key"]
+	return key || xkey
+}
+
+// bodyError is a failure of a request's own body: its reader's, or a
+// length other than its ContentLength. Sending it again would not help.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
 // unsentError is a failure to send a request on a kept-alive connection:
 // the server never saw the request.
 type unsentError struct{ err error }
@@ -349,6 +381,19 @@ func (c *http1Conn) roundTrip(ctx context.Context, req *h1Request) (*http.Respon
 		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 	}
 	if err := c.writeRequest(req); err != nil {
+		var bad *bodyError
+		if errors.As(err, &bad) {
+			return c.fail(ctx, req, stop, err)
+		}
+		// A server may answer before it has read the whole request (413,
+		// say) and close the connection: its answer is the outcome, when
+		// it came, as net/http has it.
+		c.nc.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+		if resp, rerr := c.readResponse(ctx, req.method); rerr == nil {
+			c.nc.SetReadDeadline(time.Time{})
+			resp.Body.(*http1Body).keep, resp.Close = false, true
+			return c.handOver(resp, req, stop), nil
+		}
 		if c.reused {
 			err = &unsentError{err}
 		}
@@ -357,6 +402,10 @@ func (c *http1Conn) roundTrip(ctx context.Context, req *h1Request) (*http.Respon
 	return c.readHead(ctx, req, stop)
 }
 
+// earlyAnswerWait is how long a request that failed to go out waits for an
+// answer the server may have sent before it stopped reading.
+const earlyAnswerWait = 100 * time.Millisecond
+
 // readHead reads the head of req's response; the body is the caller's to
 // read.
 func (c *http1Conn) readHead(ctx context.Context, req *h1Request, stop func() bool) (*http.Response, error) {
@@ -364,13 +413,19 @@ func (c *http1Conn) readHead(ctx context.Context, req *h1Request, stop func() bo
 	if err != nil {
 		return c.fail(ctx, req, stop, err)
 	}
+	return c.handOver(resp, req, stop), nil
+}
+
+// handOver gives resp's body what interrupts req, or releases the
+// connection at once when the body is empty.
+func (c *http1Conn) handOver(resp *http.Response, req *h1Request, stop func() bool) *http.Response {
 	b := resp.Body.(*http1Body)
 	b.stop, b.hook = stop, req.hook
 	if b.remain == 0 {
 		resp.Body = http.NoBody
 		b.release()
 	}
-	return resp, nil
+	return resp
 }
 
 // fail closes c after req failed on it; a request whose context ended
@@ -389,7 +444,31 @@ func (c *http1Conn) fail(ctx context.Context, req *h1Request, stop func() bool, 
 	return nil, err
 }
 
-// writeRequest writes req's head and body, as net/http's client does.
+// validate checks what writeRequest would write verbatim: the Host and
+// the header names and values.
+func (r *h1Request) validate() error {
+	host := r.host
+	if host == "" {
+		host = r.url.Host
+	}
+	if !validHeaderValue(host) {
+		return fmt.Errorf("mcp: invalid Host %q", host)
+	}
+	for key, values := range r.header {
+		if !isHTTPToken(key) {
+			return fmt.Errorf("mcp: invalid header name %q", key)
+		}
+		for _, v := range values {
+			if !validHeaderValue(v) {
+				return fmt.Errorf("mcp: invalid value of header %s", key)
+			}
+		}
+	}
+	return nil
+}
+
+// writeRequest writes req's head and body, as net/http's client does;
+// validate has checked its header.
 func (c *http1Conn) writeRequest(req *h1Request) error {
 	w := c.bw
 	w.WriteString(req.method)
@@ -412,9 +491,6 @@ func (c *http1Conn) writeRequest(req *h1Request) error {
 	if host == "" {
 		host = req.url.Host
 	}
-	if !validHeaderValue(host) {
-		return fmt.Errorf("mcp: invalid Host %q", host)
-	}
 	w.WriteString(host)
 	w.WriteString("\r\n")
 	if _, ok := req.header["User-Agent"]; !ok {
@@ -425,13 +501,7 @@ func (c *http1Conn) writeRequest(req *h1Request) error {
 		case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Connection":
 			continue // written from the request's fields, or not at all
 		}
-		if !isHTTPToken(key) {
-			return fmt.Errorf("mcp: invalid header name %q", key)
-		}
 		for _, v := range values {
-			if !validHeaderValue(v) {
-				return fmt.Errorf("mcp: invalid value of header %s", key)
-			}
 			w.WriteString(key)
 			w.WriteString(": ")
 			w.WriteString(strings.TrimSpace(v))
@@ -446,17 +516,40 @@ func (c *http1Conn) writeRequest(req *h1Request) error {
 	}
 	w.WriteString("\r\n")
 	if req.from != nil {
-		n, err := io.Copy(w, req.from)
-		if err != nil {
+		// ContentLength bytes and no more: what followed would reach the
+		// server as a request of its own. A body of another length fails
+		// the request, before the flush when the body is small.
+		n, err := io.CopyN(w, bodyReader{req.from}, req.length)
+		var bad *bodyError
+		if errors.As(err, &bad) && !errors.Is(err, io.EOF) {
 			return err
 		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err // the connection's
+		}
 		if n != req.length {
-			return fmt.Errorf("mcp: the request body has %d bytes, not its ContentLength %d", n, req.length)
+			return &bodyError{fmt.Errorf("mcp: the request body has %d bytes, not its ContentLength %d", n, req.length)}
+		}
+		var more [1]byte
+		if m, _ := io.ReadFull(req.from, more[:]); m > 0 {
+			return &bodyError{fmt.Errorf("mcp: the request body is longer than its ContentLength %d", req.length)}
 		}
 	} else {
 		w.Write(req.body)
 	}
 	return w.Flush()
+}
+
+// bodyReader marks the errors of a request body's reader as its own, not
+// the connection's.
+type bodyReader struct{ r io.Reader }
+
+func (b bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &bodyError{err}
+	}
+	return n, err
 }
 
 // validHeaderValue reports whether v may be a header value: no control
@@ -477,9 +570,12 @@ var errMalformedResponse = errors.New("mcp: malformed HTTP response")
 // responses are skipped.
 func (c *http1Conn) readResponse(ctx context.Context, method string) (*http.Response, error) {
 	budget := c.t.maxHeaderBytes
-	for {
+	for first := true; ; first = false {
 		line, err := c.readLine(&budget)
 		if err != nil {
+			if first && budget == c.t.maxHeaderBytes {
+				err = &unansweredError{err}
+			}
 			return nil, err
 		}
 		resp := new(http.Response)
@@ -668,7 +764,7 @@ func (c *http1Conn) frameBody(ctx context.Context, method string, resp *http.Res
 		return nil
 	}
 	if cl := resp.Header["Content-Length"]; len(cl) > 0 {
-		n, err := strconv.ParseInt(strings.TrimSpace(cl[0]), 10, 64)
+		n, err := parseContentLength(strings.TrimSpace(cl[0]))
 		for _, v := range cl[1:] {
 			if strings.TrimSpace(v) != strings.TrimSpace(cl[0]) {
 				err = errors.New("differing values")
@@ -683,6 +779,14 @@ func (c *http1Conn) frameBody(ctx context.Context, method string, resp *http.Res
 	b.keep = false // the body ends when the server closes the connection
 	resp.Close = true
 	return nil
+}
+
+// parseContentLength parses a Content-Length: digits only, no sign.
+func parseContentLength(v string) (int64, error) {
+	if v == "" || strings.TrimLeft(v, "0123456789") != "" {
+		return 0, errors.New("not a length")
+	}
+	return strconv.ParseInt(v, 10, 64)
 }
 
 // headerHasToken reports whether a comma-separated header has token.
