@@ -260,7 +260,9 @@ func (t *http1Transport) conn(ctx context.Context, addr string) (*http1Conn, err
 	if err != nil {
 		return nil, err
 	}
-	return &http1Conn{t: t, addr: addr, nc: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096)}, nil
+	c := &http1Conn{t: t, addr: addr, nc: nc, br: bufio.NewReaderSize(nc, 4096)}
+	c.bw = bufio.NewWriterSize(sentCounter{c}, 4096)
+	return c, nil
 }
 
 // put keeps c for the next request to its server, or closes it.
@@ -324,7 +326,17 @@ type http1Conn struct {
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	reused    bool        // it served a request before this one
+	sent      int         // bytes of the current request that went out
 	idleTimer *time.Timer // closes it when idle too long; set on its first put
+}
+
+// sentCounter writes to its connection and counts what went out.
+type sentCounter struct{ c *http1Conn }
+
+func (w sentCounter) Write(p []byte) (int, error) {
+	n, err := w.c.nc.Write(p)
+	w.c.sent += n
+	return n, err
 }
 
 // unansweredError is a connection's end, or reset, before the first byte
@@ -354,8 +366,8 @@ type bodyError struct{ err error }
 func (e *bodyError) Error() string { return e.err.Error() }
 func (e *bodyError) Unwrap() error { return e.err }
 
-// unsentError is a failure to send a request on a kept-alive connection:
-// the server never saw the request.
+// unsentError is a failure to send a request on a kept-alive connection
+// before any of it went out: the server never saw the request.
 type unsentError struct{ err error }
 
 func (e *unsentError) Error() string { return e.err.Error() }
@@ -380,6 +392,7 @@ func (c *http1Conn) roundTrip(ctx context.Context, req *h1Request) (*http.Respon
 	} else if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 	}
+	c.sent = 0
 	if err := c.writeRequest(req); err != nil {
 		var bad *bodyError
 		if errors.As(err, &bad) {
@@ -394,7 +407,7 @@ func (c *http1Conn) roundTrip(ctx context.Context, req *h1Request) (*http.Respon
 			resp.Body.(*http1Body).keep, resp.Close = false, true
 			return c.handOver(resp, req, stop), nil
 		}
-		if c.reused {
+		if c.reused && c.sent == 0 {
 			err = &unsentError{err}
 		}
 		return c.fail(ctx, req, stop, err)

@@ -530,6 +530,60 @@ func TestHTTP1ResendsWhatAKeptAliveConnectionFailedToSend(t *testing.T) {
 	}
 }
 
+// TestHTTP1DoesNotResendAPartlySentPOST: a POST whose head reached the
+// server before the connection broke under its body (the server read the
+// head and closed, resetting the rest) fails and is not sent again, even
+// from a kept-alive connection: only a request none of which went out may
+// go again, as with net/http.
+func TestHTTP1DoesNotResendAPartlySentPOST(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var heads atomic.Int32
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if req.Method == "POST" {
+						heads.Add(1)
+						return // the body unread: the close resets it
+					}
+					io.WriteString(c, h1OK)
+				}
+			})
+		}
+	})
+	tr := h1New(t) // closes its connections before the server waits for them
+	url := "http://" + ln.Addr().String()
+	h1Do(t, tr, "GET", url, "")
+	// More than the sockets' buffers hold: the write fails.
+	req, _ := http.NewRequestWithContext(h1Guard(t), "POST", url, bytes.NewReader(make([]byte, 32<<20)))
+	if resp, err := tr.RoundTrip(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a POST the server reset: %d, no error", resp.StatusCode)
+	}
+	if n := heads.Load(); n != 1 {
+		t.Fatalf("the POST reached the server %d times, want 1", n)
+	}
+}
+
 // TestHTTP1CancelUnblocks: cancelling a request's context ends it promptly
 // with context.Canceled, while the server has not answered and while a
 // never-ending (SSE) body is being read; its connection is not used again.
