@@ -404,6 +404,11 @@ func (c *http1Conn) roundTrip(ctx context.Context, req *h1Request) (*http.Respon
 		c.nc.SetReadDeadline(time.Now().Add(earlyAnswerWait))
 		if resp, rerr := c.readResponse(ctx, req.method); rerr == nil {
 			c.nc.SetReadDeadline(time.Time{})
+			if ctx.Err() != nil {
+				// Ended while the deadline was ours: the interruption's
+				// deadline may be gone with it.
+				return c.fail(ctx, req, stop, ctx.Err())
+			}
 			resp.Body.(*http1Body).keep, resp.Close = false, true
 			return c.handOver(resp, req, stop), nil
 		}
@@ -506,13 +511,17 @@ func (c *http1Conn) writeRequest(req *h1Request) error {
 	}
 	w.WriteString(host)
 	w.WriteString("\r\n")
-	if _, ok := req.header["User-Agent"]; !ok {
+	if ua, ok := req.header["User-Agent"]; !ok {
 		w.WriteString("User-Agent: Go-http-client/1.1\r\n")
+	} else if len(ua) > 0 && ua[0] != "" {
+		w.WriteString("User-Agent: ")
+		w.WriteString(strings.TrimSpace(ua[0]))
+		w.WriteString("\r\n")
 	}
 	for key, values := range req.header {
 		switch key {
-		case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Connection":
-			continue // written from the request's fields, or not at all
+		case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Connection", "User-Agent":
+			continue // written from the request's fields, above, or not at all
 		}
 		for _, v := range values {
 			w.WriteString(key)
@@ -769,8 +778,15 @@ func (c *http1Conn) frameBody(ctx context.Context, method string, resp *http.Res
 	switch code := resp.StatusCode; {
 	case method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified:
 		b.remain, b.chunked = 0, nil
-		if method != http.MethodHead {
-			resp.ContentLength = 0
+		resp.ContentLength = 0
+		if cl := resp.Header["Content-Length"]; method == http.MethodHead && len(cl) > 0 {
+			// The length a GET would have had, as net/http reports it.
+			resp.ContentLength = -1
+			if n, err := parseContentLength(strings.TrimSpace(cl[0])); err == nil {
+				resp.ContentLength = n
+			}
+		} else if method == http.MethodHead {
+			resp.ContentLength = -1
 		}
 		return nil
 	case b.chunked != nil:
@@ -839,6 +855,10 @@ const (
 // connection belongs to the pool.
 func (b *http1Body) Read(p []byte) (int, error) {
 	if b.err != nil {
+		return 0, b.err
+	}
+	if b.state.Load() == bodyClosed {
+		b.err = errors.New("mcp: read on a closed response body")
 		return 0, b.err
 	}
 	var n int

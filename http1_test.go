@@ -1592,3 +1592,50 @@ func TestHTTP1ResendsAGETTheServerClosedOn(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestHTTP1AsNetHTTPHasIt: details a caller may compare with net/http's
+// client: an empty User-Agent sends none; a HEAD response reports the
+// Content-Length a GET would have had and has no body to read; a body
+// read after Close fails rather than return what was buffered.
+func TestHTTP1AsNetHTTPHasIt(t *testing.T) {
+	t.Parallel()
+	heads := make(chan string, 4)
+	srv := h1RawServer(t, func(got h1Got) (string, bool) {
+		heads <- got.raw
+		if got.req.Method == "HEAD" {
+			return "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n", false
+		}
+		return "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789", false
+	})
+	tr := h1New(t)
+	req, _ := http.NewRequest("GET", srv.url, nil)
+	req.Header.Set("User-Agent", "")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw := h1Wait(t, heads, "the GET"); strings.Contains(strings.ToLower(raw), "user-agent") {
+		t.Errorf("an empty User-Agent went out:\n%s", raw)
+	}
+	var first [2]byte
+	if _, err := io.ReadFull(resp.Body, first[:]); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n, err := resp.Body.Read(first[:]); err == nil || n != 0 {
+		t.Errorf("a read after Close: %d bytes, %v; want an error", n, err)
+	}
+	req, _ = http.NewRequest("HEAD", srv.url, nil)
+	resp, err = tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1Wait(t, heads, "the HEAD")
+	if resp.ContentLength != 1234 {
+		t.Errorf("HEAD ContentLength %d, want 1234", resp.ContentLength)
+	}
+	if b, err := io.ReadAll(resp.Body); err != nil || len(b) != 0 {
+		t.Errorf("HEAD body %q, %v", b, err)
+	}
+	resp.Body.Close()
+}
