@@ -125,7 +125,7 @@ type h1Request struct {
 // post sends a POST of body to u. Ending ctx does not interrupt the
 // exchange: interrupting hook does, which whoever ends ctx calls too. (A
 // context.AfterFunc per request would do it alone, at the cost of about
-// 1 KB allocated per call.)
+// 500 B allocated per call.)
 func (t *http1Transport) post(ctx context.Context, u *url.URL, header http.Header, body []byte, hook *connHook) (*http.Response, error) {
 	return t.send(ctx, &h1Request{method: http.MethodPost, url: u, header: header, body: body, length: int64(len(body)), hook: hook}, nil)
 }
