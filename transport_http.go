@@ -2891,21 +2891,13 @@ type clientStream struct {
 }
 
 func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, body []byte, header http.Header) {
+	defer t.endExchange(m.id, ex)
+	isRequest := m.kind == kindRequest
 	if t.urlErr != nil {
-		defer t.endExchange(m.id, ex)
 		t.fail(fmt.Errorf("mcp: bad endpoint URL: %w", t.urlErr))
 		return
 	}
 	resp, err := t.send(ctx, ex, body, header)
-	t.answered(ctx, ex, m, header, resp, err)
-}
-
-// answered handles the outcome of m's POST: it delivers the answers read
-// from the response, or an error answer of the request's when the POST
-// failed.
-func (t *HTTPTransport) answered(ctx context.Context, ex *exchange, m *httpMessage, header http.Header, resp *http.Response, err error) {
-	defer t.endExchange(m.id, ex)
-	isRequest := m.kind == kindRequest
 	if err != nil {
 		if ctx.Err() != nil {
 			return // aborted or closed
