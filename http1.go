@@ -119,15 +119,49 @@ type h1Request struct {
 	body   []byte
 	from   io.Reader
 	length int64
-	hook   *connHook // interrupts the exchange instead of its context; may be nil
+	hook   *connHook   // interrupts the exchange instead of its context; may be nil
+	into   *h1Response // where the response goes; a new one when nil
+}
+
+// h1Response is the storage of one response: its head, its body and the
+// array its header values share. The direct POST path takes them from a
+// pool and gives them back when done with the response (recycle), which
+// spares four allocations, about 750 B, a call.
+type h1Response struct {
+	resp http.Response
+	body http1Body
+	vals []string
+}
+
+var h1ResponsePool = sync.Pool{New: func() any { return new(h1Response) }}
+
+// recycle gives r, whose response nothing uses any more, back to the pool.
+func (r *h1Response) recycle() {
+	if r == nil {
+		return
+	}
+	h := r.resp.Header
+	clear(h)
+	r.resp = http.Response{Header: h}
+	r.body.reset(nil, nil)
+	clear(r.vals)
+	r.vals = r.vals[:0]
+	h1ResponsePool.Put(r)
 }
 
 // post sends a POST of body to u. Ending ctx does not interrupt the
 // exchange: interrupting hook does, which whoever ends ctx calls too. (A
 // context.AfterFunc per request would do it alone, at the cost of about
-// 500 B allocated per call.)
-func (t *http1Transport) post(ctx context.Context, u *url.URL, header http.Header, body []byte, hook *connHook) (*http.Response, error) {
-	return t.send(ctx, &h1Request{method: http.MethodPost, url: u, header: header, body: body, length: int64(len(body)), hook: hook}, nil)
+// 500 B allocated per call.) The response is in storage of the pool's:
+// the caller gives it back with recycle once done with the response; the
+// error is nil exactly when r is not.
+func (t *http1Transport) post(ctx context.Context, u *url.URL, header http.Header, body []byte, hook *connHook) (r *h1Response, err error) {
+	r = h1ResponsePool.Get().(*h1Response)
+	if _, err = t.send(ctx, &h1Request{method: http.MethodPost, url: u, header: header, body: body, length: int64(len(body)), hook: hook, into: r}, nil); err != nil {
+		r.recycle()
+		return nil, err
+	}
+	return r, nil
 }
 
 // connHook lets whoever ends a request interrupt the connection that
@@ -328,6 +362,8 @@ type http1Conn struct {
 	reused    bool        // it served a request before this one
 	sent      int         // bytes of the current request that went out
 	idleTimer *time.Timer // closes it when idle too long; set on its first put
+
+	lastValues [8]string // the header values of its last response, by line
 }
 
 // sentCounter writes to its connection and counts what went out.
@@ -402,7 +438,7 @@ func (c *http1Conn) roundTrip(ctx context.Context, req *h1Request) (*http.Respon
 		// say) and close the connection: its answer is the outcome, when
 		// it came, as net/http has it.
 		c.nc.SetReadDeadline(time.Now().Add(earlyAnswerWait))
-		if resp, rerr := c.readResponse(ctx, req.method); rerr == nil {
+		if resp, rerr := c.readResponse(ctx, req); rerr == nil {
 			c.nc.SetReadDeadline(time.Time{})
 			if ctx.Err() != nil {
 				// Ended while the deadline was ours: the interruption's
@@ -427,7 +463,7 @@ const earlyAnswerWait = 100 * time.Millisecond
 // readHead reads the head of req's response; the body is the caller's to
 // read.
 func (c *http1Conn) readHead(ctx context.Context, req *h1Request, stop func() bool) (*http.Response, error) {
-	resp, err := c.readResponse(ctx, req.method)
+	resp, err := c.readResponse(ctx, req)
 	if err != nil {
 		return c.fail(ctx, req, stop, err)
 	}
@@ -588,10 +624,14 @@ func validHeaderValue(v string) bool {
 // errMalformedResponse is the error of a response that is not HTTP/1.x.
 var errMalformedResponse = errors.New("mcp: malformed HTTP response")
 
-// readResponse reads the head of req's response; informational (1xx)
-// responses are skipped.
-func (c *http1Conn) readResponse(ctx context.Context, method string) (*http.Response, error) {
+// readResponse reads the head of req's response (into req.into, when
+// set); informational (1xx) responses are skipped.
+func (c *http1Conn) readResponse(ctx context.Context, req *h1Request) (*http.Response, error) {
 	budget := c.t.maxHeaderBytes
+	r := req.into
+	if r == nil {
+		r = new(h1Response)
+	}
 	for first := true; ; first = false {
 		line, err := c.readLine(&budget)
 		if err != nil {
@@ -600,11 +640,14 @@ func (c *http1Conn) readResponse(ctx context.Context, method string) (*http.Resp
 			}
 			return nil, err
 		}
-		resp := new(http.Response)
+		h := r.resp.Header
+		clear(h)
+		r.resp = http.Response{Header: h}
+		resp := &r.resp
 		if !parseStatusLine(line, resp) {
 			return nil, fmt.Errorf("%w: status line %q", errMalformedResponse, line)
 		}
-		if resp.Header, err = c.readHeader(&budget); err != nil {
+		if err = c.readHeader(&budget, r); err != nil {
 			return nil, err
 		}
 		if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -613,7 +656,7 @@ func (c *http1Conn) readResponse(ctx context.Context, method string) (*http.Resp
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 {
 			continue
 		}
-		return resp, c.frameBody(ctx, method, resp)
+		return resp, c.frameBody(ctx, req.method, r)
 	}
 }
 
@@ -666,18 +709,23 @@ func parseStatusLine(line []byte, resp *http.Response) bool {
 	return true
 }
 
-// readHeader reads header lines up to the blank line that ends them. The
-// values share one array.
-func (c *http1Conn) readHeader(budget *int) (http.Header, error) {
-	h := make(http.Header, 8)
-	var vals []string
-	for {
+// readHeader reads header lines up to the blank line that ends them into
+// r.resp.Header. The values share one array, r.vals.
+func (c *http1Conn) readHeader(budget *int, r *h1Response) error {
+	h := r.resp.Header
+	if h == nil {
+		h = make(http.Header, 8)
+		r.resp.Header = h
+	}
+	vals := r.vals[:0]
+	defer func() { r.vals = vals }()
+	for i := 0; ; i++ {
 		line, err := c.readLine(budget)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(line) == 0 {
-			return h, nil
+			return nil
 		}
 		colon := -1
 		for i, b := range line {
@@ -687,16 +735,16 @@ func (c *http1Conn) readHeader(budget *int) (http.Header, error) {
 			}
 		}
 		if colon <= 0 || line[0] == ' ' || line[0] == '\t' {
-			return nil, fmt.Errorf("%w: header line %q", errMalformedResponse, line)
+			return fmt.Errorf("%w: header line %q", errMalformedResponse, line)
 		}
 		key := headerKey(line[:colon])
 		if !isHTTPToken(key) {
-			return nil, fmt.Errorf("%w: header name %q", errMalformedResponse, key)
+			return fmt.Errorf("%w: header name %q", errMalformedResponse, key)
 		}
 		if vals == nil {
 			vals = make([]string, 0, 8)
 		}
-		vals = append(vals, headerValue(trimOWS(line[colon+1:])))
+		vals = append(vals, c.headerValue(i, trimOWS(line[colon+1:])))
 		n := len(vals)
 		if prev, ok := h[key]; ok {
 			h[key] = append(prev, vals[n-1])
@@ -738,6 +786,22 @@ func headerKey(b []byte) string {
 	return textproto.CanonicalMIMEHeaderKey(string(b))
 }
 
+// headerValue is string(b), the value of the i-th header line; the values
+// MCP servers send most come without an allocation, as does one equal to
+// the value of the i-th line of the connection's last response (a server
+// writes its headers in the same order each time: its session ID, the
+// date within a second).
+func (c *http1Conn) headerValue(i int, b []byte) string {
+	if i < len(c.lastValues) && string(b) == c.lastValues[i] {
+		return c.lastValues[i]
+	}
+	v := headerValue(b)
+	if i < len(c.lastValues) {
+		c.lastValues[i] = v
+	}
+	return v
+}
+
 // headerValue is string(b); the values MCP servers send most come without
 // an allocation.
 func headerValue(b []byte) string {
@@ -760,8 +824,9 @@ func headerValue(b []byte) string {
 
 // frameBody works out how resp's body is delimited, as RFC 9112 §6.3 has
 // it, and whether the connection serves another request after it.
-func (c *http1Conn) frameBody(ctx context.Context, method string, resp *http.Response) error {
-	b := &http1Body{c: c, ctx: ctx, remain: -1}
+func (c *http1Conn) frameBody(ctx context.Context, method string, r *h1Response) error {
+	resp, b := &r.resp, &r.body
+	b.reset(c, ctx)
 	resp.Body = b
 	resp.ContentLength = -1
 	b.keep = resp.ProtoMinor == 1 && !headerHasToken(resp.Header["Connection"], "close")
@@ -850,6 +915,12 @@ const (
 	bodyReleased
 	bodyClosed
 )
+
+// reset makes b the unread body of a response on c.
+func (b *http1Body) reset(c *http1Conn, ctx context.Context) {
+	b.c, b.ctx, b.remain, b.chunked, b.keep, b.stop, b.hook, b.err = c, ctx, -1, nil, false, nil, nil, nil
+	b.state.Store(bodyReading)
+}
 
 // Read reads the body; a failure is final, and after the end the
 // connection belongs to the pool.

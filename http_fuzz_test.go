@@ -203,7 +203,8 @@ func FuzzHTTPClassify(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		scanned := sniffMessage(data) // never panics, whatever data is
+		scanned := new(httpMessage)
+		sniffMessage(data, scanned) // never panics, whatever data is
 		walkObject(data, func(key, val []byte) bool {
 			walkObject(val, func(key, val []byte) bool { return true })
 			return true

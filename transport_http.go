@@ -2090,17 +2090,28 @@ func (m *httpMessage) classify() {
 	})
 }
 
-// sniffMessage classifies a message the client transport is about to send
-// (or the SSE transport was refused), without validating or copying it.
-func sniffMessage(data []byte) *httpMessage {
-	m := &httpMessage{}
+// sniffMessage classifies into m a message the client transport is about
+// to send (or the SSE transport was refused), without validating or
+// copying it.
+func sniffMessage(data []byte, m *httpMessage) {
 	if !scanEnvelope(data, &m.wire) {
 		m.kind, m.invalid = kindInvalid, "not a JSON-RPC message object"
 		m.id = idOf(data)
-		return m
+		return
 	}
 	m.classify()
-	return m
+}
+
+// sentMessage is what a client POST keeps of the message it carries.
+type sentMessage struct {
+	kind   int
+	id     ID
+	method string
+	modern bool // params._meta carries the 2026-07-28 protocolVersion
+}
+
+func (m *httpMessage) sent() sentMessage {
+	return sentMessage{kind: m.kind, id: m.id, method: m.method, modern: m.hasVersion}
 }
 
 // scanEnvelope reads the envelope members of data into w without decoding
@@ -2554,23 +2565,31 @@ func NewHTTPTransport(url string, opts ...HTTPOption) *HTTPTransport {
 // it takes the endpoint, which spares the http.Request, its body readers
 // and the copies http.Client makes of it; through the client otherwise,
 // and for a redirect, which the client follows.
-func (t *HTTPTransport) send(ctx context.Context, ex *exchange, body []byte, header http.Header) (*http.Response, error) {
+//
+// A response sent straight is in storage of the transport's pool, r: the
+// caller gives it back with r.recycle once done with the response.
+func (t *HTTPTransport) send(ctx context.Context, ex *exchange, body []byte, header http.Header) (resp *http.Response, r *h1Response, err error) {
 	if t.direct != nil {
 		var hook *connHook
 		if ex != nil {
 			hook = &ex.hook
 		}
-		resp, err := t.direct.post(ctx, t.post0.URL, header, body, hook)
-		if err != nil || !isRedirect(resp.StatusCode) {
-			return resp, err
+		r, err := t.direct.post(ctx, t.post0.URL, header, body, hook)
+		if err != nil {
+			return nil, nil, err
 		}
-		resp.Body.Close()
+		if !isRedirect(r.resp.StatusCode) {
+			return &r.resp, r, nil
+		}
+		r.resp.Body.Close()
+		r.recycle()
 	}
 	req, err := t.newPOST(ctx, body, header)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: bad endpoint URL: %w", err)
+		return nil, nil, fmt.Errorf("mcp: bad endpoint URL: %w", err)
 	}
-	return t.client.Do(req)
+	resp, err = t.client.Do(req)
+	return resp, nil, err
 }
 
 // isRedirect reports whether http.Client follows a response of this
@@ -2706,7 +2725,8 @@ func (t *HTTPTransport) WriteMessage(msg []byte) error {
 // writeOwned is WriteMessage for a message the transport may keep: the
 // engine's own, whose buffer it then never reuses.
 func (t *HTTPTransport) writeOwned(body []byte) error {
-	m := sniffMessage(body)
+	var m httpMessage // on the stack: only what the POST needs is kept
+	sniffMessage(body, &m)
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -2718,7 +2738,7 @@ func (t *HTTPTransport) writeOwned(body []byte) error {
 		t.mu.Unlock()
 		return nil
 	}
-	job := postJob{ctx: t.ctx, m: m, body: body, header: t.headerLocked(m)}
+	job := postJob{ctx: t.ctx, m: m.sent(), body: body, header: t.headerLocked(&m)}
 	if m.kind == kindRequest {
 		var cancel context.CancelFunc
 		job.ctx, cancel = context.WithCancel(t.ctx)
@@ -2756,7 +2776,7 @@ func (t *HTTPTransport) writeOwned(body []byte) error {
 type postJob struct {
 	ctx    context.Context
 	ex     *exchange // nil unless the message is a request
-	m      *httpMessage
+	m      sentMessage
 	body   []byte
 	header http.Header
 }
@@ -2772,7 +2792,7 @@ func (t *HTTPTransport) postWorker(job postJob) {
 	defer t.wg.Done()
 	var idle *time.Timer
 	for {
-		t.post(job.ctx, job.ex, job.m, job.body, job.header)
+		t.post(job.ctx, job.ex, &job.m, job.body, job.header)
 		job = postJob{}
 		if idle == nil {
 			idle = time.NewTimer(postWorkerIdle)
@@ -2890,14 +2910,14 @@ type clientStream struct {
 	progress bool // something arrived since the last (re)connection
 }
 
-func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, body []byte, header http.Header) {
+func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *sentMessage, body []byte, header http.Header) {
 	defer t.endExchange(m.id, ex)
 	isRequest := m.kind == kindRequest
 	if t.urlErr != nil {
 		t.fail(fmt.Errorf("mcp: bad endpoint URL: %w", t.urlErr))
 		return
 	}
-	resp, err := t.send(ctx, ex, body, header)
+	resp, stored, err := t.send(ctx, ex, body, header)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // aborted or closed
@@ -2908,6 +2928,7 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, 
 		}
 		return
 	}
+	defer stored.recycle() // after the body's Close
 	defer resp.Body.Close()
 	if sid := resp.Header.Get(headerSessionID); sid != "" && m.method == "initialize" {
 		t.mu.Lock()
@@ -2927,7 +2948,7 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *httpMessage, 
 	}
 	switch mediaTypeOf(resp.Header.Get("Content-Type")) {
 	case "text/event-stream":
-		st := &clientStream{want: m.id, method: m.method, modern: m.hasVersion}
+		st := &clientStream{want: m.id, method: m.method, modern: m.modern}
 		t.readEvents(ctx, resp.Body, st)
 		if st.done || ctx.Err() != nil {
 			return
@@ -2981,8 +3002,8 @@ func readLimited(r io.Reader, length, limit int64) ([]byte, error) {
 // deliverBody delivers a JSON response body, one message or a batch; a
 // body that does not answer the request is answered on its behalf, so that
 // the call fails now rather than at its timeout.
-func (t *HTTPTransport) deliverBody(ctx context.Context, data []byte, m *httpMessage) {
-	st := &clientStream{want: m.id, method: m.method, modern: m.hasVersion}
+func (t *HTTPTransport) deliverBody(ctx context.Context, data []byte, m *sentMessage) {
+	st := &clientStream{want: m.id, method: m.method, modern: m.modern}
 	if data = trimJSONSpace(data); len(data) > 0 && data[0] == '[' {
 		var items []json.RawMessage
 		json.Unmarshal(data, &items)
@@ -3003,7 +3024,7 @@ func (t *HTTPTransport) deliverBody(ctx context.Context, data []byte, m *httpMes
 // request: the body's own, when it has one (a 400 with -32022 says the
 // server speaks 2026-07-28 but not this revision), else one naming the
 // status.
-func (t *HTTPTransport) httpFailure(ctx context.Context, m *httpMessage, resp *http.Response) {
+func (t *HTTPTransport) httpFailure(ctx context.Context, m *sentMessage, resp *http.Response) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if m.kind != kindRequest {
 		t.log.Warn("the server refused a message", "method", m.method, "status", resp.Status, "body", string(data))
@@ -3909,7 +3930,8 @@ func (t *SSETransport) WriteMessage(msg []byte) error {
 		return nil
 	}
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	m := sniffMessage(msg)
+	var m httpMessage
+	sniffMessage(msg, &m)
 	if m.kind != kindRequest {
 		t.log.Warn("the server refused a message", "method", m.method, "status", resp.Status, "body", string(data))
 		return nil
