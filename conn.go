@@ -172,7 +172,8 @@ type pushTransport interface {
 // messageKeeper is implemented by transports that can take ownership of a
 // message to write (an HTTP POST outlives its WriteMessage): the engine
 // hands its buffer over with writeOwned, and never reuses it, instead of
-// WriteMessage copying it.
+// WriteMessage copying it. The transport gives the buffer back to the pool
+// (recycleMessage) once done with it, or leaves it to the collector.
 type messageKeeper interface {
 	writeOwned(msg []byte) error
 }
@@ -1172,7 +1173,7 @@ func (c *conn) writeOne(o outgoing) error {
 		return c.writeBatch([]outgoing{o}, nil)
 	}
 	if k, ok := c.t.(messageKeeper); ok {
-		return k.writeOwned(ownable(o.data))
+		return k.writeOwned(o.data)
 	}
 	if err := c.t.WriteMessage(o.data); err != nil {
 		return err
@@ -1192,7 +1193,7 @@ func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 	}
 	if k, ok := c.t.(messageKeeper); ok {
 		for _, o := range batch {
-			if err := k.writeOwned(ownable(o.data)); err != nil {
+			if err := k.writeOwned(o.data); err != nil {
 				return err
 			}
 		}

@@ -530,7 +530,12 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
 		writeHTTPError(w, http.StatusRequestEntityTooLarge, CodeInvalidRequest, ID{}, fmt.Sprintf("Request Entity Too Large: the body exceeds %d bytes", h.cfg.maxBodyBytes))
 		return nil
 	}
-	body, err := readLimited(http.MaxBytesReader(w, r.Body, h.cfg.maxBodyBytes), r.ContentLength, h.cfg.maxBodyBytes)
+	from := r.Body
+	if r.ContentLength < 0 {
+		// A body of announced length is cut off there by net/http.
+		from = http.MaxBytesReader(w, r.Body, h.cfg.maxBodyBytes)
+	}
+	body, err := readLimited(from, r.ContentLength, h.cfg.maxBodyBytes)
 	if err != nil {
 		// Reading may have taken long (a slow client, cut off by
 		// http.Server.ReadTimeout): the answer gets a write bound of its
@@ -558,7 +563,8 @@ func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusBadRequest, CodeParseError, ID{}, "Parse error: the body is not valid UTF-8")
 		return
 	}
-	msgs, batch, ok := readPOSTBody(body)
+	msgs, batch, ok, one := readPOSTBody(body)
+	defer one.release()
 	if !ok {
 		writeHTTPError(w, http.StatusBadRequest, CodeParseError, ID{}, "Parse error: the body is not a JSON-RPC message")
 		return
@@ -649,10 +655,12 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 		stop := context.AfterFunc(h.cfg.ctx, func() { c.cancelBase(errShuttingDown) })
 		defer stop()
 	}
-	// On 2026-07-28 closing the stream is the cancellation.
+	// On 2026-07-28 closing the stream is the cancellation. (gone may run
+	// after this returns, when m is back in its pool: it keeps the id.)
+	id := m.id
 	gone := func() {
 		c.mu.Lock()
-		c.cancelInboundLocked(m.id, "the client closed the HTTP stream")
+		c.cancelInboundLocked(id, "the client closed the HTTP stream")
 		c.mu.Unlock()
 	}
 	complete := h.deliverAndServe(w, r, c, body, msgs, false, st, streamMode{sse: m.method == "subscriptions/listen", modern: true}, gone)
@@ -2013,26 +2021,49 @@ type httpMessage struct {
 	decoded bool
 }
 
+// onePOSTMessage is the storage of a POST body of one message, which the
+// handler takes from a pool and gives back (release) once the POST is
+// served: nothing of the engine's keeps the envelope it hands over.
+type onePOSTMessage struct {
+	m    httpMessage
+	list [1]*httpMessage
+}
+
+var onePOSTPool = sync.Pool{New: func() any { return new(onePOSTMessage) }}
+
+// release gives one back to the pool; nil is a batch's, which has none.
+func (one *onePOSTMessage) release() {
+	if one == nil {
+		return
+	}
+	one.m = httpMessage{}
+	onePOSTPool.Put(one)
+}
+
 // readPOSTBody decodes a POST body once: one message, or a batch. ok is
-// false when it is not JSON at all.
-func readPOSTBody(body []byte) (msgs []*httpMessage, batch, ok bool) {
+// false when it is not JSON at all. A single message is in storage of the
+// pool's, one: the caller gives it back with one.release once done with
+// msgs.
+func readPOSTBody(body []byte) (msgs []*httpMessage, batch, ok bool, one *onePOSTMessage) {
 	trimmed := trimJSONSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var items []json.RawMessage
 		if json.Unmarshal(trimmed, &items) != nil {
-			return nil, true, false
+			return nil, true, false, nil
 		}
 		msgs = make([]*httpMessage, len(items))
 		for i, item := range items {
 			msgs[i], _ = decodeHTTPMessage(item)
 		}
-		return msgs, true, true
+		return msgs, true, true, nil
 	}
-	m, isJSON := decodeHTTPMessage(trimmed)
-	if !isJSON {
-		return nil, false, false
+	one = onePOSTPool.Get().(*onePOSTMessage)
+	if !decodeHTTPMessageInto(trimmed, &one.m) {
+		one.release()
+		return nil, false, false, nil
 	}
-	return []*httpMessage{m}, false, true
+	one.list[0] = &one.m
+	return one.list[:], false, true, one
 }
 
 // decodeHTTPMessage decodes one message with the engine's envelope decoder
@@ -2041,14 +2072,19 @@ func readPOSTBody(body []byte) (msgs []*httpMessage, batch, ok bool) {
 // copied out of one): the envelope slices it rather than a copy.
 func decodeHTTPMessage(data []byte) (m *httpMessage, isJSON bool) {
 	m = &httpMessage{}
+	return m, decodeHTTPMessageInto(data, m)
+}
+
+// decodeHTTPMessageInto is decodeHTTPMessage into m.
+func decodeHTTPMessageInto(data []byte, m *httpMessage) (isJSON bool) {
 	if err := decodeOwnedEnvelope(data, &m.wire); err != nil {
 		m.kind, m.invalid = kindInvalid, err.Error()
 		m.id = idOf(data)
-		return m, err == errEnvelopeShape
+		return err == errEnvelopeShape
 	}
 	m.decoded = true
 	m.classify()
-	return m, true
+	return true
 }
 
 // classify reads m.wire: the message's kind, id and method, and the params
@@ -2723,7 +2759,9 @@ func (t *HTTPTransport) WriteMessage(msg []byte) error {
 }
 
 // writeOwned is WriteMessage for a message the transport may keep: the
-// engine's own, whose buffer it then never reuses.
+// engine's own, whose buffer it then never reuses. A POST sent straight
+// (not through net/http, which may still read a body after its response
+// came) gives the buffer back to the pool when done.
 func (t *HTTPTransport) writeOwned(body []byte) error {
 	var m httpMessage // on the stack: only what the POST needs is kept
 	sniffMessage(body, &m)
@@ -2927,6 +2965,9 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *sentMessage, 
 			t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: "HTTP POST failed: " + err.Error()})
 		}
 		return
+	}
+	if stored != nil {
+		defer recycleMessage(body) // written, and nothing of it is kept
 	}
 	defer stored.recycle() // after the body's Close
 	defer resp.Body.Close()
