@@ -458,11 +458,22 @@ func (c *Client) request(ctx context.Context, method string, params json.RawMess
 	if err != nil {
 		return nil, err
 	}
+	if len(opts) == 0 {
+		// Options are functions the compiler cannot see through: without
+		// any, the options stay on the stack.
+		o := callOptions{meta: envelope}
+		return c.requestWith(ctx, conn, method, params, &o)
+	}
 	o := &callOptions{meta: envelope}
 	for _, opt := range opts {
 		opt(o)
 	}
-	if envelope == nil || !mrtrMethods[method] {
+	return c.requestWith(ctx, conn, method, params, o)
+}
+
+// requestWith is request with its options applied.
+func (c *Client) requestWith(ctx context.Context, conn *conn, method string, params json.RawMessage, o *callOptions) (json.RawMessage, error) {
+	if o.meta == nil || !mrtrMethods[method] {
 		return conn.call(ctx, method, params, o)
 	}
 	idle := conn.cfg.requestTimeout

@@ -685,7 +685,8 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 		st.frameDone()
 		return h.serveStream(w, r, st, gen, wake, mode)
 	}
-	iw := &inlineWriter{run: func() bool { return h.serveStream(w, r, st, gen, wake, mode) }}
+	iw := &st.inlineW // the stream's own: no allocation
+	*iw = inlineWriter{h: h, w: w, r: r, st: st, gen: gen, wake: wake, mode: mode}
 	st.beginInline(iw)
 	if gone != nil {
 		stop := context.AfterFunc(r.Context(), gone)
@@ -696,24 +697,35 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 	st.frameDone()
 	if started {
 		<-iw.done
-		return iw.complete
+		complete := iw.complete
+		*iw = inlineWriter{} // the stream may outlive the request
+		return complete
 	}
+	*iw = inlineWriter{}
 	return h.serveStream(w, r, st, gen, wake, mode)
 }
 
 // inlineWriter is the writer a stream starts on its own goroutine when a
 // message must go out while the request runs on the HTTP goroutine.
 type inlineWriter struct {
-	run      func() bool // serveStream
+	// serveStream's arguments
+	h    *httpHandler
+	w    http.ResponseWriter
+	r    *http.Request
+	st   *httpStream
+	gen  int64
+	wake chan struct{}
+	mode streamMode
+
 	done     chan struct{}
-	complete bool // run's result, once done is closed
+	complete bool // serveStream's result, once done is closed
 }
 
 func (iw *inlineWriter) start() {
 	iw.done = make(chan struct{})
 	go func() {
 		defer close(iw.done)
-		iw.complete = iw.run()
+		iw.complete = iw.h.serveStream(iw.w, iw.r, iw.st, iw.gen, iw.wake, iw.mode)
 	}()
 }
 
@@ -1360,6 +1372,7 @@ type httpStream struct {
 	// starts a writer (inlineStarted).
 	inline        *inlineWriter
 	inlineStarted bool
+	inlineW       inlineWriter // inline's storage
 }
 
 func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
