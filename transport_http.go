@@ -686,7 +686,7 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 		return h.serveStream(w, r, st, gen, wake, mode)
 	}
 	iw := &st.inlineW // the stream's own: no allocation
-	*iw = inlineWriter{h: h, w: w, r: r, st: st, gen: gen, wake: wake, mode: mode}
+	*iw = inlineWriter{h: h, w: w, r: r, gen: gen, wake: wake, modern: mode.modern, prime: mode.prime}
 	st.beginInline(iw)
 	if gone != nil {
 		stop := context.AfterFunc(r.Context(), gone)
@@ -708,24 +708,25 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 // inlineWriter is the writer a stream starts on its own goroutine when a
 // message must go out while the request runs on the HTTP goroutine.
 type inlineWriter struct {
-	// serveStream's arguments
-	h    *httpHandler
-	w    http.ResponseWriter
-	r    *http.Request
-	st   *httpStream
-	gen  int64
-	wake chan struct{}
-	mode streamMode
+	// serveStream's arguments: the stream's, and of its mode what a
+	// single request's stream may have (not SSE from the start, no batch)
+	h             *httpHandler
+	w             http.ResponseWriter
+	r             *http.Request
+	gen           int64
+	wake          chan struct{}
+	modern, prime bool
 
 	done     chan struct{}
 	complete bool // serveStream's result, once done is closed
 }
 
-func (iw *inlineWriter) start() {
+// start runs the writer of s on a goroutine of its own.
+func (iw *inlineWriter) start(s *httpStream) {
 	iw.done = make(chan struct{})
 	go func() {
 		defer close(iw.done)
-		iw.complete = iw.h.serveStream(iw.w, iw.r, iw.st, iw.gen, iw.wake, iw.mode)
+		iw.complete = iw.h.serveStream(iw.w, iw.r, s, iw.gen, iw.wake, streamMode{modern: iw.modern, prime: iw.prime})
 	}()
 }
 
@@ -1376,10 +1377,13 @@ type httpStream struct {
 }
 
 func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
-	return &httpStream{sess: sess, id: id, awaiting: awaiting, log: log, wake: make(chan struct{}, 1), gen: 1, attached: true}
+	// wake is made when the first writer must wait (take): a request
+	// answered before its stream is written never needs one.
+	return &httpStream{sess: sess, id: id, awaiting: awaiting, log: log, gen: 1, attached: true}
 }
 
-// writer returns the generation and signal of the stream's current writer.
+// writer returns the generation and signal of the stream's current writer;
+// the signal is nil until the writer first waits (take makes it).
 func (s *httpStream) writer() (int64, chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1487,7 +1491,7 @@ func (s *httpStream) endInline() bool {
 func (s *httpStream) startWriterLocked() {
 	if s.inline != nil && !s.inlineStarted {
 		s.inlineStarted = true
-		s.inline.start()
+		s.inline.start(s)
 	}
 }
 
@@ -1587,6 +1591,7 @@ type streamState struct {
 	closed     bool
 	closeReq   bool
 	retry      time.Duration
+	wake       chan struct{} // the writer's signal, while it may wait
 }
 
 // take hands the writer of generation gen everything pushed since its last
@@ -1601,6 +1606,14 @@ func (s *httpStream) take(gen int64) ([]streamEvent, streamState) {
 	s.pending, s.pendBytes = nil, 0
 	st := streamState{finished: s.finished && !s.standalone, closed: s.closed, closeReq: s.closeReq, retry: s.retry}
 	s.closeReq = false
+	if !st.finished && !st.closed {
+		// The writer may wait for what comes next: made under the lock
+		// that pushes take, so that no signal is lost.
+		if s.wake == nil {
+			s.wake = make(chan struct{}, 1)
+		}
+		st.wake = s.wake
+	}
 	return evs, st
 }
 
@@ -1768,6 +1781,9 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 		evs, st := s.take(gen)
 		if st.superseded {
 			return false
+		}
+		if st.wake != nil {
+			wake = st.wake
 		}
 		if !started && !st.closeReq && !slices.ContainsFunc(evs, func(e streamEvent) bool { return !e.final }) {
 			held = append(held, evs...)
