@@ -570,7 +570,9 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 			return nil, fmt.Errorf("mcp: the arguments of %s are not valid JSON", name)
 		}
 	}
-	params := make([]byte, 0, len(name)+len(raw)+32)
+	// The request copies params: its buffer goes back to the pool after.
+	params := messageBuffer(len(name) + len(raw) + 32)
+	defer func() { recycleMessage(params) }()
 	params = append(params, `{"name":`...)
 	params = appendJSONString(params, name)
 	if len(raw) > 0 {

@@ -128,12 +128,11 @@ type dispatcher interface {
 
 // inboundRequest is a request the peer sent us, as a handler sees it.
 type inboundRequest struct {
-	id     ID
-	method string
+	// RequestInfo holds the request's id, method, connection and route
+	// (how messages about it travel back: HTTP streams); a server fills
+	// in the rest and hands it to the handler, one allocation for both.
+	RequestInfo
 	params json.RawMessage
-	conn   *conn
-	// route says how messages about this request travel back (HTTP streams).
-	route any
 }
 
 // inboundCall is the engine's record of an inbound request in flight.
@@ -155,7 +154,7 @@ type outgoing struct {
 // routedWriter is implemented by transports that route each message onto a
 // stream (Streamable HTTP).
 type routedWriter interface {
-	writeRouted(msgs []outgoing) error
+	writeRouted(o outgoing) error // one message: a slice would be allocated for each
 }
 
 // pushTransport is implemented by transports whose owner pushes inbound
@@ -727,7 +726,7 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 	alone := c.occupied == 1
 	c.wg.Add(1)
 	c.mu.Unlock()
-	req := &inboundRequest{id: id, method: method, params: params, conn: c, route: route}
+	req := &inboundRequest{RequestInfo: RequestInfo{id: id, method: method, conn: c, route: route}, params: params}
 	if r, ok := route.(inlineRoute); ok && r.runsInline() {
 		c.serveRequest(ctx, in, req)
 		return true
@@ -1069,7 +1068,7 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 			return c.closedErr()
 		}
 		o.data = ownable(o.data)
-		return c.t.(routedWriter).writeRouted([]outgoing{o})
+		return c.t.(routedWriter).writeRouted(o)
 	}
 	for {
 		c.wmu.Lock()
@@ -1186,10 +1185,13 @@ func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 	if rw, ok := c.t.(routedWriter); ok {
 		// Routed transports may keep messages (for replay): they get
 		// buffers of their own.
-		for i := range batch {
-			batch[i].data = ownable(batch[i].data)
+		for _, o := range batch {
+			o.data = ownable(o.data)
+			if err := rw.writeRouted(o); err != nil {
+				return err
+			}
 		}
-		return rw.writeRouted(batch)
+		return nil
 	}
 	if k, ok := c.t.(messageKeeper); ok {
 		for _, o := range batch {

@@ -363,7 +363,8 @@ func (ss *serverSession) handleRequest(ctx context.Context, req *inboundRequest)
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 		}
 	}
-	info := &RequestInfo{id: req.id, method: req.method, session: ss, conn: req.conn, route: req.route}
+	info := &req.RequestInfo // the request's own: no allocation
+	info.session = ss
 	if env.Meta.ProtocolVersion != nil {
 		return ss.handleModern(ctx, req, info, &env)
 	}

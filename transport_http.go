@@ -715,10 +715,9 @@ type inlineWriter struct {
 	r             *http.Request
 	gen           int64
 	wake          chan struct{}
+	done          chan struct{}
 	modern, prime bool
-
-	done     chan struct{}
-	complete bool // serveStream's result, once done is closed
+	complete      bool // serveStream's result, once done is closed
 }
 
 // start runs the writer of s on a goroutine of its own.
@@ -867,14 +866,12 @@ type postTransport struct{ stream *httpStream }
 
 func (t *postTransport) ReadMessage() ([]byte, error) { return nil, io.EOF }
 func (t *postTransport) WriteMessage(msg []byte) error {
-	return t.writeRouted([]outgoing{{data: msg}})
+	return t.writeRouted(outgoing{data: msg})
 }
 func (t *postTransport) Close() error    { t.stream.close(); return nil }
 func (t *postTransport) pushesMessages() {}
-func (t *postTransport) writeRouted(msgs []outgoing) error {
-	for _, o := range msgs {
-		t.stream.push(o)
-	}
+func (t *postTransport) writeRouted(o outgoing) error {
+	t.stream.push(o)
 	return nil
 }
 
@@ -1099,7 +1096,7 @@ type httpSession struct {
 
 func (s *httpSession) ReadMessage() ([]byte, error) { return nil, io.EOF }
 func (s *httpSession) WriteMessage(msg []byte) error {
-	return s.writeRouted([]outgoing{{data: msg}})
+	return s.writeRouted(outgoing{data: msg})
 }
 func (s *httpSession) pushesMessages() {}
 
@@ -1133,19 +1130,17 @@ func (s *httpSession) Close() error {
 	return nil
 }
 
-// writeRouted puts each message on the stream of the request it belongs to,
-// and the others on the standalone GET stream. It never blocks.
-func (s *httpSession) writeRouted(msgs []outgoing) error {
-	for _, o := range msgs {
-		st, _ := o.route.(*httpStream)
-		if st == nil {
-			if st = s.standaloneStream(); st == nil {
-				s.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", s.id)
-				continue
-			}
+// writeRouted puts a message on the stream of the request it belongs to,
+// or, if none, on the standalone GET stream. It never blocks.
+func (s *httpSession) writeRouted(o outgoing) error {
+	st, _ := o.route.(*httpStream)
+	if st == nil {
+		if st = s.standaloneStream(); st == nil {
+			s.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", s.id)
+			return nil
 		}
-		st.push(o)
 	}
+	st.push(o)
 	return nil
 }
 
@@ -1346,34 +1341,33 @@ type streamEvent struct {
 // any goroutine without blocking; one HTTP handler goroutine at a time, the
 // attached writer, writes them out.
 type httpStream struct {
-	sess       *httpSession // nil for a 2026-07-28 POST
-	id         string
-	standalone bool
-	log        *slog.Logger
+	sess *httpSession // nil for a 2026-07-28 POST
+	id   string
+	log  *slog.Logger
 
-	mu         sync.Mutex
-	pending    []streamEvent // pushed, not yet taken by the writer
-	pendBytes  int
-	wake       chan struct{} // the attached writer's signal
-	gen        int64         // the attached writer's generation
-	attached   bool
-	awaiting   []ID // requests whose responses are still to come
-	dispatched bool // every request of the POST was dispatched
-	finished   bool // every response was pushed
-	closed     bool // the session or exchange ended
-	closeReq   bool // the handler asked to end the SSE stream early
-	sse        bool // the stream is (or was) written as SSE: its events are stored
-	retry      time.Duration
-	next       int64 // the last index assigned
-	written    int64 // the last index written to a client
-	hasErr     bool  // a response was an error (a failed initialize)
-
+	mu sync.Mutex
 	// inline is set while the stream's request runs on the goroutine that
 	// will write the stream: the first message to go out before the answer
 	// starts a writer (inlineStarted).
 	inline        *inlineWriter
+	inlineW       inlineWriter  // inline's storage
+	pending       []streamEvent // pushed, not yet taken by the writer
+	pendBytes     int
+	wake          chan struct{} // the attached writer's signal
+	gen           int64         // the attached writer's generation
+	awaiting      []ID          // requests whose responses are still to come
+	retry         time.Duration
+	next          int64 // the last index assigned
+	written       int64 // the last index written to a client
+	standalone    bool
+	attached      bool
+	dispatched    bool // every request of the POST was dispatched
+	finished      bool // every response was pushed
+	closed        bool // the session or exchange ended
+	closeReq      bool // the handler asked to end the SSE stream early
+	sse           bool // the stream is (or was) written as SSE: its events are stored
+	hasErr        bool // a response was an error (a failed initialize)
 	inlineStarted bool
-	inlineW       inlineWriter // inline's storage
 }
 
 func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
@@ -1786,7 +1780,11 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 			wake = st.wake
 		}
 		if !started && !st.closeReq && !slices.ContainsFunc(evs, func(e streamEvent) bool { return !e.final }) {
-			held = append(held, evs...)
+			if held == nil {
+				held = evs // take hands the slice over
+			} else {
+				held = append(held, evs...)
+			}
 			evs = nil
 			switch {
 			case st.finished:
@@ -2592,16 +2590,61 @@ var defaultHTTPClient = sync.OnceValue(func() *http.Client {
 	return &http.Client{Transport: newHTTP1Transport(fallback, perHost)}
 })
 
-// exchange is one request's POST in flight.
+// exchange is one request's POST in flight. A POST sent straight runs on
+// the transport's context and is interrupted through hook alone; one sent
+// through net/http has a context of its own, which cancel ends.
 type exchange struct {
-	cancel context.CancelFunc
-	hook   connHook // interrupts the POST's connection, with cancel
+	hook   connHook           // interrupts the POST's connection
+	cancel context.CancelFunc // guarded by hook.mu; nil on the straight road
 }
 
-// abort ends the exchange's context and interrupts its POST.
+// abort interrupts the exchange's POST and ends its context, if it has one.
 func (ex *exchange) abort() {
-	ex.cancel()
 	ex.hook.interrupt()
+	ex.hook.mu.Lock()
+	cancel := ex.cancel
+	ex.hook.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// withContext returns a context of ctx's for the exchange's POST through
+// net/http, which abort ends (at once if it has already been called).
+func (ex *exchange) withContext(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	ex.hook.mu.Lock()
+	prev := ex.cancel
+	ex.cancel = cancel
+	interrupted := ex.hook.interrupted
+	ex.hook.mu.Unlock()
+	if prev != nil {
+		prev()
+	}
+	if interrupted {
+		cancel()
+	}
+	return ctx
+}
+
+// end releases what the exchange holds once its POST is done.
+func (ex *exchange) end() {
+	ex.hook.mu.Lock()
+	cancel := ex.cancel
+	ex.hook.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// aborted reports whether the exchange was aborted.
+func (ex *exchange) aborted() bool {
+	if ex == nil {
+		return false
+	}
+	ex.hook.mu.Lock()
+	defer ex.hook.mu.Unlock()
+	return ex.hook.interrupted
 }
 
 // NewHTTPTransport returns a client Transport for the Streamable HTTP
@@ -2648,6 +2691,9 @@ func (t *HTTPTransport) send(ctx context.Context, ex *exchange, body []byte, hea
 		}
 		r.resp.Body.Close()
 		r.recycle()
+	}
+	if ex != nil {
+		ctx = ex.withContext(ctx)
 	}
 	req, err := t.newPOST(ctx, body, header)
 	if err != nil {
@@ -2807,9 +2853,7 @@ func (t *HTTPTransport) writeOwned(body []byte) error {
 	}
 	job := postJob{ctx: t.ctx, m: m.sent(), body: body, header: t.headerLocked(&m)}
 	if m.kind == kindRequest {
-		var cancel context.CancelFunc
-		job.ctx, cancel = context.WithCancel(t.ctx)
-		job.ex = &exchange{cancel: cancel}
+		job.ex = &exchange{}
 		t.exchanges[m.id] = job.ex
 	}
 	select {
@@ -2963,7 +3007,7 @@ func (t *HTTPTransport) endExchange(id ID, ex *exchange) {
 		delete(t.exchanges, id)
 	}
 	t.mu.Unlock()
-	ex.cancel()
+	ex.end()
 }
 
 // clientStream is what a reader knows of one SSE stream of the client.
@@ -2986,8 +3030,8 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *sentMessage, 
 	}
 	resp, stored, err := t.send(ctx, ex, body, header)
 	if err != nil {
-		if ctx.Err() != nil {
-			return // aborted or closed
+		if ctx.Err() != nil || ex.aborted() {
+			return // closed or aborted
 		}
 		t.log.Warn("HTTP POST failed", "url", t.url, "err", err)
 		if isRequest {
@@ -3020,16 +3064,22 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *sentMessage, 
 	case "text/event-stream":
 		st := &clientStream{want: m.id, method: m.method, modern: m.modern}
 		t.readEvents(ctx, resp.Body, st)
-		if st.done || ctx.Err() != nil {
+		if st.done || ctx.Err() != nil || ex.aborted() {
 			return
 		}
 		if st.lastID != "" && !st.modern {
+			if ex != nil {
+				ctx = ex.withContext(ctx) // which aborting ends
+			}
 			t.reconnect(ctx, st)
 			return
 		}
 		t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: "the server ended the HTTP stream of request " + m.id.String() + " before answering it"})
 	case "application/json":
 		data, err := readLimited(resp.Body, resp.ContentLength, int64(t.maxMsg))
+		if err != nil && (ctx.Err() != nil || ex.aborted()) {
+			return
+		}
 		if err != nil || len(data) > t.maxMsg {
 			msg := fmt.Sprintf("the response exceeds %d bytes", t.maxMsg)
 			if err != nil {
@@ -3751,14 +3801,12 @@ type sseSession struct {
 
 func (s *sseSession) ReadMessage() ([]byte, error) { return nil, io.EOF }
 func (s *sseSession) WriteMessage(msg []byte) error {
-	return s.writeRouted([]outgoing{{data: msg}})
+	return s.writeRouted(outgoing{data: msg})
 }
 func (s *sseSession) Close() error    { s.stream.close(); return nil }
 func (s *sseSession) pushesMessages() {}
-func (s *sseSession) writeRouted(msgs []outgoing) error {
-	for _, o := range msgs {
-		s.stream.push(o)
-	}
+func (s *sseSession) writeRouted(o outgoing) error {
+	s.stream.push(o)
 	return nil
 }
 
