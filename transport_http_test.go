@@ -1213,46 +1213,69 @@ func (h *recordingHandler) sent(method string) bool {
 // On 2026-07-28 that alone cancels the handler (its cause says so) and no
 // notifications/cancelled is sent; on the older revisions the dropped
 // connection is no cancellation and the client POSTs
-// notifications/cancelled.
+// notifications/cancelled. It holds for POSTs sent straight (the default
+// client, interrupted through their connection) and through a user's
+// http.Client (cancelled through their request's context).
 func TestHTTPTimeoutAbortsExchange(t *testing.T) {
 	t.Parallel()
-	for _, v := range eras {
-		t.Run(v, func(t *testing.T) {
-			t.Parallel()
-			srv, started, cancelled := blockingServer()
-			rec := &recordingHandler{next: NewHTTPHandler(srv)}
-			ts := httptest.NewServer(rec)
-			defer ts.Close()
-			cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v))
-			if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL)); err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			errc := make(chan error, 1)
-			go func() {
-				_, err := cl.CallTool(context.Background(), "wait", nil, WithTimeout(50*time.Millisecond))
-				errc <- err
-			}()
-			<-started
-			if err := <-errc; !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("CallTool = %v", err)
-			}
-			cause := <-cancelled
-			var peer *CancelledError
-			if !errors.As(cause, &peer) {
-				t.Fatalf("handler cancelled with %v, want a CancelledError", cause)
-			}
-			if isModernVersion(v) {
-				if !strings.Contains(peer.Reason, "closed the HTTP stream") {
-					t.Fatalf("cause %v", cause)
-				}
-				if rec.sent("notifications/cancelled") {
-					t.Fatal("notifications/cancelled POSTed on 2026-07-28")
-				}
-			} else if !rec.sent("notifications/cancelled") || !strings.Contains(peer.Reason, "timed out") {
-				t.Fatalf("legacy cancellation: sent=%v cause %v", rec.sent("notifications/cancelled"), cause)
-			}
-		})
+	for _, tc := range []struct {
+		name string
+		opts []HTTPOption
+	}{
+		{"straight", nil},
+		{"user client", []HTTPOption{WithHTTPClient(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})}},
+	} {
+		for _, v := range eras {
+			t.Run(tc.name+"/"+v, func(t *testing.T) {
+				t.Parallel()
+				testHTTPTimeoutAbortsExchange(t, v, tc.opts)
+			})
+		}
+	}
+}
+
+func testHTTPTimeoutAbortsExchange(t *testing.T, v string, opts []HTTPOption) {
+	srv, started, cancelled := blockingServer()
+	rec := &recordingHandler{next: NewHTTPHandler(srv)}
+	ts := httptest.NewServer(rec)
+	defer ts.Close()
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v))
+	tr := NewHTTPTransport(ts.URL, opts...)
+	if (tr.direct != nil) != (opts == nil) {
+		t.Fatalf("straight road taken: %v", tr.direct != nil)
+	}
+	if err := cl.Connect(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cl.CallTool(context.Background(), "wait", nil, WithTimeout(50*time.Millisecond))
+		errc <- err
+	}()
+	<-started
+	if err := <-errc; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("CallTool = %v", err)
+	}
+	var cause error
+	select {
+	case cause = <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler was never cancelled: the POST stayed open")
+	}
+	var peer *CancelledError
+	if !errors.As(cause, &peer) {
+		t.Fatalf("handler cancelled with %v, want a CancelledError", cause)
+	}
+	if isModernVersion(v) {
+		if !strings.Contains(peer.Reason, "closed the HTTP stream") {
+			t.Fatalf("cause %v", cause)
+		}
+		if rec.sent("notifications/cancelled") {
+			t.Fatal("notifications/cancelled POSTed on 2026-07-28")
+		}
+	} else if !rec.sent("notifications/cancelled") || !strings.Contains(peer.Reason, "timed out") {
+		t.Fatalf("legacy cancellation: sent=%v cause %v", rec.sent("notifications/cancelled"), cause)
 	}
 }
 
