@@ -152,7 +152,9 @@ type outgoing struct {
 }
 
 // routedWriter is implemented by transports that route each message onto a
-// stream (Streamable HTTP).
+// stream (Streamable HTTP). The message is handed over as the engine's
+// pooled buffer: the transport copies what it keeps (ownable) and may give
+// the buffer back to the pool once written.
 type routedWriter interface {
 	writeRouted(o outgoing) error // one message: a slice would be allocated for each
 }
@@ -1067,7 +1069,6 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 		if closed {
 			return c.closedErr()
 		}
-		o.data = ownable(o.data)
 		return c.t.(routedWriter).writeRouted(o)
 	}
 	for {
@@ -1183,10 +1184,7 @@ func (c *conn) writeOne(o outgoing) error {
 
 func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 	if rw, ok := c.t.(routedWriter); ok {
-		// Routed transports may keep messages (for replay): they get
-		// buffers of their own.
 		for _, o := range batch {
-			o.data = ownable(o.data)
 			if err := rw.writeRouted(o); err != nil {
 				return err
 			}

@@ -866,7 +866,7 @@ type postTransport struct{ stream *httpStream }
 
 func (t *postTransport) ReadMessage() ([]byte, error) { return nil, io.EOF }
 func (t *postTransport) WriteMessage(msg []byte) error {
-	return t.writeRouted(outgoing{data: msg})
+	return t.writeRouted(outgoing{data: bytes.Clone(msg)}) // msg stays the caller's
 }
 func (t *postTransport) Close() error    { t.stream.close(); return nil }
 func (t *postTransport) pushesMessages() {}
@@ -1096,7 +1096,7 @@ type httpSession struct {
 
 func (s *httpSession) ReadMessage() ([]byte, error) { return nil, io.EOF }
 func (s *httpSession) WriteMessage(msg []byte) error {
-	return s.writeRouted(outgoing{data: msg})
+	return s.writeRouted(outgoing{data: bytes.Clone(msg)}) // msg stays the caller's
 }
 func (s *httpSession) pushesMessages() {}
 
@@ -1334,6 +1334,17 @@ type streamEvent struct {
 	index int64
 	data  []byte
 	final bool
+	// pooled: data is the engine's pooled buffer, which goes back to the
+	// pool once written (as a JSON answer); events that are stored or may
+	// wait long get a compact copy instead (compact).
+	pooled bool
+}
+
+// compact gives ev a buffer of its own, fit to its length, to keep.
+func (ev *streamEvent) compact() {
+	if ev.pooled {
+		ev.data, ev.pooled = ownable(ev.data), false
+	}
 }
 
 // httpStream is one response stream: a POST's (JSON or SSE), or a legacy
@@ -1417,7 +1428,10 @@ func (s *httpStream) push(o outgoing) {
 		return
 	}
 	s.next++
-	ev := streamEvent{index: s.next, data: o.data, final: o.final}
+	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true}
+	if s.sse || s.standalone {
+		ev.compact() // it will be stored, or may wait long
+	}
 	// Only an SSE stream can be resumed: events of a stream that may still
 	// be answered with JSON are stored when, and if, it turns to SSE.
 	store := s.store()
@@ -1499,6 +1513,12 @@ func (s *httpStream) startSSE(held []streamEvent) {
 		return
 	}
 	s.sse = true
+	for i := range held {
+		held[i].compact()
+	}
+	for i := range s.pending {
+		s.pending[i].compact()
+	}
 	store := s.store()
 	if store == nil {
 		return
@@ -1878,7 +1898,12 @@ func (h *httpHandler) writeJSON(w http.ResponseWriter, out *sseWriter, s *httpSt
 	// No flush: net/http sends the headers and the body in one write when
 	// the handler returns.
 	out.setDeadline()
-	w.Write(body)
+	w.Write(body) // copies body, or writes it through
+	for _, ev := range held {
+		if ev.pooled {
+			recycleMessage(ev.data)
+		}
+	}
 }
 
 // jsonContentType is the Content-Type of JSON answers, shared: a header
@@ -3801,7 +3826,7 @@ type sseSession struct {
 
 func (s *sseSession) ReadMessage() ([]byte, error) { return nil, io.EOF }
 func (s *sseSession) WriteMessage(msg []byte) error {
-	return s.writeRouted(outgoing{data: msg})
+	return s.writeRouted(outgoing{data: bytes.Clone(msg)}) // msg stays the caller's
 }
 func (s *sseSession) Close() error    { s.stream.close(); return nil }
 func (s *sseSession) pushesMessages() {}
