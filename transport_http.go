@@ -1439,7 +1439,7 @@ func (s *httpStream) push(o outgoing) {
 		store.Append(s.sess.id, s.id, ev.index, ev.data)
 	}
 	if o.final {
-		if _, isErr := errorCodeOf(o.data); isErr {
+		if _, isErr := errorCodeOf(ev.data); isErr { // not o.data: compact may have recycled it
 			s.hasErr = true
 		}
 		s.settleLocked(o.related)
@@ -3064,11 +3064,17 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *sentMessage, 
 		}
 		return
 	}
+	t.takeResponse(ctx, ex, m, resp, header)
+	resp.Body.Close()
 	if stored != nil {
-		defer recycleMessage(body) // written, and nothing of it is kept
+		stored.recycle()
+		recycleMessage(body) // written, and nothing of it is kept
 	}
-	defer stored.recycle() // after the body's Close
-	defer resp.Body.Close()
+}
+
+// takeResponse acts on the response to a POST of m's.
+func (t *HTTPTransport) takeResponse(ctx context.Context, ex *exchange, m *sentMessage, resp *http.Response, header http.Header) {
+	isRequest := m.kind == kindRequest
 	if sid := resp.Header.Get(headerSessionID); sid != "" && m.method == "initialize" {
 		t.mu.Lock()
 		t.sessionID = sid
