@@ -574,10 +574,10 @@ func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.isModern(r, msgs, batch) {
-		h.serveModernPOST(w, r, body, msgs, batch)
+		h.serveModernPOST(w, r, body, msgs, batch, one)
 		return
 	}
-	h.serveLegacyPOST(w, r, body, msgs, batch)
+	h.serveLegacyPOST(w, r, body, msgs, batch, one)
 }
 
 // isModern judges a POST's era: 2026-07-28 when the body carries its _meta
@@ -603,7 +603,7 @@ func (h *httpHandler) isModern(r *http.Request, msgs []*httpMessage, batch bool)
 
 // serveModernPOST serves one 2026-07-28 POST: its own connection, its own
 // session state, cancelled when the client closes the stream.
-func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool) {
+func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage) {
 	if batch {
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: protocol revision 2026-07-28 has no batches")
 		return
@@ -663,7 +663,7 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 		c.cancelInboundLocked(id, "the client closed the HTTP stream")
 		c.mu.Unlock()
 	}
-	complete := h.deliverAndServe(w, r, c, body, msgs, false, st, streamMode{sse: m.method == "subscriptions/listen", modern: true}, gone)
+	complete := h.deliverAndServe(w, r, c, body, msgs, false, one, st, streamMode{sse: m.method == "subscriptions/listen", modern: true}, gone)
 	if !complete {
 		gone()
 	}
@@ -677,15 +677,18 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 // something must go out before the answer (progress, a log, an ask), which
 // starts a writer goroutine that this one waits for. gone, if set, runs
 // when the client goes away while the request runs.
-func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c *conn, body []byte, msgs []*httpMessage, batch bool, st *httpStream, mode streamMode, gone func()) bool {
+//
+// one is the POST's pooled storage, which holds the inline writer; nil for
+// a batch.
+func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c *conn, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, st *httpStream, mode streamMode, gone func()) bool {
 	gen, wake := st.writer()
 	m := msgs[0]
-	if batch || mode.sse || !m.decoded || m.kind != kindRequest {
+	if batch || one == nil || mode.sse || !m.decoded || m.kind != kindRequest {
 		deliverPOST(c, body, msgs, batch, st)
 		st.frameDone()
 		return h.serveStream(w, r, st, gen, wake, mode)
 	}
-	iw := &st.inlineW // the stream's own: no allocation
+	iw := &one.iw // pooled with the POST's message: no allocation
 	*iw = inlineWriter{h: h, w: w, r: r, gen: gen, wake: wake, modern: mode.modern, prime: mode.prime}
 	st.beginInline(iw)
 	if gone != nil {
@@ -697,11 +700,8 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 	st.frameDone()
 	if started {
 		<-iw.done
-		complete := iw.complete
-		*iw = inlineWriter{} // the stream may outlive the request
-		return complete
+		return iw.complete
 	}
-	*iw = inlineWriter{}
 	return h.serveStream(w, r, st, gen, wake, mode)
 }
 
@@ -878,7 +878,7 @@ func (t *postTransport) writeRouted(o outgoing) error {
 // serveLegacyPOST serves a POST of a legacy session: initialize creates the
 // session; notifications and responses are accepted with 202; requests are
 // answered on this POST's response, JSON or SSE.
-func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool) {
+func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage) {
 	sid := r.Header.Get(headerSessionID)
 	var sess *httpSession
 	created := false
@@ -946,7 +946,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 	if created {
 		w.Header().Set(headerSessionID, sess.id)
 	}
-	complete := h.deliverAndServe(w, r, sess.conn, body, msgs, batch, st, streamMode{batch: batch, prime: sess.primes()}, nil)
+	complete := h.deliverAndServe(w, r, sess.conn, body, msgs, batch, one, st, streamMode{batch: batch, prime: sess.primes()}, nil)
 	if created && (!complete || st.failed()) {
 		sess.conn.close(errors.New("initialize failed"))
 	}
@@ -1360,8 +1360,7 @@ type httpStream struct {
 	// inline is set while the stream's request runs on the goroutine that
 	// will write the stream: the first message to go out before the answer
 	// starts a writer (inlineStarted).
-	inline        *inlineWriter
-	inlineW       inlineWriter  // inline's storage
+	inline        *inlineWriter // (its storage is the POST's, pooled)
 	pending       []streamEvent // pushed, not yet taken by the writer
 	pendBytes     int
 	wake          chan struct{} // the attached writer's signal
@@ -2079,6 +2078,7 @@ type httpMessage struct {
 type onePOSTMessage struct {
 	m    httpMessage
 	list [1]*httpMessage
+	iw   inlineWriter // the writer of the POST's stream, if it must start one
 }
 
 var onePOSTPool = sync.Pool{New: func() any { return new(onePOSTMessage) }}
@@ -2088,7 +2088,7 @@ func (one *onePOSTMessage) release() {
 	if one == nil {
 		return
 	}
-	one.m = httpMessage{}
+	one.m, one.iw = httpMessage{}, inlineWriter{}
 	onePOSTPool.Put(one)
 }
 
