@@ -83,6 +83,11 @@ type IOTransport struct {
 func NewIOTransport(r io.Reader, w io.Writer) *IOTransport {
 	t := &IOTransport{r: bufio.NewReaderSize(r, 64<<10), w: w, maxSize: DefaultMaxMessageSize}
 	t.rf, t.file = r.(*os.File)
+	if t.file {
+		if sr := newSpinReader(t.rf); sr != nil {
+			t.r = bufio.NewReaderSize(sr, 64<<10)
+		}
+	}
 	for _, x := range []any{w, r} {
 		if c, ok := x.(io.Closer); ok {
 			t.closers = append(t.closers, c)
