@@ -39,8 +39,8 @@ type spinReader struct {
 // in the poller. The tries bound it where the clock does not move (a
 // testing/synctest bubble).
 const (
-	pipeSpinSpan  = 50 * time.Microsecond
-	pipeSpinTries = 256
+	pipeSpinSpan  = 200 * time.Microsecond
+	pipeSpinTries = 2048
 )
 
 // newSpinReader returns a spinReader of f, or nil when f has no raw
