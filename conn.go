@@ -675,8 +675,8 @@ func (c *conn) routeResponse(m *wireMessage) {
 	call := c.pending[id]
 	if call != nil {
 		delete(c.pending, id)
-		if call.token.valid && c.progress[call.token] == call {
-			delete(c.progress, call.token)
+		if call.progress != nil && c.progress[call.id] == call {
+			delete(c.progress, call.id)
 		}
 	}
 	c.mu.Unlock()
@@ -1334,12 +1334,11 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 	call.id = Int64ID(c.nextID)
 	meta := o.meta
 	if o.progress != nil {
-		call.token = call.id
 		call.progress = &callProgress{fn: o.progress, signal: make(chan struct{}, 1)}
 		if c.progress == nil {
 			c.progress = make(map[ID]*pendingCall)
 		}
-		c.progress[call.token] = call
+		c.progress[call.id] = call // the progress token is the call's id
 		meta = append(meta[:len(meta):len(meta)], metaEntry{key: "progressToken", value: call.id.appendJSON(nil)})
 	}
 	if c.pending == nil {
@@ -1364,8 +1363,8 @@ func (c *conn) forget(call *pendingCall) bool {
 		return false
 	}
 	delete(c.pending, call.id)
-	if call.token.valid && c.progress[call.token] == call {
-		delete(c.progress, call.token)
+	if call.progress != nil && c.progress[call.id] == call {
+		delete(c.progress, call.id)
 	}
 	return true
 }

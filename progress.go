@@ -43,9 +43,8 @@ func WithProgress(fn func(Progress)) CallOption {
 
 // pendingCall is an outgoing request waiting for its response.
 type pendingCall struct {
-	id     ID
+	id     ID // also its progress token, when it asked for progress
 	method string
-	token  ID // progress token; zero when the call asked for none
 	done   chan struct{}
 	result json.RawMessage
 	err    error

@@ -2878,7 +2878,7 @@ func (t *HTTPTransport) writeOwned(body []byte) error {
 	}
 	job := postJob{ctx: t.ctx, m: m.sent(), body: body, header: t.headerLocked(&m)}
 	if m.kind == kindRequest {
-		job.ex = &exchange{}
+		job.ex = exchangePool.Get().(*exchange)
 		t.exchanges[m.id] = job.ex
 	}
 	select {
@@ -3013,12 +3013,14 @@ func (v *headerValues) set(key, value string) {
 
 // abortExchange abandons request id's POST: its stream is closed and
 // nothing more is read from it. On 2026-07-28 that is the cancellation.
+// Exchanges are aborted only under t.mu, found in t.exchanges: once
+// endExchange has taken one out, nothing else reaches it, and it goes back
+// to the pool.
 func (t *HTTPTransport) abortExchange(id ID) {
 	t.mu.Lock()
-	ex := t.exchanges[id]
-	delete(t.exchanges, id)
-	t.mu.Unlock()
-	if ex != nil {
+	defer t.mu.Unlock()
+	if ex := t.exchanges[id]; ex != nil {
+		delete(t.exchanges, id)
 		ex.abort()
 	}
 }
@@ -3033,7 +3035,11 @@ func (t *HTTPTransport) endExchange(id ID, ex *exchange) {
 	}
 	t.mu.Unlock()
 	ex.end()
+	*ex = exchange{}
+	exchangePool.Put(ex)
 }
+
+var exchangePool = sync.Pool{New: func() any { return new(exchange) }}
 
 // clientStream is what a reader knows of one SSE stream of the client.
 type clientStream struct {
@@ -3446,15 +3452,11 @@ func (t *HTTPTransport) Close() error {
 		t.mu.Lock()
 		t.closed = true
 		sid, version := t.sessionID, t.version
-		live := make([]*exchange, 0, len(t.exchanges))
 		for _, ex := range t.exchanges {
-			live = append(live, ex)
+			ex.hook.interrupt() // under t.mu: see abortExchange
 		}
 		t.mu.Unlock()
 		t.cancel()
-		for _, ex := range live {
-			ex.hook.interrupt()
-		}
 		if sid != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), t.cfg.closeTimeout)
 			if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url, nil); err == nil {
