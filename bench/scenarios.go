@@ -98,13 +98,19 @@ func runSequential(ctx context.Context, s session, n counts, out sample) error {
 			return fmt.Errorf("sequential echo: %w", err)
 		}
 	}
-	lat := make([]time.Duration, 0, n.SeqCalls)
+	limit := n.SeqCalls
+	if n.SeqMinMs > 0 {
+		limit = max(limit, maxSeqCalls)
+	}
+	// Room for every call, made before counting: growing it would be
+	// counted against the SDK.
+	lat := make([]time.Duration, 0, limit)
 	minWall := time.Duration(n.SeqMinMs) * time.Millisecond
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	for len(lat) < n.SeqCalls || (time.Since(start) < minWall && len(lat) < maxSeqCalls) {
+	for len(lat) < n.SeqCalls || (time.Since(start) < minWall && len(lat) < limit) {
 		t := time.Now()
 		got, err := s.Echo(ctx, "hello")
 		lat = append(lat, time.Since(t))
