@@ -135,14 +135,19 @@ type h1Response struct {
 
 var h1ResponsePool = sync.Pool{New: func() any { return new(h1Response) }}
 
+// clearHead empties r's response, keeping its header map for the next.
+func (r *h1Response) clearHead() {
+	h := r.resp.Header
+	clear(h)
+	r.resp = http.Response{Header: h}
+}
+
 // recycle gives r, whose response nothing uses any more, back to the pool.
 func (r *h1Response) recycle() {
 	if r == nil {
 		return
 	}
-	h := r.resp.Header
-	clear(h)
-	r.resp = http.Response{Header: h}
+	r.clearHead()
 	r.body.reset(nil, nil)
 	clear(r.vals)
 	r.vals = r.vals[:0]
@@ -640,9 +645,7 @@ func (c *http1Conn) readResponse(ctx context.Context, req *h1Request) (*http.Res
 			}
 			return nil, err
 		}
-		h := r.resp.Header
-		clear(h)
-		r.resp = http.Response{Header: h}
+		r.clearHead()
 		resp := &r.resp
 		if !parseStatusLine(line, resp) {
 			return nil, fmt.Errorf("%w: status line %q", errMalformedResponse, line)

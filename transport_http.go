@@ -681,15 +681,15 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 // one is the POST's pooled storage, which holds the inline writer; nil for
 // a batch.
 func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c *conn, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, st *httpStream, mode streamMode, gone func()) bool {
-	gen, wake := st.writer()
+	gen := st.writer()
 	m := msgs[0]
 	if batch || one == nil || mode.sse || !m.decoded || m.kind != kindRequest {
 		deliverPOST(c, body, msgs, batch, st)
 		st.frameDone()
-		return h.serveStream(w, r, st, gen, wake, mode)
+		return h.serveStream(w, r, st, gen, mode)
 	}
 	iw := &one.iw // pooled with the POST's message: no allocation
-	*iw = inlineWriter{h: h, w: w, r: r, gen: gen, wake: wake, modern: mode.modern, prime: mode.prime}
+	*iw = inlineWriter{h: h, w: w, r: r, gen: gen, modern: mode.modern, prime: mode.prime}
 	st.beginInline(iw)
 	if gone != nil {
 		stop := context.AfterFunc(r.Context(), gone)
@@ -702,7 +702,7 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 		<-iw.done
 		return iw.complete
 	}
-	return h.serveStream(w, r, st, gen, wake, mode)
+	return h.serveStream(w, r, st, gen, mode)
 }
 
 // inlineWriter is the writer a stream starts on its own goroutine when a
@@ -714,7 +714,6 @@ type inlineWriter struct {
 	w             http.ResponseWriter
 	r             *http.Request
 	gen           int64
-	wake          chan struct{}
 	done          chan struct{}
 	modern, prime bool
 	complete      bool // serveStream's result, once done is closed
@@ -725,7 +724,7 @@ func (iw *inlineWriter) start(s *httpStream) {
 	iw.done = make(chan struct{})
 	go func() {
 		defer close(iw.done)
-		iw.complete = iw.h.serveStream(iw.w, iw.r, s, iw.gen, iw.wake, streamMode{modern: iw.modern, prime: iw.prime})
+		iw.complete = iw.h.serveStream(iw.w, iw.r, s, iw.gen, streamMode{modern: iw.modern, prime: iw.prime})
 	}()
 }
 
@@ -976,12 +975,12 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
 			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: Last-Event-ID "+strconv.Quote(last)+" names no stream of this session")
 			return
 		}
-		replay, gen, wake, ok := st.resume(index)
+		replay, gen, ok := st.resume(index)
 		if !ok {
 			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the events after "+strconv.Quote(last)+" are no longer available")
 			return
 		}
-		h.serveStream(w, r, st, gen, wake, streamMode{sse: true, replay: replay})
+		h.serveStream(w, r, st, gen, streamMode{sse: true, replay: replay})
 		return
 	}
 	if h.cfg.noStandalone {
@@ -993,12 +992,12 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
 		return
 	}
-	gen, wake, ok := st.attachFresh()
+	gen, ok := st.attachFresh()
 	if !ok {
 		writeHTTPError(w, http.StatusConflict, CodeInvalidRequest, ID{}, "Conflict: the session's GET stream is already open")
 		return
 	}
-	h.serveStream(w, r, st, gen, wake, streamMode{sse: true, prime: sess.primes()})
+	h.serveStream(w, r, st, gen, streamMode{sse: true, prime: sess.primes()})
 }
 
 func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request) {
@@ -1386,12 +1385,11 @@ func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger
 	return &httpStream{sess: sess, id: id, awaiting: awaiting, log: log, gen: 1, attached: true}
 }
 
-// writer returns the generation and signal of the stream's current writer;
-// the signal is nil until the writer first waits (take makes it).
-func (s *httpStream) writer() (int64, chan struct{}) {
+// writer returns the generation of the stream's current writer.
+func (s *httpStream) writer() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.gen, s.wake
+	return s.gen
 }
 
 func (s *httpStream) store() EventStore {
@@ -1663,47 +1661,46 @@ func (s *httpStream) detachLocked() {
 }
 
 // attachLocked makes a new writer the stream's; the previous one, if any,
-// notices that it was superseded and returns.
-func (s *httpStream) attachLocked() (int64, chan struct{}) {
+// notices that it was superseded (signalled on its own channel) and
+// returns; the new one gets a channel of its own when it first waits.
+func (s *httpStream) attachLocked() int64 {
 	s.signalLocked()
 	s.gen++
-	s.wake = make(chan struct{}, 1)
+	s.wake = nil
 	s.attached = true
-	return s.gen, s.wake
+	return s.gen
 }
 
 // attachFresh attaches a new GET to the standalone stream unless one is
 // attached already.
-func (s *httpStream) attachFresh() (int64, chan struct{}, bool) {
+func (s *httpStream) attachFresh() (int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.attached || s.closed {
-		return 0, nil, false
+		return 0, false
 	}
-	gen, wake := s.attachLocked()
-	return gen, wake, true
+	return s.attachLocked(), true
 }
 
 // resume attaches a resuming GET to the stream and returns the events after
 // index to replay first; ok is false when the store no longer has them all.
-func (s *httpStream) resume(index int64) ([]streamEvent, int64, chan struct{}, bool) {
+func (s *httpStream) resume(index int64) ([]streamEvent, int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	store := s.store()
 	if s.closed || store == nil || index > s.next {
-		return nil, 0, nil, false
+		return nil, 0, false
 	}
 	data, ok := store.After(s.sess.id, s.id, index)
 	if !ok || int64(len(data)) != s.next-index {
-		return nil, 0, nil, false
+		return nil, 0, false
 	}
 	replay := make([]streamEvent, len(data))
 	for i, d := range data {
 		replay[i] = streamEvent{index: index + 1 + int64(i), data: d}
 	}
 	s.pending, s.pendBytes = nil, 0 // all of it is in the replay
-	gen, wake := s.attachLocked()
-	return replay, gen, wake, true
+	return replay, s.attachLocked(), true
 }
 
 // complete is called by a writer that wrote the stream's last response.
@@ -1743,7 +1740,7 @@ type streamMode struct {
 // every response was written (it reports true), or the client went away,
 // was too slow, or another writer took over (false). It answers with JSON
 // when the responses come before anything else, and with SSE otherwise.
-func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *httpStream, gen int64, wake <-chan struct{}, m streamMode) bool {
+func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *httpStream, gen int64, m streamMode) bool {
 	out := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.cfg.writeTimeout, event: m.event, ids: s.store() != nil, streamID: s.id}
 	var held []streamEvent
 	var keepAlive *time.Timer
@@ -1795,9 +1792,7 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 		if st.superseded {
 			return false
 		}
-		if st.wake != nil {
-			wake = st.wake
-		}
+		wake := st.wake // set whenever the writer may wait
 		if !started && !st.closeReq && !slices.ContainsFunc(evs, func(e streamEvent) bool { return !e.final }) {
 			if held == nil {
 				held = evs // take hands the slice over
@@ -2626,12 +2621,7 @@ type exchange struct {
 // abort interrupts the exchange's POST and ends its context, if it has one.
 func (ex *exchange) abort() {
 	ex.hook.interrupt()
-	ex.hook.mu.Lock()
-	cancel := ex.cancel
-	ex.hook.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
+	ex.end()
 }
 
 // withContext returns a context of ctx's for the exchange's POST through
@@ -2652,7 +2642,8 @@ func (ex *exchange) withContext(ctx context.Context) context.Context {
 	return ctx
 }
 
-// end releases what the exchange holds once its POST is done.
+// end ends the exchange's context, if it has one: once its POST is done,
+// or aborted.
 func (ex *exchange) end() {
 	ex.hook.mu.Lock()
 	cancel := ex.cancel
@@ -3902,8 +3893,8 @@ func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request) {
 		c.close(errors.New("the client closed the event stream"))
 	}()
 	endpoint := (&url.URL{Path: r.URL.Path, RawQuery: "sessionId=" + url.QueryEscape(id)}).String()
-	gen, wake := st.writer()
-	h.serveStream(w, r, st, gen, wake, streamMode{sse: true, event: "message", intro: []byte("event: endpoint\ndata: " + endpoint + "\n\n")})
+	gen := st.writer()
+	h.serveStream(w, r, st, gen, streamMode{sse: true, event: "message", intro: []byte("event: endpoint\ndata: " + endpoint + "\n\n")})
 }
 
 // serveMessage hands a POSTed message to its session; answers go on the
