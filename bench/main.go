@@ -217,6 +217,14 @@ func (r *run) measure(ctx context.Context, version string, sdks []adapter, n cou
 			c := cell{version, "-", mFloor, "encoding/json"}
 			r.store.vals[c] = append(r.store.vals[c], out[mFloor])
 		}
+		if slices.Contains(r.Carriers, "http") {
+			c := cell{version, "http", mSleepFloor, "net/http"}
+			if err := runSleepFloor(n, out); err != nil {
+				r.fail(c, err)
+			} else {
+				r.store.vals[c] = append(r.store.vals[c], out[mSleepFloor])
+			}
+		}
 	}
 }
 
@@ -391,6 +399,9 @@ func (r *run) printTable(w *os.File, version string) {
 			row("http", m)
 		}
 	}
+	if slices.Contains(r.Carriers, "http") {
+		fmt.Fprintf(w, "| http | 64 × sleep(100ms), net/http floor (raw client, no SDK) | width | calls | %s |  |\n", fmtNum(r.store.median(cell{version, "http", mSleepFloor, "net/http"})))
+	}
 	fmt.Fprintf(w, "| - | JSON floor (encoding/json, no SDK) | round trip | µs | %s |  |\n", fmtNum(r.store.median(cell{version, "-", mFloor, "encoding/json"})))
 	fmt.Fprintf(w, "\nRatios above 1 favour ours. Bytes and allocations per call count both ends on pipe and http, the client only on stdio (the server is a child process). Progress streams %s notifications in one call.\n", commas(int64(r.Counts.Progress)))
 }
@@ -436,7 +447,11 @@ func (r *run) targets() []target {
 			o, g := med(v, c, mBigRate, "ours"), med(v, c, mBigRate, "go-sdk")
 			add(v, c, "1 MiB echo ≥ 5× go-sdk", fmtRatio(o/g, !math.IsNaN(o/g)), o/g >= 5)
 			w := med(v, c, mSleepWidth, "ours")
-			add(v, c, "64 × sleep width ≥ 60", fmtNum(w), w >= 60)
+			got := fmtNum(w)
+			if c == "http" {
+				got += " (net/http floor " + fmtNum(med(v, c, mSleepFloor, "net/http")) + ")"
+			}
+			add(v, c, "64 × sleep width ≥ 60", got, w >= 60)
 		}
 		if slices.Contains(r.Carriers, "pipe") {
 			rt := 1e6 / med(v, "pipe", mSeqRate, "ours")

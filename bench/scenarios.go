@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +63,7 @@ var (
 	mSessHeap    = metric{"1,000 HTTP sessions", "heap/session", "B", false}
 	mSessGor     = metric{"1,000 HTTP sessions", "goroutines/session", "count", false}
 	mFloor       = metric{"JSON floor", "round trip", "µs", false}
+	mSleepFloor  = metric{"64 × sleep(100ms), net/http floor", "width", "calls", true}
 	carrierTable = []metric{mSeqRate, mSeqP50, mSeqP99, mBytes, mAllocs, mConcRate, mProgRate, mProgTotal, mProgBefore, mBigRate, mSleepWidth}
 )
 
@@ -464,5 +467,91 @@ func runFloor(rounds int, version string, out sample) error {
 		}
 	}
 	out[mFloor] = float64(time.Since(start).Nanoseconds()) / float64(rounds) / 1e3
+	return nil
+}
+
+// runSleepFloor measures the 64 × sleep width with no SDK at either end:
+// net/http's server (httptest, as every SDK's handler is served here) with
+// a handler that reads the body, sleeps n.SleepMs and writes a fixed JSON
+// answer, and a client that writes fixed request bytes on n.SleepCalls
+// connections opened beforehand and reads until the answer's last byte. It
+// is the width the machine, the kernel's loopback and net/http allow an
+// SDK's 64 × sleep over HTTP; an SDK's own work at both ends comes on top.
+func runSleepFloor(n counts, out sample) error {
+	answer := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"slept"}]}}`)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		t := time.NewTimer(time.Duration(n.SleepMs) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answer)
+	}))
+	defer ts.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":` + strconv.Itoa(n.SleepMs) + `}}}`
+	request := []byte("POST / HTTP/1.1\r\nHost: " + ts.Listener.Addr().String() +
+		"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	conns := make([]net.Conn, n.SleepCalls)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i := range conns {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			return fmt.Errorf("sleep floor: %w", err)
+		}
+		conns[i] = c
+	}
+	burst := func() (time.Duration, error) {
+		var wg sync.WaitGroup
+		errs := make(chan error, len(conns))
+		start := time.Now()
+		for _, c := range conns {
+			wg.Go(func() {
+				if _, err := c.Write(request); err != nil {
+					errs <- err
+					return
+				}
+				buf := make([]byte, 1024)
+				got := 0
+				for !bytes.HasSuffix(buf[:got], answer) {
+					if got == len(buf) {
+						errs <- errors.New("answer too long")
+						return
+					}
+					m, err := c.Read(buf[got:])
+					if err != nil {
+						errs <- err
+						return
+					}
+					got += m
+				}
+			})
+		}
+		wg.Wait()
+		wall := time.Since(start)
+		close(errs)
+		if err := <-errs; err != nil {
+			return 0, fmt.Errorf("sleep floor: %w", err)
+		}
+		return wall, nil
+	}
+	if _, err := burst(); err != nil { // warm up: the server's connection goroutines
+		return err
+	}
+	wall, err := burst()
+	if err != nil {
+		return err
+	}
+	out[mSleepFloor] = float64(n.SleepCalls) * float64(n.SleepMs) * 1e6 / float64(wall.Nanoseconds())
 	return nil
 }
