@@ -558,26 +558,30 @@ func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
 // error; an error means the call itself failed.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
 	// The params are written by hand: json.Marshal would validate and
-	// compact the encoded arguments once more.
-	var raw []byte
-	if args != nil {
-		var err error
-		if raw, err = marshalParams(args); err != nil {
-			return nil, fmt.Errorf("mcp: encoding arguments of %s: %w", name, err)
-		}
-		if _, given := args.(json.RawMessage); given && len(raw) > 0 && !validJSON(raw) {
-			// json.Marshal checks what it writes; raw JSON is checked here.
-			return nil, fmt.Errorf("mcp: the arguments of %s are not valid JSON", name)
-		}
-	}
+	// compact the encoded arguments once more. The arguments are encoded
+	// straight into them (appendJSON), not into a copy of their own.
 	// The request copies params: its buffer goes back to the pool after.
-	params := messageBuffer(len(name) + len(raw) + 32)
+	given, isRaw := args.(json.RawMessage)
+	params := messageBuffer(len(name) + len(given) + 32)
 	defer func() { recycleMessage(params) }()
 	params = append(params, `{"name":`...)
 	params = appendJSONString(params, name)
-	if len(raw) > 0 {
+	switch {
+	case isRaw:
+		if len(given) > 0 {
+			if !validJSON(given) {
+				// json.Marshal checks what it writes; raw JSON is checked here.
+				return nil, fmt.Errorf("mcp: the arguments of %s are not valid JSON", name)
+			}
+			params = append(params, `,"arguments":`...)
+			params = append(params, given...)
+		}
+	case args != nil:
 		params = append(params, `,"arguments":`...)
-		params = append(params, raw...)
+		var err error
+		if params, err = appendJSON(params, args); err != nil {
+			return nil, fmt.Errorf("mcp: encoding arguments of %s: %w", name, err)
+		}
 	}
 	params = append(params, '}')
 	raw, err := c.request(ctx, "tools/call", params, opts)

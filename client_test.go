@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -300,5 +301,92 @@ func TestCallToolResultMetaLeavesOutServerInfo(t *testing.T) {
 		if got := cl.ServerInfo(); got.Name != "s" {
 			t.Errorf("%s: ServerInfo = %+v", v, got)
 		}
+	}
+}
+
+// indentedArgs marshals itself with whitespace, which json.Marshal compacts.
+type indentedArgs struct{ N int }
+
+func (a indentedArgs) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf("{\n  \"n\": %d\n}", a.N)), nil
+}
+
+// TestCallToolArgumentsAreEncodedAsJSONMarshalWritesThem: the arguments
+// reach the tool as json.Marshal writes them (HTML-escaped, a Marshaler's
+// output compacted, a 1 MiB string whole), raw JSON as given, none when
+// args is nil; arguments
+// that cannot be encoded, or raw JSON that is not valid, fail the call
+// before anything is sent.
+func TestCallToolArgumentsAreEncodedAsJSONMarshalWritesThem(t *testing.T) {
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "args"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent(string(req.Params.Arguments))}}, nil
+	})
+	for _, v := range []string{Version20251125, Version20260728} {
+		cl := pair(t, srv, WithProtocolVersion(v))
+		var typedNil *struct{ A int }
+		for _, tc := range []struct {
+			args any
+			want string
+		}{
+			{struct {
+				Text string `json:"text"`
+			}{"a<b&c"}, `{"text":"a\u003cb\u0026c"}`},
+			{map[string]int{"b": 2, "a": 1}, `{"a":1,"b":2}`},
+			{indentedArgs{7}, `{"n":7}`},
+			{json.RawMessage(`{"a": 1}`), `{"a": 1}`},
+			{typedNil, ``}, // sent as null, which the server reads as none
+			{nil, ``},
+			{json.RawMessage(nil), ``},
+			{strings.Repeat("x", 1<<20), `"` + strings.Repeat("x", 1<<20) + `"`},
+		} {
+			res, err := cl.CallTool(context.Background(), "args", tc.args)
+			if err != nil {
+				t.Fatalf("%s: CallTool(%T): %v", v, tc.args, err)
+			}
+			if got := res.Content[0].Text; got != tc.want {
+				t.Errorf("%s: CallTool(%T) arguments = %.80q, want %.80q", v, tc.args, got, tc.want)
+			}
+		}
+		for _, tc := range []struct {
+			args any
+			want string
+		}{
+			{map[string]any{"c": make(chan int)}, "encoding arguments of args"},
+			{json.RawMessage(`{bad`), "not valid JSON"},
+		} {
+			if _, err := cl.CallTool(context.Background(), "args", tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: CallTool(%T) error = %v, want one saying %q", v, tc.args, err, tc.want)
+			}
+		}
+		// The session is still usable after the refused calls.
+		if res, err := cl.CallTool(context.Background(), "args", map[string]int{"a": 1}); err != nil || res.Content[0].Text != `{"a":1}` {
+			t.Errorf("%s: after the refused calls: %v, %v", v, res, err)
+		}
+	}
+}
+
+// TestAppendJSONWritesWhatMarshalWrites: appendJSON appends json.Marshal's
+// bytes after what b holds, and on an error leaves b as it was.
+func TestAppendJSONWritesWhatMarshalWrites(t *testing.T) {
+	for _, v := range []any{
+		nil, 1.5, "a<b>\u2028", []int{1, 2}, map[string]any{"z": 1, "a": []string{"x"}},
+		indentedArgs{3}, json.RawMessage(` { "a" : 1 } `), struct {
+			A string `json:"a,omitempty"`
+			B int    `json:"b"`
+		}{B: 2},
+	} {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendJSON([]byte("prefix:"), v)
+		if err != nil || string(got) != "prefix:"+string(want) {
+			t.Errorf("appendJSON(%#v) = %q, %v; want %q", v, got, err, "prefix:"+string(want))
+		}
+	}
+	got, err := appendJSON([]byte("prefix:"), make(chan int))
+	if err == nil || string(got) != "prefix:" {
+		t.Errorf("appendJSON(chan) = %q, %v; want the prefix alone and an error", got, err)
 	}
 }

@@ -26,7 +26,8 @@ type counts struct {
 	Goroutines  int `json:"goroutines"`  // callers sharing one session
 	ConcCalls   int `json:"concCalls"`   // calls across all those callers
 	Progress    int `json:"progress"`    // notifications in one call
-	BigCalls    int `json:"bigCalls"`    // 1 MiB echo calls
+	BigCalls    int `json:"bigCalls"`    // 1 MiB echo calls, at least
+	BigMinMs    int `json:"bigMinMs"`    // and for at least this long
 	Sessions    int `json:"sessions"`    // idle HTTP sessions opened
 	SleepCalls  int `json:"sleepCalls"`  // parallel sleep calls
 	SleepMs     int `json:"sleepMs"`     // each sleep's length
@@ -34,7 +35,7 @@ type counts struct {
 }
 
 var (
-	fullCounts  = counts{SeqCalls: 2000, SeqMinMs: 500, Goroutines: 64, ConcCalls: 6400, Progress: 10_000, BigCalls: 8, Sessions: 1000, SleepCalls: 64, SleepMs: 100, FloorRounds: 50_000}
+	fullCounts  = counts{SeqCalls: 2000, SeqMinMs: 500, Goroutines: 64, ConcCalls: 6400, Progress: 10_000, BigCalls: 8, BigMinMs: 1000, Sessions: 1000, SleepCalls: 64, SleepMs: 100, FloorRounds: 50_000}
 	quickCounts = counts{SeqCalls: 100, Goroutines: 64, ConcCalls: 256, Progress: 1000, BigCalls: 1, Sessions: 50, SleepCalls: 64, SleepMs: 100, FloorRounds: 5000}
 )
 
@@ -203,13 +204,21 @@ func runProgress(ctx context.Context, s session, n counts, out sample) error {
 // bigText is the 1 MiB payload: printable ASCII that needs no escaping.
 var bigText = strings.Repeat("abcdefghijklmnopqrstuvwxyz012345", (1<<20)/32)
 
-// runBig echoes 1 MiB texts; the rate counts one MiB per call.
+// maxBigCalls bounds the 1 MiB echo calls of one repetition.
+const maxBigCalls = 200
+
+// runBig echoes 1 MiB texts: n.BigCalls calls, and more until n.BigMinMs
+// have passed, the same rule for every SDK (8 calls were 0.2 s for ours, a
+// window one garbage collection could move by a fifth). The rate counts
+// one MiB per call.
 func runBig(ctx context.Context, s session, n counts, out sample) error {
 	if got, err := s.Echo(ctx, bigText); err != nil || len(got) != len(bigText) { // warm up
 		return fmt.Errorf("1 MiB echo: %v (got %d bytes)", err, len(got))
 	}
+	minWall := time.Duration(n.BigMinMs) * time.Millisecond
+	calls := 0
 	start := time.Now()
-	for range n.BigCalls {
+	for calls < n.BigCalls || (time.Since(start) < minWall && calls < maxBigCalls) {
 		got, err := s.Echo(ctx, bigText)
 		if err == nil {
 			err = checkEcho(got, bigText)
@@ -217,8 +226,9 @@ func runBig(ctx context.Context, s session, n counts, out sample) error {
 		if err != nil {
 			return fmt.Errorf("1 MiB echo: %w", err)
 		}
+		calls++
 	}
-	out[mBigRate] = float64(n.BigCalls) / time.Since(start).Seconds()
+	out[mBigRate] = float64(calls) / time.Since(start).Seconds()
 	return nil
 }
 
