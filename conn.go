@@ -1226,11 +1226,18 @@ func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 // notify sends a notification. related names the inbound request it belongs
 // to (zero for none).
 func (c *conn) notify(method string, params any, related ID, route any) error {
-	raw, err := marshalParams(params)
+	if raw, ok := params.(json.RawMessage); ok || params == nil {
+		return c.queueWrite(outgoing{data: encodeRequest(ID{}, method, raw), related: related, route: route}, false)
+	}
+	// The params are encoded into the message itself, not into a copy.
+	b := appendRequestHead(messageBuffer(len(method)+128), ID{}, method)
+	b = append(b, `,"params":`...)
+	b, err := appendJSON(b, params)
 	if err != nil {
+		recycleMessage(b)
 		return err
 	}
-	return c.queueWrite(outgoing{data: encodeRequest(ID{}, method, raw), related: related, route: route}, false)
+	return c.queueWrite(outgoing{data: append(b, '}'), related: related, route: route}, false)
 }
 
 func marshalParams(params any) (json.RawMessage, error) {

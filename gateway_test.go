@@ -724,3 +724,40 @@ func TestSetStateOnEveryRevision(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayNotifyEncodesParamsAsJSONMarshal: Notify's params reach the
+// client as json.Marshal writes them, raw JSON as given, none for nil;
+// params that cannot be encoded are the handler's error and nothing is
+// sent, and the session goes on.
+func TestGatewayNotifyEncodesParamsAsJSONMarshal(t *testing.T) {
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "notify"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		g := req.Gateway()
+		if err := g.Notify("notifications/custom", make(chan int)); err == nil {
+			return nil, errors.New("unencodable params were accepted")
+		}
+		for _, p := range []any{map[string]string{"a": "<b>"}, json.RawMessage(`{"x": 1}`), nil} {
+			if err := g.Notify("notifications/custom", p); err != nil {
+				return nil, err
+			}
+		}
+		return &CallToolResult{Content: []Content{TextContent("ok")}}, nil
+	})
+	got := make(chan string, 8)
+	cl := pair(t, srv, WithNotificationHandler("notifications/custom", func(ctx context.Context, params json.RawMessage) {
+		got <- string(params)
+	}))
+	if _, err := cl.CallTool(context.Background(), "notify", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`{"a":"\u003cb\u003e"}`, `{"x": 1}`, ``} {
+		select {
+		case p := <-got:
+			if p != want {
+				t.Errorf("notification params = %q, want %q", p, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no notification with params %q", want)
+		}
+	}
+}
