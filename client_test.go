@@ -314,9 +314,8 @@ func (a indentedArgs) MarshalJSON() ([]byte, error) {
 // TestCallToolArgumentsAreEncodedAsJSONMarshalWritesThem: the arguments
 // reach the tool as json.Marshal writes them (HTML-escaped, a Marshaler's
 // output compacted, a 1 MiB string whole), raw JSON as given, none when
-// args is nil; arguments
-// that cannot be encoded, or raw JSON that is not valid, fail the call
-// before anything is sent.
+// args is nil; arguments that cannot be encoded, or raw JSON that is not
+// valid, fail the call before anything is sent.
 func TestCallToolArgumentsAreEncodedAsJSONMarshalWritesThem(t *testing.T) {
 	srv := NewServer(Implementation{Name: "s", Version: "1"})
 	srv.AddTool(Tool{Name: "args"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
