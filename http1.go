@@ -287,7 +287,7 @@ func (t *http1Transport) conn(ctx context.Context, addr string) (*http1Conn, err
 		t.idle[addr] = list[:len(list)-1]
 		c.idleTimer.Stop()
 		t.mu.Unlock()
-		if c.br.Buffered() == 0 && peekAlive(c.nc) {
+		if c.br.Buffered() == 0 && c.peekAlive() {
 			c.reused = true
 			return c, nil
 		}
@@ -367,6 +367,7 @@ type http1Conn struct {
 	reused    bool        // it served a request before this one
 	sent      int         // bytes of the current request that went out
 	idleTimer *time.Timer // closes it when idle too long; set on its first put
+	probe     aliveProbe  // how peekAlive looks at it while idle
 
 	lastValues [8]string // the header values of its last response, by line
 }

@@ -2,11 +2,12 @@
 
 package mcp
 
-import "net"
+// aliveProbe has nothing to hold where a connection cannot look at itself.
+type aliveProbe struct{}
 
-// peekAlive reports whether the server keeps the idle connection nc open.
+// peekAlive reports whether the server keeps the idle connection open.
 // Here it cannot look without blocking and assumes so. A request on a
 // connection the server did close goes again on a new one only if none of
 // it went out, or if it is idempotent and got no answer; a POST the
 // server may have seen fails.
-func peekAlive(net.Conn) bool { return true }
+func (c *http1Conn) peekAlive() bool { return true }

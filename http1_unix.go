@@ -2,29 +2,40 @@
 
 package mcp
 
-import (
-	"net"
-	"syscall"
-)
+import "syscall"
 
-// peekAlive reports whether the server keeps the idle connection nc open:
+// aliveProbe is how a connection looks at itself while idle; made on the
+// first look, so that a look allocates nothing.
+type aliveProbe struct {
+	rc    syscall.RawConn
+	look  func(fd uintptr) bool // peek, as a value made once
+	alive bool
+	buf   [1]byte
+}
+
+func (p *aliveProbe) peek(fd uintptr) bool {
+	n, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	p.alive = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
+	return true // never wait for the descriptor
+}
+
+// peekAlive reports whether the server keeps the idle connection open:
 // nothing is waiting to be read on it, neither data nor its end. It does
-// not block.
-func peekAlive(nc net.Conn) bool {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return true
+// not block. Only the goroutine that took c from the pool calls it.
+func (c *http1Conn) peekAlive() bool {
+	p := &c.probe
+	if p.look == nil {
+		sc, ok := c.nc.(syscall.Conn)
+		if !ok {
+			return true
+		}
+		rc, err := sc.SyscallConn()
+		if err != nil {
+			return false
+		}
+		p.rc, p.look = rc, p.peek
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	alive := false
-	var buf [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		alive = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
-		return true // never wait for the descriptor
-	})
-	return err == nil && alive
+	p.alive = false
+	err := p.rc.Read(p.look)
+	return err == nil && p.alive
 }
