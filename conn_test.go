@@ -756,3 +756,26 @@ func TestCallerReadingEndsAtItsDeadline(t *testing.T) {
 		t.Fatalf("call after the timeout: %v", err)
 	}
 }
+
+// TestMessageBuffersComeBackWithoutAllocating: a message buffer given back
+// with recycleMessage is the next one messageBuffer hands out, and neither
+// step allocates (the pool's *[]byte holders are recycled too).
+func TestMessageBuffersComeBackWithoutAllocating(t *testing.T) {
+	recycleMessage(messageBuffer(600))
+	if n := testing.AllocsPerRun(100, func() {
+		b := messageBuffer(600)
+		b = append(b, `{"jsonrpc":"2.0"}`...)
+		recycleMessage(b)
+	}); n != 0 {
+		t.Fatalf("a message buffer's round trip through the pool allocates %v times", n)
+	}
+	// Too large for the pool: made and dropped, never kept.
+	big := messageBuffer(maxPooledMessage + 1)
+	if cap(big) < maxPooledMessage+1 {
+		t.Fatalf("messageBuffer(%d) has capacity %d", maxPooledMessage+1, cap(big))
+	}
+	recycleMessage(big)
+	if b := messageBuffer(600); cap(b) > maxPooledMessage {
+		t.Fatalf("a buffer of %d bytes came back from the pool", cap(b))
+	}
+}

@@ -368,6 +368,7 @@ type http1Conn struct {
 	sent      int         // bytes of the current request that went out
 	idleTimer *time.Timer // closes it when idle too long; set on its first put
 	probe     aliveProbe  // how peekAlive looks at it while idle
+	digits    [20]byte    // where writeRequest formats the Content-Length
 
 	lastValues [8]string // the header values of its last response, by line
 }
@@ -574,8 +575,7 @@ func (c *http1Conn) writeRequest(req *h1Request) error {
 	}
 	if req.length > 0 || req.method == http.MethodPost || req.method == http.MethodPut || req.method == http.MethodPatch {
 		w.WriteString("Content-Length: ")
-		var digits [20]byte
-		w.Write(strconv.AppendInt(digits[:0], req.length, 10))
+		w.Write(strconv.AppendInt(c.digits[:0], req.length, 10)) // a local array would escape
 		w.WriteString("\r\n")
 	}
 	w.WriteString("\r\n")

@@ -838,16 +838,24 @@ func eachMember(raw []byte, fn func(key, value []byte)) bool {
 }
 
 // messagePool recycles the buffers messages are encoded into: the writer
-// returns a buffer once a stream transport has written it.
-var messagePool sync.Pool
+// returns a buffer once a stream transport has written it. A pool holds
+// pointers; the *[]byte that carried a buffer in goes to holderPool when
+// the buffer is taken out, and carries the next one back, so that neither
+// taking nor giving back allocates.
+var messagePool, holderPool sync.Pool
 
 // maxPooledMessage keeps large messages' buffers out of the pool.
 const maxPooledMessage = 16 << 10
 
 func messageBuffer(n int) []byte {
 	if n <= maxPooledMessage {
-		if b, ok := messagePool.Get().(*[]byte); ok && cap(*b) >= n {
-			return (*b)[:0]
+		if h, ok := messagePool.Get().(*[]byte); ok {
+			b := *h
+			*h = nil
+			holderPool.Put(h)
+			if cap(b) >= n {
+				return b[:0]
+			}
 		}
 		n = max(n, 512)
 	}
@@ -856,8 +864,12 @@ func messageBuffer(n int) []byte {
 
 func recycleMessage(b []byte) {
 	if cap(b) >= 512 && cap(b) <= maxPooledMessage {
-		b = b[:0]
-		messagePool.Put(&b)
+		h, _ := holderPool.Get().(*[]byte)
+		if h == nil {
+			h = new([]byte)
+		}
+		*h = b[:0]
+		messagePool.Put(h)
 	}
 }
 
