@@ -696,6 +696,11 @@ func (c *http1Conn) readLine(budget *int) ([]byte, error) {
 
 // parseStatusLine reads "HTTP/1.x NNN reason" into resp.
 func parseStatusLine(line []byte, resp *http.Response) bool {
+	if string(line) == "HTTP/1.1 200 OK" { // nearly every response: no copy of the line
+		resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
+		resp.Status, resp.StatusCode = "200 OK", http.StatusOK
+		return true
+	}
 	proto, rest, ok := strings.Cut(string(line), " ")
 	if !ok || (proto != "HTTP/1.1" && proto != "HTTP/1.0") {
 		return false

@@ -1639,3 +1639,35 @@ func TestHTTP1AsNetHTTPHasIt(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestHTTP1StatusLines: the status line sets the response's protocol and
+// status as net/http's would, "HTTP/1.1 200 OK" (read without copying the
+// line) like any other, and a malformed line is refused.
+func TestHTTP1StatusLines(t *testing.T) {
+	for _, tc := range []struct {
+		line          string
+		proto, status string
+		minor, code   int
+	}{
+		{"HTTP/1.1 200 OK", "HTTP/1.1", "200 OK", 1, 200},
+		{"HTTP/1.1 200 Fine", "HTTP/1.1", "200 Fine", 1, 200},
+		{"HTTP/1.0 200 OK", "HTTP/1.0", "200 OK", 0, 200},
+		{"HTTP/1.1 202 Accepted", "HTTP/1.1", "202 Accepted", 1, 202},
+		{"HTTP/1.1 404", "HTTP/1.1", "404", 1, 404},
+	} {
+		var resp http.Response
+		if !parseStatusLine([]byte(tc.line), &resp) {
+			t.Errorf("%q refused", tc.line)
+			continue
+		}
+		if resp.Proto != tc.proto || resp.ProtoMajor != 1 || resp.ProtoMinor != tc.minor || resp.Status != tc.status || resp.StatusCode != tc.code {
+			t.Errorf("%q: %q %d.%d %q %d", tc.line, resp.Proto, resp.ProtoMajor, resp.ProtoMinor, resp.Status, resp.StatusCode)
+		}
+	}
+	for _, line := range []string{"", "HTTP/1.1", "HTTP/2 200 OK", "HTTP/1.1 20 OK", "HTTP/1.1 abc OK", "HTTP/1.1 099 Low", "http/1.1 200 OK"} {
+		var resp http.Response
+		if parseStatusLine([]byte(line), &resp) {
+			t.Errorf("%q accepted", line)
+		}
+	}
+}

@@ -1741,7 +1741,7 @@ type streamMode struct {
 // was too slow, or another writer took over (false). It answers with JSON
 // when the responses come before anything else, and with SSE otherwise.
 func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *httpStream, gen int64, m streamMode) bool {
-	out := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.cfg.writeTimeout, event: m.event, ids: s.store() != nil, streamID: s.id}
+	out := &sseWriter{w: w, rc: *http.NewResponseController(w), timeout: h.cfg.writeTimeout, event: m.event, ids: s.store() != nil, streamID: s.id}
 	var held []streamEvent
 	var keepAlive *time.Timer
 	var keepAliveC <-chan time.Time
@@ -1924,7 +1924,7 @@ func errorCodeOf(data []byte) (int, bool) {
 // the write timeout and flushed.
 type sseWriter struct {
 	w        http.ResponseWriter
-	rc       *http.ResponseController
+	rc       http.ResponseController // a copy: the pointer would be an allocation
 	timeout  time.Duration
 	event    string
 	ids      bool

@@ -631,7 +631,7 @@ func TestSSEParser(t *testing.T) {
 func TestSSEWriterFraming(t *testing.T) {
 	t.Parallel()
 	rec := httptest.NewRecorder()
-	out := &sseWriter{w: rec, rc: http.NewResponseController(rec), ids: true, streamID: "4"}
+	out := &sseWriter{w: rec, rc: *http.NewResponseController(rec), ids: true, streamID: "4"}
 	msgs := []string{`{"a":1}`, "{\n  \"pretty\": true\r\n}", `{"b":"x\ny"}`}
 	var evs []streamEvent
 	for i, m := range msgs {
