@@ -135,6 +135,12 @@ type inboundRequest struct {
 	params json.RawMessage
 }
 
+// inboundRecord is one allocation for an inbound request's two parts.
+type inboundRecord struct {
+	call inboundCall
+	req  inboundRequest
+}
+
 // inboundCall is the engine's record of an inbound request in flight.
 type inboundCall struct {
 	cancel    context.CancelCauseFunc
@@ -719,7 +725,8 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 		return true
 	}
 	ctx, cancel := context.WithCancelCause(c.baseCtx)
-	in := &inboundCall{cancel: cancel}
+	rec := &inboundRecord{call: inboundCall{cancel: cancel}}
+	in := &rec.call
 	if c.inbound == nil {
 		c.inbound = make(map[ID]*inboundCall)
 	}
@@ -728,7 +735,8 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 	alone := c.occupied == 1
 	c.wg.Add(1)
 	c.mu.Unlock()
-	req := &inboundRequest{RequestInfo: RequestInfo{id: id, method: method, conn: c, route: route}, params: params}
+	rec.req = inboundRequest{RequestInfo: RequestInfo{id: id, method: method, conn: c, route: route}, params: params}
+	req := &rec.req
 	if r, ok := route.(inlineRoute); ok && r.runsInline() {
 		c.serveRequest(ctx, in, req)
 		return true

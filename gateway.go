@@ -808,6 +808,9 @@ const maxShimRounds = 8
 func (ss *serverSession) runLegacyShim(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
 	for round := 0; ; round++ {
 		result, err := ss.dispatch(ctx, req, info)
+		if err == nil {
+			return result, nil // before own, which errors.As would move to the heap
+		}
 		var own *InputRequiredError
 		if !errors.As(err, &own) {
 			return result, err

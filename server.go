@@ -620,7 +620,12 @@ func (s *Server) listTools(params json.RawMessage) (any, error) {
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
 	// params is part of a frame the engine validated: scan it rather than
 	// decode it, so large arguments are not validated and copied again.
-	var p CallToolParams
+	// The request and its params are one allocation.
+	call := new(struct {
+		req CallToolRequest
+		p   CallToolParams
+	})
+	p := &call.p
 	var meta json.RawMessage
 	var name []byte
 	badName := false
@@ -665,7 +670,8 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 	if st == nil {
 		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown tool %q", p.Name)}
 	}
-	res, err := st.handler(ctx, &CallToolRequest{Params: &p, RequestInfo: info})
+	call.req = CallToolRequest{Params: p, RequestInfo: info}
+	res, err := st.handler(ctx, &call.req)
 	if err != nil {
 		// Only an *Error returned as is is a protocol error: one wrapped
 		// inside another error (a client's refusal of an ask, say) is the
