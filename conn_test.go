@@ -779,3 +779,23 @@ func TestMessageBuffersComeBackWithoutAllocating(t *testing.T) {
 		t.Fatalf("a buffer of %d bytes came back from the pool", cap(b))
 	}
 }
+
+// TestKnownVersionsAreInterned: a revision's name read from JSON comes back
+// as the package's constant, without allocating; anything else is left to
+// the caller's own parsing.
+func TestKnownVersionsAreInterned(t *testing.T) {
+	for _, v := range SupportedVersions {
+		raw := []byte(`"` + v + `"`)
+		if got, ok := knownVersion(raw); !ok || got != v {
+			t.Errorf("knownVersion(%s) = %q, %v", raw, got, ok)
+		}
+		if n := testing.AllocsPerRun(100, func() { knownVersion(raw) }); n != 0 {
+			t.Errorf("knownVersion(%s) allocates %v times", raw, n)
+		}
+	}
+	for _, raw := range []string{`"2099-01-01"`, `"2026-07-2\u0038"`, `2026-07-28`, `"2026-07-28`, `null`, `""`, `"2026-07-28 "`} {
+		if got, ok := knownVersion([]byte(raw)); ok {
+			t.Errorf("knownVersion(%s) = %q, want none", raw, got)
+		}
+	}
+}

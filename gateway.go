@@ -722,6 +722,9 @@ func (s *Server) finishRound(r *inputRound, caps capabilitySet, result any, err 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	asks := r.asks
+	if len(asks) == 0 && err == nil {
+		return result, nil // before own, which errors.As would move to the heap
+	}
 	var own *InputRequiredError
 	if len(asks) == 0 && errors.As(err, &own) {
 		for _, ask := range own.Requests {

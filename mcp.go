@@ -58,6 +58,24 @@ const (
 // SupportedVersions lists every revision this package speaks, newest first.
 var SupportedVersions = []string{Version20260728, Version20251125, Version20250618, Version20250326, Version20241105}
 
+// knownVersions are the revisions' names as constants, whatever a user
+// does to SupportedVersions.
+var knownVersions = [...]string{Version20260728, Version20251125, Version20250618, Version20250326, Version20241105}
+
+// knownVersion returns the constant of the revision raw names, a JSON
+// string, if this package knows it: the version every 2026-07-28 message
+// carries then costs no allocation.
+func knownVersion(raw []byte) (string, bool) {
+	if len(raw) == len(Version20260728)+2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		for _, v := range knownVersions {
+			if string(raw[1:len(raw)-1]) == v {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
 // isSupportedVersion reports whether v is a revision this package speaks.
 func isSupportedVersion(v string) bool { return slices.Contains(SupportedVersions, v) }
 

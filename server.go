@@ -312,7 +312,10 @@ func decodeRequestEnvelope(params []byte, env *requestEnvelope) error {
 			case memberIs(key, metaProtocolVersion):
 				m.ProtocolVersion = nil
 				if string(value) != "null" {
-					v, ok := fastString(value)
+					v, ok := knownVersion(value)
+					if !ok {
+						v, ok = fastString(value)
+					}
 					if !ok {
 						err = errors.New(`_meta["` + metaProtocolVersion + `"] must be a string`)
 					}

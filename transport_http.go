@@ -2162,7 +2162,10 @@ func (m *httpMessage) classify() {
 				switch {
 				case bytes.EqualFold(key, []byte(metaProtocolVersion)):
 					m.hasVersion = true
-					m.version, _ = jsonString(val)
+					var ok bool
+					if m.version, ok = knownVersion(val); !ok {
+						m.version, _ = jsonString(val)
+					}
 				case bytes.EqualFold(key, []byte(metaClientCapabilities)):
 					m.hasCaps = string(val) != "null"
 				}
