@@ -1664,6 +1664,11 @@ func TestHTTP1StatusLines(t *testing.T) {
 			t.Errorf("%q: %q %d.%d %q %d", tc.line, resp.Proto, resp.ProtoMajor, resp.ProtoMinor, resp.Status, resp.StatusCode)
 		}
 	}
+	ok := []byte("HTTP/1.1 200 OK")
+	var resp http.Response
+	if n := testing.AllocsPerRun(100, func() { parseStatusLine(ok, &resp) }); n != 0 {
+		t.Errorf("parsing %q allocates %v times", ok, n)
+	}
 	for _, line := range []string{"", "HTTP/1.1", "HTTP/2 200 OK", "HTTP/1.1 20 OK", "HTTP/1.1 abc OK", "HTTP/1.1 099 Low", "http/1.1 200 OK"} {
 		var resp http.Response
 		if parseStatusLine([]byte(line), &resp) {
