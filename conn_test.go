@@ -433,15 +433,20 @@ func TestHandlerWorkersAreBoundedAndEndWithTheConnection(t *testing.T) {
 }
 
 // parkedWorkers counts the goroutines of the calling goroutine's synctest
-// bubble that run (*conn).work, from a dump of every goroutine: the
-// process-wide goroutine count also sees other tests' goroutines.
-func parkedWorkers() int {
+// bubble that run (*conn).work.
+func parkedWorkers() int { return bubbleGoroutines("mcp.(*conn).work(") }
+
+// bubbleGoroutines counts the goroutines of the calling goroutine's synctest
+// bubble whose stack has a line containing fn, from a dump of every
+// goroutine: the process-wide goroutine count also sees other tests'
+// goroutines.
+func bubbleGoroutines(fn string) int {
 	self := make([]byte, 256)
 	self = self[:runtime.Stack(self, false)]
 	header, _, _ := strings.Cut(string(self), "\n")
 	_, bubble, ok := strings.Cut(header, "synctest bubble ")
 	if !ok {
-		panic("parkedWorkers: not in a synctest bubble")
+		panic("bubbleGoroutines: not in a synctest bubble")
 	}
 	bubble = "synctest bubble " + strings.TrimSuffix(bubble, "]:")
 	buf := make([]byte, 1<<20)
@@ -456,7 +461,7 @@ func parkedWorkers() int {
 	count := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		first, _, _ := strings.Cut(g, "\n")
-		if strings.Contains(first, bubble+"]") && strings.Contains(g, "mcp.(*conn).work(") {
+		if strings.Contains(first, bubble+"]") && strings.Contains(g, fn) {
 			count++
 		}
 	}

@@ -2576,7 +2576,8 @@ type HTTPTransport struct {
 	clientInbox
 	closeOnce sync.Once
 
-	jobs chan postJob // idle POST workers wait here
+	jobs      chan postJob // idle POST workers wait here
+	idleWorks atomic.Int32 // how many wait there
 
 	// push hands a message to the engine on the goroutine that read it
 	// (set by the connection before any traffic); nil: the inbox.
@@ -2912,18 +2913,34 @@ type postJob struct {
 }
 
 // postWorkerIdle is how long a POST worker waits for the next POST before
-// it ends. Reusing workers spares each POST a fresh goroutine whose stack
-// grows, and is copied, on its way through net/http.
-const postWorkerIdle = time.Second
+// it ends: as long as an idle connection is kept (http1IdleTimeout, and
+// net/http's default transport's IdleConnTimeout), so that calls that come
+// in bursts with pauses between them find the workers of the last burst.
+// A fresh worker starts on a small stack that its first POST grows, and
+// copies, on its way through the HTTP exchange and the JSON decoding: for
+// 64 parallel calls after a pause, about 2 ms of CPU more (measured).
+const postWorkerIdle = http1IdleTimeout
+
+// maxIdlePOSTWorkers bounds the POST workers that wait at once, as the
+// default client bounds the idle connections to one server.
+const maxIdlePOSTWorkers = 128
 
 // postWorker sends job, then the POSTs WriteMessage hands it while it is
-// idle, until it has been idle for postWorkerIdle or the transport closes.
+// idle, until it has been idle for postWorkerIdle, more than
+// maxIdlePOSTWorkers others wait, or the transport closes.
 func (t *HTTPTransport) postWorker(job postJob) {
 	defer t.wg.Done()
 	var idle *time.Timer
 	for {
 		t.post(job.ctx, job.ex, &job.m, job.body, job.header)
 		job = postJob{}
+		if t.idleWorks.Add(1) > maxIdlePOSTWorkers {
+			t.idleWorks.Add(-1)
+			if idle != nil {
+				idle.Stop()
+			}
+			return
+		}
 		if idle == nil {
 			idle = time.NewTimer(postWorkerIdle)
 		} else {
@@ -2931,9 +2948,12 @@ func (t *HTTPTransport) postWorker(job postJob) {
 		}
 		select {
 		case job = <-t.jobs:
+			t.idleWorks.Add(-1)
 		case <-idle.C:
+			t.idleWorks.Add(-1)
 			return
 		case <-t.ctx.Done():
+			t.idleWorks.Add(-1)
 			idle.Stop()
 			return
 		}

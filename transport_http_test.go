@@ -1993,3 +1993,71 @@ func TestHTTPProgressIsLive(t *testing.T) {
 		})
 	}
 }
+
+// handlerRoundTripper serves each request with h on the calling goroutine,
+// without a network: a client over it runs whole in a synctest bubble.
+type handlerRoundTripper struct{ h http.Handler }
+
+func (rt handlerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	rt.h.ServeHTTP(rec, req)
+	return rec.Result(), nil
+}
+
+// TestHTTPPOSTWorkersOutlastAPause: the goroutines that sent a burst of
+// parallel calls wait for the next burst as long as an idle connection is
+// kept (a fresh one would grow its stack again), then end; no more than
+// maxIdlePOSTWorkers wait at once, and none outlives Close.
+func TestHTTPPOSTWorkersOutlastAPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := NewHTTPHandler(newTestServer(), WithoutStandaloneStream())
+		tr := NewHTTPTransport("http://mcp.test/mcp", WithHTTPClient(&http.Client{Transport: handlerRoundTripper{h}}), WithoutStandaloneStream())
+		cl := NewClient(Implementation{Name: "c", Version: "1"})
+		if err := cl.Connect(context.Background(), tr); err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		workers := func() int {
+			synctest.Wait()
+			return bubbleGoroutines("mcp.(*HTTPTransport).postWorker(")
+		}
+		burst := func(n int) {
+			t.Helper()
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					if _, err := cl.CallTool(context.Background(), "progress", map[string]int{"steps": 1, "delayMs": 10}); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+		}
+		burst(16)
+		if n := workers(); n < 16 {
+			t.Fatalf("%d POST workers after 16 parallel calls, want at least 16", n)
+		}
+		was := workers()
+		time.Sleep(http1IdleTimeout - time.Second)
+		if n := workers(); n != was {
+			t.Fatalf("%d POST workers left after a pause shorter than an idle connection is kept, want %d", n, was)
+		}
+		burst(16) // takes the waiting workers, and their count starts again
+		time.Sleep(http1IdleTimeout - time.Second)
+		if n := workers(); n != was {
+			t.Fatalf("%d POST workers after a second burst and a pause, want the %d of the first", n, was)
+		}
+		time.Sleep(2 * time.Second)
+		if n := workers(); n != 0 {
+			t.Fatalf("%d POST workers idle for longer than an idle connection is kept, want 0", n)
+		}
+		burst(maxIdlePOSTWorkers + 40)
+		if n := workers(); n != maxIdlePOSTWorkers {
+			t.Fatalf("%d POST workers after %d parallel calls, want maxIdlePOSTWorkers (%d)", n, maxIdlePOSTWorkers+40, maxIdlePOSTWorkers)
+		}
+		cl.Close()
+		if n := workers(); n != 0 {
+			t.Fatalf("%d POST workers outlived Close", n)
+		}
+	})
+}
