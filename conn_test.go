@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 )
 
 // TestWireErrors sends malformed and unanswerable messages and checks each
@@ -430,6 +432,56 @@ func TestHandlerWorkersAreBoundedAndEndWithTheConnection(t *testing.T) {
 			t.Fatalf("%d handler goroutines outlived the connection", n)
 		}
 	})
+}
+
+// stackFrames uses about 256 bytes of stack a level for n levels.
+//
+//go:noinline
+func stackFrames(n int) byte {
+	var b [256]byte
+	b[n&255] = byte(n)
+	if n <= 1 {
+		return b[0]
+	}
+	return stackFrames(n-1) + b[(n>>1)&255]
+}
+
+// stackMoves reports whether fn, run on a fresh goroutine after prepare,
+// moved that goroutine's stack (Go grows a stack by copying it), by
+// comparing the address of a stack variable before and after: a uintptr is
+// not adjusted when the stack is copied.
+func stackMoves(prepare, fn func()) bool {
+	moved := make(chan bool)
+	go func() {
+		prepare()
+		var mark byte
+		before := uintptr(unsafe.Pointer(&mark))
+		fn()
+		moved <- uintptr(unsafe.Pointer(&mark)) != before
+	}()
+	return <-moved
+}
+
+// TestReserveStackGrowsTheStackUpFront: after reserveStack a fresh
+// goroutine runs nearly stackReserve bytes of frames without its stack
+// being copied again; without it, the same frames copy the stack (when
+// goroutines start on a stack smaller than that, as they do unless the
+// runtime has seen larger stacks on average).
+func TestReserveStackGrowsTheStackUpFront(t *testing.T) {
+	levels := (stackReserve - 768) / 256
+	frames := func() { stackFrames(levels) }
+	if stackMoves(func() { reserveStack(0) }, frames) {
+		t.Errorf("the stack was copied during %d bytes of frames after reserveStack", levels*256)
+	}
+	start := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+	metrics.Read(start)
+	if start[0].Value.Kind() == metrics.KindUint64 && start[0].Value.Uint64() > stackReserve {
+		t.Logf("goroutines start on %d bytes of stack: the control cannot run", start[0].Value.Uint64())
+		return
+	}
+	if !stackMoves(func() {}, frames) {
+		t.Errorf("%d bytes of frames on a fresh goroutine did not copy its stack: the test sees no stack copy", levels*256)
+	}
 }
 
 // parkedWorkers counts the goroutines of the calling goroutine's synctest

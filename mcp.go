@@ -855,6 +855,30 @@ func eachMember(raw []byte, fn func(key, value []byte)) bool {
 	}
 }
 
+// stackReserve is how much stack reserveStack makes room for: the deepest
+// path of an exchange (a call through the engine, JSON encoding and
+// decoding, the transport's write, an HTTP exchange) fits in it.
+const stackReserve = 4 << 10
+
+// reserveStack gives the calling goroutine's stack room for stackReserve
+// bytes more before an exchange's deep path is entered. A goroutine starts
+// on a small stack, and Go grows a stack by copying it to one twice the
+// size, which costs per frame on it. A CallTool over HTTP on a fresh
+// goroutine cost that goroutine 22 µs of CPU, 12 of them growing its stack
+// ten and more frames down; grown here, a few frames deep, 12.5 and 3.5
+// (measured). On a stack already grown it costs about 0.1 µs, clearing
+// the frame.
+//
+// The argument and result are only there so that the compiler cannot drop
+// the frame: callers pass 0 and ignore the result.
+//
+//go:noinline
+func reserveStack(i int) byte {
+	var pad [stackReserve]byte
+	pad[i&(stackReserve-1)] = 1
+	return pad[(i>>1)&(stackReserve-1)]
+}
+
 // messagePool recycles the buffers messages are encoded into: the writer
 // returns a buffer once a stream transport has written it. A pool holds
 // pointers; the *[]byte that carried a buffer in goes to holderPool when

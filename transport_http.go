@@ -314,6 +314,7 @@ type httpHandler struct {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reserveStack(0) // net/http's goroutine of a new connection, or one the collector shrank
 	if !admitRequest(h.cfg, w, r, h.isStopped()) {
 		return
 	}
@@ -2930,6 +2931,7 @@ const maxIdlePOSTWorkers = 128
 // maxIdlePOSTWorkers others wait, or the transport closes.
 func (t *HTTPTransport) postWorker(job postJob) {
 	defer t.wg.Done()
+	reserveStack(0)
 	var idle *time.Timer
 	for {
 		t.post(job.ctx, job.ex, &job.m, job.body, job.header)
