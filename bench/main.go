@@ -165,15 +165,10 @@ func newStore() *store {
 
 // median returns the median of a cell's repetitions, or NaN.
 func (s *store) median(c cell) float64 {
-	v := slices.Clone(s.vals[c])
-	if len(v) == 0 {
+	if len(s.vals[c]) == 0 {
 		return math.NaN()
 	}
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return medianOf(slices.Clone(s.vals[c]))
 }
 
 func (r *run) fail(c cell, err error) {
