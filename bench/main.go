@@ -165,10 +165,15 @@ func newStore() *store {
 
 // median returns the median of a cell's repetitions, or NaN.
 func (s *store) median(c cell) float64 {
-	if len(s.vals[c]) == 0 {
+	v := slices.Clone(s.vals[c])
+	if len(v) == 0 {
 		return math.NaN()
 	}
-	return medianOf(slices.Clone(s.vals[c]))
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 func (r *run) fail(c cell, err error) {

@@ -31,13 +31,12 @@ type counts struct {
 	Sessions    int `json:"sessions"`    // idle HTTP sessions opened
 	SleepCalls  int `json:"sleepCalls"`  // parallel sleep calls
 	SleepMs     int `json:"sleepMs"`     // each sleep's length
-	SleepBursts int `json:"sleepBursts"` // bursts; the width is their median
 	FloorRounds int `json:"floorRounds"` // JSON floor iterations
 }
 
 var (
-	fullCounts  = counts{SeqCalls: 2000, SeqMinMs: 500, Goroutines: 64, ConcCalls: 6400, Progress: 10_000, BigCalls: 8, BigMinMs: 1000, Sessions: 1000, SleepCalls: 64, SleepMs: 100, SleepBursts: 5, FloorRounds: 50_000}
-	quickCounts = counts{SeqCalls: 100, Goroutines: 64, ConcCalls: 256, Progress: 1000, BigCalls: 1, Sessions: 50, SleepCalls: 64, SleepMs: 100, SleepBursts: 1, FloorRounds: 5000}
+	fullCounts  = counts{SeqCalls: 2000, SeqMinMs: 500, Goroutines: 64, ConcCalls: 6400, Progress: 10_000, BigCalls: 8, BigMinMs: 1000, Sessions: 1000, SleepCalls: 64, SleepMs: 100, FloorRounds: 50_000}
+	quickCounts = counts{SeqCalls: 100, Goroutines: 64, ConcCalls: 256, Progress: 1000, BigCalls: 1, Sessions: 50, SleepCalls: 64, SleepMs: 100, FloorRounds: 5000}
 )
 
 // A metric is one figure a scenario reports.
@@ -233,57 +232,32 @@ func runBig(ctx context.Context, s session, n counts, out sample) error {
 	return nil
 }
 
-// runSleep starts n.SleepCalls calls of a tool that sleeps n.SleepMs at once,
-// n.SleepBursts times; the width is how many ran side by side on average,
-// the median over the bursts. A burst lasts about 107 ms, so a pause of 1 ms
-// anywhere (the collector, the scheduler, the machine) moves its width by
-// 0.6: net/http's own floor (runSleepFloor) moved between 58.1 and 62.5 from
-// one single burst to the next. Each burst starts after a garbage
-// collection (as testing.B starts each benchmark), so that it pays for its
-// own garbage, not for what came before it (the 1 MiB echo's): on ours, a
-// collection inside a burst made it about 4 ms longer (a median width of
-// 57.4 against 59.7), a lottery between SDKs and runs.
+// runSleep starts n.SleepCalls calls of a tool that sleeps n.SleepMs at once;
+// the width is how many ran side by side on average. The burst starts after
+// a garbage collection (as testing.B starts each benchmark), so that it pays
+// for its own garbage, not for what the scenario before it left (the 1 MiB
+// echo's): on ours, a collection inside a burst made it about 4 ms longer
+// (a median width of 57.4 against 59.7), a lottery between SDKs and runs.
 func runSleep(ctx context.Context, s session, n counts, out sample) error {
-	widths := make([]float64, 0, n.SleepBursts)
-	for range max(n.SleepBursts, 1) {
-		var wg sync.WaitGroup
-		errs := make(chan error, n.SleepCalls)
-		runtime.GC()
-		start := time.Now()
-		for range n.SleepCalls {
-			wg.Go(func() {
-				if err := s.Sleep(ctx, n.SleepMs); err != nil {
-					errs <- err
-				}
-			})
-		}
-		wg.Wait()
-		wall := time.Since(start)
-		close(errs)
-		if err := <-errs; err != nil {
-			return fmt.Errorf("parallel sleep: %w", err)
-		}
-		widths = append(widths, sleepWidth(n, wall))
+	var wg sync.WaitGroup
+	errs := make(chan error, n.SleepCalls)
+	runtime.GC()
+	start := time.Now()
+	for range n.SleepCalls {
+		wg.Go(func() {
+			if err := s.Sleep(ctx, n.SleepMs); err != nil {
+				errs <- err
+			}
+		})
 	}
-	out[mSleepWidth] = medianOf(widths)
+	wg.Wait()
+	wall := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return fmt.Errorf("parallel sleep: %w", err)
+	}
+	out[mSleepWidth] = float64(n.SleepCalls) * float64(n.SleepMs) * 1e6 / float64(wall.Nanoseconds())
 	return nil
-}
-
-// sleepWidth is how many of n.SleepCalls sleeps of n.SleepMs ran side by
-// side on average when all of them took wall.
-func sleepWidth(n counts, wall time.Duration) float64 {
-	return float64(n.SleepCalls) * float64(n.SleepMs) * 1e6 / float64(wall.Nanoseconds())
-}
-
-// medianOf returns the median of xs (the mean of the middle two when their
-// number is even); xs is sorted in place.
-func medianOf(xs []float64) float64 {
-	slices.Sort(xs)
-	m := len(xs) / 2
-	if len(xs)%2 == 0 {
-		return (xs[m-1] + xs[m]) / 2
-	}
-	return xs[m]
 }
 
 // runSessions opens n legacy (2025-11-25) sessions on h with a raw HTTP
@@ -590,14 +564,10 @@ func runSleepFloor(n counts, out sample) error {
 	if _, err := burst(); err != nil { // warm up: the server's connection goroutines
 		return err
 	}
-	widths := make([]float64, 0, n.SleepBursts)
-	for range max(n.SleepBursts, 1) { // as runSleep does
-		wall, err := burst()
-		if err != nil {
-			return err
-		}
-		widths = append(widths, sleepWidth(n, wall))
+	wall, err := burst()
+	if err != nil {
+		return err
 	}
-	out[mSleepFloor] = medianOf(widths)
+	out[mSleepFloor] = float64(n.SleepCalls) * float64(n.SleepMs) * 1e6 / float64(wall.Nanoseconds())
 	return nil
 }
