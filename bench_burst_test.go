@@ -81,14 +81,7 @@ func BenchmarkHTTPBurst(b *testing.B) {
 				srv := benchServer(WithProtocolVersion(v))
 				srv.AddTool(Tool{Name: "marked-sleep"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 					starts.mark()
-					t := time.NewTimer(sleep)
-					defer t.Stop()
-					select {
-					case <-t.C:
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
-					return &CallToolResult{Content: []Content{TextContent("slept")}}, nil
+					return benchSleepTool(ctx, req)
 				})
 				ts := httptest.NewServer(NewHTTPHandler(srv))
 				defer ts.Close()

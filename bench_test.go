@@ -32,22 +32,7 @@ func benchServer(opts ...Option) *Server {
 		}
 		return &CallToolResult{Content: []Content{TextContent(args.Text)}}, nil
 	})
-	s.AddTool(Tool{Name: "sleep"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
-		var args struct {
-			Ms int `json:"ms"`
-		}
-		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-			return nil, err
-		}
-		t := time.NewTimer(time.Duration(args.Ms) * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		return &CallToolResult{Content: []Content{TextContent("slept")}}, nil
-	})
+	s.AddTool(Tool{Name: "sleep"}, benchSleepTool)
 	s.AddTool(Tool{Name: "progress"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		var args struct {
 			Count int `json:"count"`
@@ -64,6 +49,24 @@ func benchServer(opts ...Option) *Server {
 		return &CallToolResult{Content: []Content{TextContent("done")}}, nil
 	})
 	return s
+}
+
+// benchSleepTool sleeps for its argument ms, or until the call is cancelled.
+func benchSleepTool(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+	var args struct {
+		Ms int `json:"ms"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(time.Duration(args.Ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &CallToolResult{Content: []Content{TextContent("slept")}}, nil
 }
 
 // benchCarriers are the carriers every scenario runs over: in-memory
