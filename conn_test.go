@@ -667,8 +667,9 @@ func callerReadServer(started, cancelled chan<- struct{}) *Server {
 
 // TestCallerReadsItsOwnResponse: over an OS pipe a sequential call's
 // response is read by its caller. With the resting reader never woken,
-// the calls can only be answered that way, and between calls nobody
-// reads.
+// the calls can only be answered that way (or, when a loaded machine ends
+// a caller's span first, by the reading goroutine it hands the reading
+// to), and between calls the reading comes to rest.
 func TestCallerReadsItsOwnResponse(t *testing.T) {
 	t.Parallel()
 	ct, st := pipeTransports(t)
@@ -681,9 +682,7 @@ func TestCallerReadsItsOwnResponse(t *testing.T) {
 		if want := fmt.Sprintf(`{"i":%d}`, i); len(res.Content) != 1 || res.Content[0].Text != want {
 			t.Fatalf("call %d answered %+v", i, res.Content)
 		}
-		if got := cl.conn.reading.Load(); got != readerFree {
-			t.Fatalf("after call %d the reading is in state %d, want %d (free)", i, got, readerFree)
-		}
+		waitReadingRests(t, cl)
 	}
 }
 
@@ -752,6 +751,20 @@ func TestCallerReadingEndsWithItsContext(t *testing.T) {
 	}
 }
 
+// waitReadingRests waits, for at most 10 s, until nobody reads cl's
+// connection. Between calls the reading comes to rest at once when the
+// caller read its own response, or once the reading goroutine has delivered
+// it when the caller's span ended first (a loaded machine, -race).
+func waitReadingRests(t *testing.T, cl *Client) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); cl.conn.reading.Load() != readerFree; {
+		if time.Now().After(deadline) {
+			t.Fatalf("between calls the reading stays in state %d, want %d (free)", cl.conn.reading.Load(), readerFree)
+		}
+		time.Sleep(callerReadSpan / 4)
+	}
+}
+
 // TestCallerHandsOverALongCall: a caller reads for its response for
 // callerReadSpan at most, then hands the reading to a goroutine, which
 // reads the answer of a call that takes longer (the resting reader is
@@ -769,15 +782,7 @@ func TestCallerHandsOverALongCall(t *testing.T) {
 	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
 		t.Fatal(err)
 	}
-	// Between calls the reading comes to rest: at once when the caller read
-	// its response, or when the reading goroutine has delivered it if the
-	// caller's span ended first (a loaded machine, -race).
-	for deadline := time.Now().Add(10 * time.Second); cl.conn.reading.Load() != readerFree; {
-		if time.Now().After(deadline) {
-			t.Fatalf("between calls the reading stays in state %d, want %d (free)", cl.conn.reading.Load(), readerFree)
-		}
-		time.Sleep(callerReadSpan / 4)
-	}
+	waitReadingRests(t, cl)
 	go func() {
 		// Answer only once the caller has handed the reading over: from
 		// free, with the resting reader never woken, the only way the
