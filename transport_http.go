@@ -2577,8 +2577,8 @@ type HTTPTransport struct {
 	clientInbox
 	closeOnce sync.Once
 
-	jobs      chan postJob // idle POST workers wait here
-	idleWorks atomic.Int32 // how many wait there
+	jobs        chan postJob // idle POST workers wait here
+	idleWorkers atomic.Int32 // how many wait there
 
 	// push hands a message to the engine on the goroutine that read it
 	// (set by the connection before any traffic); nil: the inbox.
@@ -2937,8 +2937,8 @@ func (t *HTTPTransport) postWorker(job postJob) {
 	for {
 		t.post(job.ctx, job.ex, &job.m, job.body, job.header)
 		job = postJob{}
-		if t.idleWorks.Add(1) > maxIdlePOSTWorkers {
-			t.idleWorks.Add(-1)
+		if t.idleWorkers.Add(1) > maxIdlePOSTWorkers {
+			t.idleWorkers.Add(-1)
 			if idle != nil {
 				idle.Stop()
 			}
@@ -2951,12 +2951,12 @@ func (t *HTTPTransport) postWorker(job postJob) {
 		}
 		select {
 		case job = <-t.jobs:
-			t.idleWorks.Add(-1)
+			t.idleWorkers.Add(-1)
 		case <-idle.C:
-			t.idleWorks.Add(-1)
+			t.idleWorkers.Add(-1)
 			return
 		case <-t.ctx.Done():
-			t.idleWorks.Add(-1)
+			t.idleWorkers.Add(-1)
 			idle.Stop()
 			return
 		}
