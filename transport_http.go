@@ -2604,15 +2604,14 @@ type HTTPTransport struct {
 // concurrent calls to one server: DefaultTransport keeps 2 per host, so
 // each call past the second would dial, and close, a connection.
 var defaultHTTPClient = sync.OnceValue(func() *http.Client {
-	const perHost = 128
 	var fallback http.RoundTripper = http.DefaultTransport
 	if base, ok := http.DefaultTransport.(*http.Transport); ok {
 		tr := base.Clone()
-		tr.MaxIdleConns = max(tr.MaxIdleConns, 2*perHost)
-		tr.MaxIdleConnsPerHost = perHost
+		tr.MaxIdleConns = max(tr.MaxIdleConns, 2*maxIdleConnsPerHost)
+		tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
 		fallback = tr
 	}
-	return &http.Client{Transport: newHTTP1Transport(fallback, perHost)}
+	return &http.Client{Transport: newHTTP1Transport(fallback, maxIdleConnsPerHost)}
 })
 
 // exchange is one request's POST in flight. A POST sent straight runs on
@@ -2923,9 +2922,13 @@ type postJob struct {
 // fresh workers than with waiting ones (measured, 12–14 ms in all).
 const postWorkerIdle = http1IdleTimeout
 
+// maxIdleConnsPerHost is how many idle connections to one server the
+// default client keeps.
+const maxIdleConnsPerHost = 128
+
 // maxIdlePOSTWorkers bounds the POST workers that wait at once, as the
 // default client bounds the idle connections to one server.
-const maxIdlePOSTWorkers = 128
+const maxIdlePOSTWorkers = maxIdleConnsPerHost
 
 // postWorker sends job, then the POSTs WriteMessage hands it while it is
 // idle, until it has been idle for postWorkerIdle, more than
