@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -57,9 +58,11 @@ func processCPU() time.Duration {
 // sleeps, 64 raw clients on connections of their own), with the client and
 // the server in this process: each iteration pauses (sequential echo calls
 // for 1 s, as the bench's 1 MiB echo comes before its burst; "back-to-back":
-// 1 ms idle), then times one burst. Reported, as medians over the
-// iterations: the width, the process's CPU for the burst, and when the
-// first and the last handler started their sleep after the burst began.
+// 1 ms idle), collects garbage (as the bench does before its burst), then
+// times one burst. Reported, as medians over the iterations: the width,
+// the process's CPU for the burst, when the first and the last handler
+// started their sleep after the burst began, and the tail: how long the
+// burst went on after the last-started sleep was due to end.
 // Run it with -benchtime 12x or so: an iteration takes over a second.
 func BenchmarkHTTPBurst(b *testing.B) {
 	const calls, sleep = 64, 100 * time.Millisecond
@@ -165,12 +168,13 @@ func BenchmarkHTTPBurst(b *testing.B) {
 // measureBursts runs pause and then a timed burst b.N times and reports the
 // medians of BenchmarkHTTPBurst.
 func measureBursts(b *testing.B, starts *burstStarts, pause, burst func()) {
-	var width, cpu, first, last []float64
+	var width, cpu, first, last, tail []float64
 	starts.since(time.Now()) // the warm-up's
 	for b.Loop() {
 		b.StopTimer()
 		pause()
 		starts.since(time.Now()) // the pause's, if any
+		runtime.GC()
 		b.StartTimer()
 		c0, t0 := processCPU(), time.Now()
 		burst()
@@ -179,6 +183,7 @@ func measureBursts(b *testing.B, starts *burstStarts, pause, burst func()) {
 		width = append(width, 64*100/(float64(wall)/1e6))
 		cpu = append(cpu, float64(used)/1e6)
 		first, last = append(first, f), append(last, l)
+		tail = append(tail, float64(wall)/1e6-100-l)
 	}
 	median := func(xs []float64) float64 {
 		slices.Sort(xs)
@@ -188,4 +193,5 @@ func measureBursts(b *testing.B, starts *burstStarts, pause, burst func()) {
 	b.ReportMetric(median(cpu), "cpu-ms/burst")
 	b.ReportMetric(median(first), "first-start-ms")
 	b.ReportMetric(median(last), "last-start-ms")
+	b.ReportMetric(median(tail), "tail-ms")
 }

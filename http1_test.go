@@ -1676,3 +1676,23 @@ func TestHTTP1StatusLines(t *testing.T) {
 		}
 	}
 }
+
+// TestIsHTTPTokenIsRFC9110: a header name is made of tchar, every byte
+// checked against RFC 9110's own list; the empty name is not a token.
+func TestIsHTTPTokenIsRFC9110(t *testing.T) {
+	tchar := func(c byte) bool {
+		return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+	}
+	for c := range 256 {
+		b := byte(c)
+		if got, want := isHTTPToken(string([]byte{b})), tchar(b); got != want {
+			t.Errorf("isHTTPToken(%q) = %v, want %v", b, got, want)
+		}
+		if got, want := isHTTPToken("Mcp-"+string([]byte{b})+"-Name"), tchar(b); got != want {
+			t.Errorf("isHTTPToken(%q) = %v, want %v", "Mcp-"+string([]byte{b})+"-Name", got, want)
+		}
+	}
+	if isHTTPToken("") {
+		t.Error("the empty name is a token")
+	}
+}

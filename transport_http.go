@@ -87,6 +87,10 @@ type httpConfig struct {
 	authorize      func(*http.Request) error
 	writeTimeout   time.Duration
 	keepAlive      time.Duration
+	// hostAllowed is the last Host header found allowed by itself (a
+	// loopback name or address, or listed): a client sends the same Host
+	// with every request, which then costs a comparison.
+	hostAllowed atomic.Pointer[string]
 
 	client       *http.Client
 	header       http.Header
@@ -386,9 +390,13 @@ func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopp
 }
 
 func checkSource(cfg *httpConfig, r *http.Request) (int, string) {
-	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(addr) {
-		host := hostname(r.Host)
-		if !isLoopbackHost(host) && !listed(cfg.allowedHosts, host) {
+	if last := cfg.hostAllowed.Load(); last == nil || *last != r.Host {
+		// A Host that names a loopback address or a listed host passes on
+		// any server; only another Host needs the server's own address.
+		if host := hostname(r.Host); isLoopbackHost(host) || listed(cfg.allowedHosts, host) {
+			allowed := strings.Clone(r.Host) // not the request's memory
+			cfg.hostAllowed.Store(&allowed)
+		} else if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(addr) {
 			return http.StatusForbidden, "Forbidden: host " + strconv.Quote(host) + " is not allowed on a loopback server (DNS rebinding protection)"
 		}
 	}
@@ -2454,13 +2462,22 @@ func isHTTPToken(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x80 || c <= ' ' || c == 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+		if !tokenByte[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// tokenByte says which bytes an HTTP token (RFC 9110, 5.6.2) may hold:
+// visible ASCII except the delimiters. A header name of every request is
+// checked against it.
+var tokenByte = func() (t [256]bool) {
+	for c := '!'; c <= '~'; c++ {
+		t[c] = !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c)
+	}
+	return t
+}()
 
 // argumentAt returns the argument at path; absent and null are the same.
 func argumentAt(args json.RawMessage, path []string) (json.RawMessage, bool) {

@@ -1063,6 +1063,39 @@ func TestHTTPSourceChecks(t *testing.T) {
 	cl.Close()
 }
 
+// TestHTTPHostCheckAfterAllowedHosts: the handler remembers the last Host
+// it allowed, so that a client's every request costs a comparison; a
+// rebinding Host that follows allowed ones (the loopback address, a
+// listed name, localhost) on the same loopback server is still refused,
+// every time.
+func TestHTTPHostCheckAfterAllowedHosts(t *testing.T) {
+	t.Parallel()
+	ts := serveHTTP(t, newTestServer(), WithAllowedHosts("mcp.example.com"))
+	port := portOf(strings.TrimPrefix(ts.URL, "http://"))
+	discover := modernRequest("1", "server/discover", "")
+	hosts := []struct {
+		host   string
+		status int
+	}{
+		{"127.0.0.1:" + port, 200},
+		{"evil.example.com:" + port, 403},
+		{"127.0.0.1:" + port, 200},
+		{"127.0.0.1:" + port, 200},
+		{"evil.example.com:" + port, 403},
+		{"mcp.example.com", 200},
+		{"evil.example.com", 403},
+		{"mcp.example.com", 200},
+		{"localhost:" + port, 200},
+		{"evil.example.com:" + port, 403},
+	}
+	for i, h := range hosts {
+		r := doHTTP(t, "POST", ts.URL, discover, modernHeaders("server/discover", "Host", h.host))
+		if r.status != h.status {
+			t.Fatalf("request %d, Host %s: status %d, want %d: %s", i, h.host, r.status, h.status, r.body)
+		}
+	}
+}
+
 // serveDirect calls h with a request built from the arguments, without a
 // network, and returns the recorded response.
 func serveDirect(h http.Handler, method, body string, header map[string]string) *httptest.ResponseRecorder {
