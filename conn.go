@@ -802,7 +802,7 @@ const maxIdleWorkers = 4
 // maxIdleWorkers others are waiting.
 func (c *conn) work(j job) {
 	defer c.wg.Done()
-	reserveStack(0)
+	reserveHandlerStack(0)
 	for {
 		c.serveRequest(j.ctx, j.in, j.req)
 		j = job{}

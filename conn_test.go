@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -865,5 +868,108 @@ func TestKnownVersionsAreInterned(t *testing.T) {
 		if got, ok := knownVersion([]byte(raw)); ok {
 			t.Errorf("knownVersion(%s) = %q, want none", raw, got)
 		}
+	}
+}
+
+// stackArgs is a tool's arguments, decoded as a handler would: nested
+// fields under json.Unmarshal go a few frames deeper each.
+type stackArgs struct {
+	Query struct {
+		Terms []struct {
+			Word  string  `json:"word"`
+			Boost float64 `json:"boost"`
+		} `json:"terms"`
+	} `json:"query"`
+	Limit int `json:"limit"`
+}
+
+const stackArgsJSON = `{"query":{"terms":[{"word":"go","boost":1.5},{"word":"mcp","boost":2}]},"limit":10}`
+
+// movesBelow reports whether path, run on a fresh goroutine below depth
+// frames of 256 bytes and reserve, moved that goroutine's stack.
+func movesBelow(depth int, reserve, path func()) bool {
+	moved := make(chan bool)
+	var descend func(n int) byte
+	descend = func(n int) byte {
+		var b [256]byte
+		b[n&255] = byte(n)
+		if n > 0 {
+			return descend(n-1) + b[(n>>1)&255]
+		}
+		reserve()
+		var mark byte
+		before := uintptr(unsafe.Pointer(&mark))
+		path()
+		moved <- uintptr(unsafe.Pointer(&mark)) != before
+		return b[0]
+	}
+	go descend(depth)
+	return <-moved
+}
+
+// TestReserveHandlerStackHoldsAHandler: a goroutine that runs a handler
+// (an HTTP server's, here on a new connection each request, so on a fresh
+// goroutine) reserves enough stack that the tool's own JSON decoding of its
+// arguments does not copy the stack again; nor does the same depth of
+// frames on a plain goroutine after reserveHandlerStack, which without it
+// (the control) does copy the stack, when goroutines start on a stack
+// smaller than that. The collector is off meanwhile: it may halve a stack
+// that is little used when it looks (before the handler runs), which the
+// handler's decoding then grows again. The arguments' type is decoded once
+// before: encoding/json builds its decoder on first use, deeper.
+func TestReserveHandlerStackHoldsAHandler(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.GC() // one that was under way
+	decode := func() {
+		var a stackArgs
+		if err := json.Unmarshal([]byte(stackArgsJSON), &a); err != nil || a.Limit != 10 {
+			panic(fmt.Sprint("decode: ", err))
+		}
+	}
+	decode()
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	moved := make(chan bool, 1)
+	srv.AddTool(Tool{Name: "search"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		var mark byte
+		before := uintptr(unsafe.Pointer(&mark))
+		var a stackArgs
+		if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
+			return nil, err
+		}
+		moved <- uintptr(unsafe.Pointer(&mark)) != before
+		return &CallToolResult{Content: []Content{TextContent("ok")}}, nil
+	})
+	ts := httptest.NewServer(NewHTTPHandler(srv))
+	defer ts.Close()
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for _, v := range []string{Version20251125, Version20260728} {
+		cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v))
+		if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL, WithHTTPClient(fresh))); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if _, err := cl.CallTool(context.Background(), "search", json.RawMessage(stackArgsJSON)); err != nil {
+				t.Fatal(err)
+			}
+			if <-moved {
+				t.Errorf("%s, call %d: the tool's json.Unmarshal copied its goroutine's stack", v, i)
+			}
+		}
+		cl.Close()
+	}
+	start := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+	metrics.Read(start)
+	if start[0].Value.Kind() == metrics.KindUint64 && start[0].Value.Uint64() > stackReserve {
+		t.Logf("goroutines start on %d bytes of stack: the control cannot run", start[0].Value.Uint64())
+		return
+	}
+	// Below net/http's frames (about 1.5 KB), the server's frames from the
+	// reserve to a tool (3.9 KB), then the tool's decoding.
+	path := func() { stackFrames(15); decode() }
+	if movesBelow(6, func() { reserveHandlerStack(0) }, path) {
+		t.Error("the stack was copied on a handler's path after reserveHandlerStack")
+	}
+	if !movesBelow(6, func() {}, path) {
+		t.Error("a handler's path with no reserve did not copy the stack: the test sees no stack copy")
 	}
 }

@@ -318,7 +318,7 @@ type httpHandler struct {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reserveStack(0) // net/http's goroutine of a new connection, or one the collector shrank
+	reserveHandlerStack(0) // net/http's goroutine of a new connection, or one the collector shrank
 	if !admitRequest(h.cfg, w, r, h.isStopped()) {
 		return
 	}
