@@ -891,10 +891,10 @@ func reserveStack(i int) byte {
 const handlerStackReserve = 8 << 10
 
 // reserveHandlerStack is reserveStack for a goroutine about to run a
-// request's handler: without it, a goroutine whose stack is 8 KiB (the
-// collector halves an idle one's) grows it under the handler's
-// json.Unmarshal, copying some forty frames, on every request after a
-// collection.
+// request's handler. With reserveStack's room only, a goroutine's stack
+// could stay at 8 KiB, and one the collector had halved to that (it halves
+// an idle goroutine's) grew again under the handler's json.Unmarshal,
+// copying some forty frames, on the first request after each collection.
 //
 //go:noinline
 func reserveHandlerStack(i int) byte {

@@ -87,9 +87,10 @@ type httpConfig struct {
 	authorize      func(*http.Request) error
 	writeTimeout   time.Duration
 	keepAlive      time.Duration
-	// hostAllowed is the last Host header found allowed by itself (a
-	// loopback name or address, or listed): a client sends the same Host
-	// with every request, which then costs a comparison.
+	// hostAllowed is the last Host header a loopback server found allowed
+	// (a loopback name or address, or listed), which is allowed on any
+	// server: a client sends the same Host with every request, which then
+	// costs a comparison.
 	hostAllowed atomic.Pointer[string]
 
 	client       *http.Client
@@ -390,15 +391,15 @@ func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopp
 }
 
 func checkSource(cfg *httpConfig, r *http.Request) (int, string) {
-	if last := cfg.hostAllowed.Load(); last == nil || *last != r.Host {
-		// A Host that names a loopback address or a listed host passes on
-		// any server; only another Host needs the server's own address.
-		if host := hostname(r.Host); isLoopbackHost(host) || listed(cfg.allowedHosts, host) {
-			allowed := strings.Clone(r.Host) // not the request's memory
-			cfg.hostAllowed.Store(&allowed)
-		} else if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(addr) {
+	if last := cfg.hostAllowed.Load(); last != nil && *last == r.Host {
+		// Allowed by itself, on any server: the check below found it so.
+	} else if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(addr) {
+		host := hostname(r.Host)
+		if !isLoopbackHost(host) && !listed(cfg.allowedHosts, host) {
 			return http.StatusForbidden, "Forbidden: host " + strconv.Quote(host) + " is not allowed on a loopback server (DNS rebinding protection)"
 		}
+		allowed := strings.Clone(r.Host) // not the request's memory
+		cfg.hostAllowed.Store(&allowed)
 	}
 	if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(cfg, origin, r.Host) {
 		return http.StatusForbidden, "Forbidden: origin " + strconv.Quote(origin) + " is not allowed"

@@ -1067,7 +1067,7 @@ func TestHTTPSourceChecks(t *testing.T) {
 // it allowed, so that a client's every request costs a comparison; a
 // rebinding Host that follows allowed ones (the loopback address, a
 // listed name, localhost) on the same loopback server is still refused,
-// every time.
+// every time, also twice in a row.
 func TestHTTPHostCheckAfterAllowedHosts(t *testing.T) {
 	t.Parallel()
 	ts := serveHTTP(t, newTestServer(), WithAllowedHosts("mcp.example.com"))
@@ -1078,6 +1078,7 @@ func TestHTTPHostCheckAfterAllowedHosts(t *testing.T) {
 		status int
 	}{
 		{"127.0.0.1:" + port, 200},
+		{"evil.example.com:" + port, 403},
 		{"evil.example.com:" + port, 403},
 		{"127.0.0.1:" + port, 200},
 		{"127.0.0.1:" + port, 200},
