@@ -449,22 +449,6 @@ func stackFrames(n int) byte {
 	return stackFrames(n-1) + b[(n>>1)&255]
 }
 
-// stackMoves reports whether fn, run on a fresh goroutine after prepare,
-// moved that goroutine's stack (Go grows a stack by copying it), by
-// comparing the address of a stack variable before and after: a uintptr is
-// not adjusted when the stack is copied.
-func stackMoves(prepare, fn func()) bool {
-	moved := make(chan bool)
-	go func() {
-		prepare()
-		var mark byte
-		before := uintptr(unsafe.Pointer(&mark))
-		fn()
-		moved <- uintptr(unsafe.Pointer(&mark)) != before
-	}()
-	return <-moved
-}
-
 // TestReserveStackGrowsTheStackUpFront: after reserveStack a fresh
 // goroutine runs nearly stackReserve bytes of frames without its stack
 // being copied again; without it, the same frames copy the stack (when
@@ -473,7 +457,7 @@ func stackMoves(prepare, fn func()) bool {
 func TestReserveStackGrowsTheStackUpFront(t *testing.T) {
 	levels := (stackReserve - 768) / 256
 	frames := func() { stackFrames(levels) }
-	if stackMoves(func() { reserveStack(0) }, frames) {
+	if movesBelow(0, func() { reserveStack(0) }, frames) {
 		t.Errorf("the stack was copied during %d bytes of frames after reserveStack", levels*256)
 	}
 	start := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
@@ -482,7 +466,7 @@ func TestReserveStackGrowsTheStackUpFront(t *testing.T) {
 		t.Logf("goroutines start on %d bytes of stack: the control cannot run", start[0].Value.Uint64())
 		return
 	}
-	if !stackMoves(func() {}, frames) {
+	if !movesBelow(0, func() {}, frames) {
 		t.Errorf("%d bytes of frames on a fresh goroutine did not copy its stack: the test sees no stack copy", levels*256)
 	}
 }
@@ -886,7 +870,10 @@ type stackArgs struct {
 const stackArgsJSON = `{"query":{"terms":[{"word":"go","boost":1.5},{"word":"mcp","boost":2}]},"limit":10}`
 
 // movesBelow reports whether path, run on a fresh goroutine below depth
-// frames of 256 bytes and reserve, moved that goroutine's stack.
+// frames of 256 bytes and reserve, moved that goroutine's stack (Go grows
+// a stack by copying it), by comparing the address of a stack variable
+// before and after path: a uintptr is not adjusted when the stack is
+// copied.
 func movesBelow(depth int, reserve, path func()) bool {
 	moved := make(chan bool)
 	var descend func(n int) byte
