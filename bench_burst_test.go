@@ -53,6 +53,10 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// burstCalls calls of a tool that sleeps burstSleep make a burst, as in
+// the bench's 64 × sleep(100 ms).
+const burstCalls, burstSleep = 64, 100 * time.Millisecond
+
 // BenchmarkHTTPBurst measures what the bench's HTTP 64 × sleep(100 ms)
 // width is made of, ours beside net/http's floor (a handler that only
 // sleeps, 64 raw clients on connections of their own), with the client and
@@ -65,7 +69,6 @@ func processCPU() time.Duration {
 // burst went on after the last-started sleep was due to end.
 // Run it with -benchtime 12x or so: an iteration takes over a second.
 func BenchmarkHTTPBurst(b *testing.B) {
-	const calls, sleep = 64, 100 * time.Millisecond
 	pauses := []struct {
 		name  string
 		pause func(cl *Client)
@@ -95,9 +98,9 @@ func BenchmarkHTTPBurst(b *testing.B) {
 				defer cl.Close()
 				burst := func() {
 					var wg sync.WaitGroup
-					for range calls {
+					for range burstCalls {
 						wg.Go(func() {
-							if _, err := cl.CallTool(context.Background(), "marked-sleep", map[string]int{"ms": int(sleep / time.Millisecond)}); err != nil {
+							if _, err := cl.CallTool(context.Background(), "marked-sleep", map[string]int{"ms": int(burstSleep / time.Millisecond)}); err != nil {
 								b.Error(err)
 							}
 						})
@@ -114,16 +117,16 @@ func BenchmarkHTTPBurst(b *testing.B) {
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				io.ReadAll(r.Body)
 				starts.mark()
-				time.Sleep(sleep)
+				time.Sleep(burstSleep)
 				w.Header().Set("Content-Type", "application/json")
 				w.Write(answer)
 			}))
 			defer ts.Close()
-			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":100}}}`
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":` + strconv.Itoa(int(burstSleep/time.Millisecond)) + `}}}`
 			request := []byte("POST / HTTP/1.1\r\nHost: " + ts.Listener.Addr().String() +
 				"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: " +
 				strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-			conns := make([]net.Conn, calls)
+			conns := make([]net.Conn, burstCalls)
 			for i := range conns {
 				c, err := net.Dial("tcp", ts.Listener.Addr().String())
 				if err != nil {
@@ -180,10 +183,10 @@ func measureBursts(b *testing.B, starts *burstStarts, pause, burst func()) {
 		burst()
 		wall, used := time.Since(t0), processCPU()-c0
 		f, l := starts.since(t0)
-		width = append(width, 64*100/(float64(wall)/1e6))
+		width = append(width, burstCalls*float64(burstSleep)/float64(wall))
 		cpu = append(cpu, float64(used)/1e6)
 		first, last = append(first, f), append(last, l)
-		tail = append(tail, float64(wall)/1e6-100-l)
+		tail = append(tail, float64(wall-burstSleep)/1e6-l)
 	}
 	median := func(xs []float64) float64 {
 		slices.Sort(xs)
