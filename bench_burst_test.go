@@ -9,9 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -53,6 +55,14 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// pageFaults counts the process's page faults that took no I/O: a page
+// the runtime had given back to the system, touched again.
+func pageFaults() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Minflt
+}
+
 // burstCalls calls of a tool that sleeps burstSleep make a burst, as in
 // the bench's 64 × sleep(100 ms).
 const burstCalls, burstSleep = 64, 100 * time.Millisecond
@@ -60,13 +70,14 @@ const burstCalls, burstSleep = 64, 100 * time.Millisecond
 // BenchmarkHTTPBurst measures what the bench's HTTP 64 × sleep(100 ms)
 // width is made of, ours beside net/http's floor (a handler that only
 // sleeps, 64 raw clients on connections of their own), with the client and
-// the server in this process: each iteration pauses (sequential echo calls
-// for 1 s, as the bench's 1 MiB echo comes before its burst; "back-to-back":
-// 1 ms idle), collects garbage (as the bench does before its burst), then
-// times one burst. Reported, as medians over the iterations: the width,
-// the process's CPU for the burst, when the first and the last handler
-// started their sleep after the burst began, and the tail: how long the
-// burst went on after the last-started sleep was due to end.
+// the server in this process: each iteration pauses ("after-calls":
+// sequential echo calls for 1 s; "after-big": 1 MiB echo calls for 1 s, as
+// the bench's 1 MiB echo comes before its burst; "back-to-back": 1 ms
+// idle), collects garbage (as the bench does before its burst), then times
+// one burst. Reported, as medians over the iterations: the width, the
+// process's CPU and page faults for the burst, when the first and the last
+// handler started their sleep after the burst began, and the tail: how
+// long the burst went on after the last-started sleep was due to end.
 // Run it with -benchtime 12x or so: an iteration takes over a second.
 func BenchmarkHTTPBurst(b *testing.B) {
 	pauses := []struct {
@@ -76,6 +87,12 @@ func BenchmarkHTTPBurst(b *testing.B) {
 		{"after-calls", func(cl *Client) {
 			for end := time.Now().Add(time.Second); time.Now().Before(end); {
 				cl.CallTool(context.Background(), "echo", benchEchoArgs{Text: "hello"})
+			}
+		}},
+		{"after-big", func(cl *Client) {
+			big := benchEchoArgs{Text: strings.Repeat("x", 1<<20)}
+			for end := time.Now().Add(time.Second); time.Now().Before(end); {
+				cl.CallTool(context.Background(), "echo", big)
 			}
 		}},
 		{"back-to-back", func(*Client) { time.Sleep(time.Millisecond) }},
@@ -160,7 +177,7 @@ func BenchmarkHTTPBurst(b *testing.B) {
 			// The floor has no SDK client to make calls with: it pauses
 			// idle for as long as the others pause.
 			pause := func() { time.Sleep(time.Millisecond) }
-			if p.name == "after-calls" {
+			if p.name == "after-calls" || p.name == "after-big" {
 				pause = func() { time.Sleep(time.Second) }
 			}
 			measureBursts(b, &starts, pause, burst)
@@ -168,10 +185,17 @@ func BenchmarkHTTPBurst(b *testing.B) {
 	}
 }
 
+// perfCtl, when PERFCTL names a perf control FIFO, confines a perf record
+// to the timed bursts:
+//
+//	mkfifo /tmp/pctl
+//	PERFCTL=/tmp/pctl perf record -D -1 --control fifo:/tmp/pctl -e page-faults -g ./mcp.test -test.bench HTTPBurst ...
+var perfCtl, _ = os.OpenFile(os.Getenv("PERFCTL"), os.O_WRONLY, 0)
+
 // measureBursts runs pause and then a timed burst b.N times and reports the
 // medians of BenchmarkHTTPBurst.
 func measureBursts(b *testing.B, starts *burstStarts, pause, burst func()) {
-	var width, cpu, first, last, tail []float64
+	var width, cpu, first, last, tail, faults []float64
 	starts.since(time.Now()) // the warm-up's
 	for b.Loop() {
 		b.StopTimer()
@@ -179,8 +203,15 @@ func measureBursts(b *testing.B, starts *burstStarts, pause, burst func()) {
 		starts.since(time.Now()) // the pause's, if any
 		runtime.GC()
 		b.StartTimer()
-		c0, t0 := processCPU(), time.Now()
+		if perfCtl != nil {
+			perfCtl.WriteString("enable\n")
+		}
+		c0, f0, t0 := processCPU(), pageFaults(), time.Now()
 		burst()
+		faults = append(faults, float64(pageFaults()-f0))
+		if perfCtl != nil {
+			perfCtl.WriteString("disable\n")
+		}
 		wall, used := time.Since(t0), processCPU()-c0
 		f, l := starts.since(t0)
 		width = append(width, burstCalls*float64(burstSleep)/float64(wall))
@@ -197,4 +228,5 @@ func measureBursts(b *testing.B, starts *burstStarts, pause, burst func()) {
 	b.ReportMetric(median(first), "first-start-ms")
 	b.ReportMetric(median(last), "last-start-ms")
 	b.ReportMetric(median(tail), "tail-ms")
+	b.ReportMetric(median(faults), "faults")
 }

@@ -1278,7 +1278,7 @@ type jsonAppender struct {
 }
 
 func (a *jsonAppender) Write(p []byte) (int, error) {
-	a.b = append(a.b, p...)
+	a.b = append(growMessage(a.b, len(p)), p...)
 	return len(p), nil
 }
 
@@ -1289,6 +1289,8 @@ var jsonAppenderPool = sync.Pool{New: func() any {
 }}
 
 // appendJSON appends the JSON encoding of v to b, as json.Marshal writes it.
+// b is a message buffer (messageBuffer), which goes back to the pool when
+// the encoding outgrows it.
 func appendJSON(b []byte, v any) ([]byte, error) {
 	a := jsonAppenderPool.Get().(*jsonAppender)
 	a.b = b

@@ -824,14 +824,57 @@ func TestMessageBuffersComeBackWithoutAllocating(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("a message buffer's round trip through the pool allocates %v times", n)
 	}
-	// Too large for the pool: made and dropped, never kept.
-	big := messageBuffer(maxPooledMessage + 1)
-	if cap(big) < maxPooledMessage+1 {
-		t.Fatalf("messageBuffer(%d) has capacity %d", maxPooledMessage+1, cap(big))
+	// A large buffer comes back for a large message of its class, without
+	// allocating, and never for a small one.
+	big := messageBuffer(1 << 20)
+	if cap(big) != 1<<20 {
+		t.Fatalf("messageBuffer(1 MiB) has capacity %d", cap(big))
 	}
 	recycleMessage(big)
 	if b := messageBuffer(600); cap(b) > maxPooledMessage {
-		t.Fatalf("a buffer of %d bytes came back from the pool", cap(b))
+		t.Fatalf("a buffer of %d bytes came back for 600", cap(b))
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		b := messageBuffer(1<<19 + 1)
+		b = append(b, `{"jsonrpc":"2.0"}`...)
+		recycleMessage(b)
+	}); n != 0 && !raceEnabled {
+		t.Fatalf("a large message buffer's round trip through the pool allocates %v times", n)
+	}
+	// A buffer grown past its class by append goes to the class below its
+	// capacity: every buffer of a class has room for the class's size.
+	odd := make([]byte, 0, 3<<19) // 1.5 MiB
+	recycleMessage(odd)
+	for range 4 {
+		if b := messageBuffer(1<<20 + 1); cap(b) < 1<<20+1 {
+			t.Fatalf("messageBuffer(1 MiB + 1) has capacity %d", cap(b))
+		}
+	}
+	// Beyond the largest class: made and dropped, never kept.
+	huge := messageBuffer(maxLargeMessage + 1)
+	if cap(huge) < maxLargeMessage+1 {
+		t.Fatalf("messageBuffer(%d) has capacity %d", maxLargeMessage+1, cap(huge))
+	}
+	recycleMessage(huge)
+	if b := messageBuffer(maxLargeMessage); cap(b) != maxLargeMessage {
+		t.Fatalf("messageBuffer(%d) has capacity %d", maxLargeMessage, cap(b))
+	}
+}
+
+// TestGrowMessageKeepsTheBytes: growMessage returns b when it has room,
+// and otherwise a larger buffer with b's bytes; b goes back to the pool.
+func TestGrowMessageKeepsTheBytes(t *testing.T) {
+	b := append(messageBuffer(600), "abc"...)
+	if g := growMessage(b, 10); &g[:1][0] != &b[:1][0] {
+		t.Error("growMessage moved a buffer that had room")
+	}
+	for _, n := range []int{1 << 10, 100 << 10, 3 << 20} {
+		b := append(messageBuffer(600), "abc"...)
+		g := growMessage(b, n)
+		if string(g) != "abc" || cap(g)-len(g) < n {
+			t.Errorf("growMessage(%d): %q with room for %d", n, g, cap(g)-len(g))
+		}
+		recycleMessage(g)
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -911,9 +912,32 @@ func reserveHandlerStack(i int) byte {
 // taking nor giving back allocates.
 var messagePool, holderPool sync.Pool
 
-// maxPooledMessage keeps large messages' buffers out of the pool.
+// maxPooledMessage is the largest buffer messagePool keeps; larger ones go
+// to largePools.
 const maxPooledMessage = 16 << 10
 
+// largePools recycle message buffers above maxPooledMessage, one pool per
+// power-of-two capacity from 32 KiB (largePools[0]) to maxLargeMessage,
+// so that a large message's buffer is not taken for a small one. Reusing
+// them matters more than their size suggests: a fresh buffer of a
+// megabyte is zeroed, grows the heap, and its pages, which the runtime
+// gives back to the system between collections, fault in again when
+// touched. 1 MiB echo over HTTP in-package, before these pools: about 490
+// page faults and 8.7 MB allocated a call, 19.3 ms a call (16.4 ms with
+// the runtime keeping its pages, GODEBUG=madvdontneed=0); with them, about
+// 155 faults and 5.0 MB. Like any sync.Pool they hold nothing across two
+// collections in which nobody asked for a buffer.
+var largePools [largeClasses]sync.Pool
+
+const (
+	minLargeShift   = 15 // 32 KiB
+	largeClasses    = 9  // up to 8 MiB
+	maxLargeMessage = 1 << (minLargeShift + largeClasses - 1)
+)
+
+// messageBuffer returns an empty buffer with room for at least n bytes,
+// from a pool when one has it. A buffer goes back with recycleMessage once
+// nothing refers to it.
 func messageBuffer(n int) []byte {
 	if n <= maxPooledMessage {
 		if h, ok := messagePool.Get().(*[]byte); ok {
@@ -925,19 +949,55 @@ func messageBuffer(n int) []byte {
 			}
 		}
 		n = max(n, 512)
+		return make([]byte, 0, n)
 	}
-	return make([]byte, 0, n)
+	if n > maxLargeMessage {
+		return make([]byte, 0, n)
+	}
+	class := bits.Len(uint(n-1)) - minLargeShift // 1<<(class+minLargeShift) >= n
+	if h, ok := largePools[class].Get().(*[]byte); ok {
+		b := *h
+		*h = nil
+		holderPool.Put(h)
+		return b[:0]
+	}
+	return make([]byte, 0, 1<<(class+minLargeShift))
 }
 
+// recycleMessage gives b back to its pool; b must not be used after.
 func recycleMessage(b []byte) {
-	if cap(b) >= 512 && cap(b) <= maxPooledMessage {
-		h, _ := holderPool.Get().(*[]byte)
-		if h == nil {
-			h = new([]byte)
+	var pool *sync.Pool
+	switch c := cap(b); {
+	case c < 512 || c > maxLargeMessage:
+		return
+	case c <= maxPooledMessage:
+		pool = &messagePool
+	default:
+		// The class whose every buffer has room for 1<<shift bytes.
+		class := bits.Len(uint(c)) - 1 - minLargeShift
+		if class < 0 {
+			return
 		}
-		*h = b[:0]
-		messagePool.Put(h)
+		pool = &largePools[class]
 	}
+	h, _ := holderPool.Get().(*[]byte)
+	if h == nil {
+		h = new([]byte)
+	}
+	*h = b[:0]
+	pool.Put(h)
+}
+
+// growMessage returns b, a message buffer, with room for n more bytes: b
+// itself when it has it, or a buffer from the pools holding b's bytes, b
+// going back to its pool.
+func growMessage(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	nb := append(messageBuffer(max(len(b)+n, 2*cap(b))), b...)
+	recycleMessage(b)
+	return nb
 }
 
 // eachElement calls fn with every element of a JSON array that is already

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 )
 
@@ -351,7 +350,7 @@ func appendCallToolResult(b []byte, members string, r *CallToolResult) []byte {
 		c := &r.Content[i]
 		size += len(c.Type) + len(c.Text) + len(c.Data) + len(c.MIMEType) + 48
 	}
-	b = slices.Grow(b, size)
+	b = growMessage(b, size)
 	b = append(b, '{')
 	if members != "" {
 		b = append(b, members...)
