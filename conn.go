@@ -145,6 +145,7 @@ type inboundRecord struct {
 type inboundCall struct {
 	cancel    context.CancelCauseFunc
 	cancelled bool
+	alone     bool // no other request or notification occupied a slot when it came
 }
 
 // outgoing is one queued write.
@@ -715,10 +716,27 @@ func (c *conn) routeResponse(m *wireMessage) {
 // the reader delivered it and nothing else is running or waiting to be
 // read. It reports false when the reading was handed to another goroutine.
 func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, onReader bool) bool {
+	// A request that runs inline runs below this frame, kept small: the
+	// admission and the scheduling are frames of their own (see
+	// stackReserve).
+	ctx, in, req := c.claimRequest(id, method, params, route)
+	if req == nil {
+		return true
+	}
+	if r, ok := route.(inlineRoute); ok && r.runsInline() {
+		c.serveRequest(ctx, in, req)
+		return true
+	}
+	return c.scheduleRequest(ctx, in, req, onReader)
+}
+
+// claimRequest claims a slot and the id of an inbound request, or answers
+// it with an error and returns a nil request.
+func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route any) (context.Context, *inboundCall, *inboundRequest) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return true
+		return nil, nil, nil
 	}
 	if c.atCapLocked() {
 		c.noteShedLocked(method)
@@ -726,12 +744,12 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 		// Answered before the id is claimed: the request left no trace and
 		// a retry is not a duplicate.
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeOverloaded, Message: "overloaded"}), related: id, final: true, route: route}, true)
-		return true
+		return nil, nil, nil
 	}
 	if _, dup := c.inbound[id]; dup {
 		c.mu.Unlock()
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: request id " + id.String() + " is already in flight"}), related: id, final: true, route: route}, true)
-		return true
+		return nil, nil, nil
 	}
 	ctx, cancel := context.WithCancelCause(c.baseCtx)
 	rec := &inboundRecord{call: inboundCall{cancel: cancel}}
@@ -741,16 +759,17 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 	}
 	c.inbound[id] = in
 	c.occupied++
-	alone := c.occupied == 1
+	in.alone = c.occupied == 1
 	c.wg.Add(1)
 	c.mu.Unlock()
 	rec.req = inboundRequest{RequestInfo: RequestInfo{id: id, method: method, conn: c, route: route}, params: params}
-	req := &rec.req
-	if r, ok := route.(inlineRoute); ok && r.runsInline() {
-		c.serveRequest(ctx, in, req)
-		return true
-	}
-	if onReader && alone && c.jobs != nil {
+	return ctx, in, &rec.req
+}
+
+// scheduleRequest runs an admitted request that does not run inline: on
+// the reading goroutine, a parked worker or a new goroutine.
+func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest, onReader bool) bool {
+	if onReader && in.alone && c.jobs != nil {
 		if p, ok := c.t.(inPlacer); ok && p.inPlaceOK() {
 			return c.serveOnReader(ctx, in, req)
 		}
@@ -802,7 +821,7 @@ const maxIdleWorkers = 4
 // maxIdleWorkers others are waiting.
 func (c *conn) work(j job) {
 	defer c.wg.Done()
-	reserveHandlerStack(0)
+	reserveStack(0)
 	for {
 		c.serveRequest(j.ctx, j.in, j.req)
 		j = job{}
@@ -840,8 +859,16 @@ func (c *conn) noteShedLocked(method string) {
 }
 
 func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRequest) {
-	defer c.wg.Done()
+	// The handler runs below this frame, kept small: the response is
+	// made in a frame of its own (see stackReserve).
 	result, err := c.runHandler(ctx, req)
+	c.answerRequest(in, req, result, err)
+}
+
+// answerRequest sends the response to req, whose handler returned result
+// and err, unless it was cancelled, and frees its slot.
+func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, err error) {
+	defer c.wg.Done()
 	c.mu.Lock()
 	delete(c.inbound, req.id)
 	c.occupied--

@@ -937,37 +937,39 @@ func movesBelow(depth int, reserve, path func()) bool {
 	return <-moved
 }
 
-// TestReserveHandlerStackHoldsAHandler: a goroutine that runs a handler
-// (an HTTP server's, here on a new connection each request, so on a fresh
-// goroutine) reserves enough stack that the tool's own JSON decoding of its
-// arguments does not copy the stack again; nor does the same depth of
-// frames on a plain goroutine after reserveHandlerStack, which without it
-// (the control) does copy the stack, when goroutines start on a stack
-// smaller than that. The collector is off meanwhile: it may halve a stack
-// that is little used when it looks (before the handler runs), which the
-// handler's decoding then grows again. The arguments' type is decoded once
+// TestHTTPHandlerRunsOnTheReservedStack: a tool that decodes flat
+// arguments, served over HTTP on a new connection each request (so on a
+// fresh goroutine), runs without its goroutine's stack being copied: the
+// way from net/http's goroutine to the tool and its json.Unmarshal fits
+// the 8 KiB that reserveStack in ServeHTTP gives it, on both revisions. It
+// fails when the engine's frames on that way grow by a kilobyte or so. The
+// collector is off meanwhile: it may halve a stack that is little used when
+// it looks (before the handler runs). The arguments' type is decoded once
 // before: encoding/json builds its decoder on first use, deeper.
-func TestReserveHandlerStackHoldsAHandler(t *testing.T) {
+func TestHTTPHandlerRunsOnTheReservedStack(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation makes every frame larger")
+	}
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	runtime.GC() // one that was under way
-	decode := func() {
-		var a stackArgs
-		if err := json.Unmarshal([]byte(stackArgsJSON), &a); err != nil || a.Limit != 10 {
-			panic(fmt.Sprint("decode: ", err))
-		}
+	type flatArgs struct {
+		Text string `json:"text"`
+		Ms   int    `json:"ms"`
 	}
-	decode()
+	const argsJSON = `{"text":"hello","ms":100}`
+	var warm flatArgs
+	json.Unmarshal([]byte(argsJSON), &warm)
 	srv := NewServer(Implementation{Name: "s", Version: "1"})
 	moved := make(chan bool, 1)
-	srv.AddTool(Tool{Name: "search"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+	srv.AddTool(Tool{Name: "echo"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		var mark byte
 		before := uintptr(unsafe.Pointer(&mark))
-		var a stackArgs
+		var a flatArgs
 		if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
 			return nil, err
 		}
 		moved <- uintptr(unsafe.Pointer(&mark)) != before
-		return &CallToolResult{Content: []Content{TextContent("ok")}}, nil
+		return &CallToolResult{Content: []Content{TextContent(a.Text)}}, nil
 	})
 	ts := httptest.NewServer(NewHTTPHandler(srv))
 	defer ts.Close()
@@ -978,7 +980,7 @@ func TestReserveHandlerStackHoldsAHandler(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 5 {
-			if _, err := cl.CallTool(context.Background(), "search", json.RawMessage(stackArgsJSON)); err != nil {
+			if _, err := cl.CallTool(context.Background(), "echo", json.RawMessage(argsJSON)); err != nil {
 				t.Fatal(err)
 			}
 			if <-moved {
@@ -986,20 +988,5 @@ func TestReserveHandlerStackHoldsAHandler(t *testing.T) {
 			}
 		}
 		cl.Close()
-	}
-	start := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
-	metrics.Read(start)
-	if start[0].Value.Kind() == metrics.KindUint64 && start[0].Value.Uint64() > stackReserve {
-		t.Logf("goroutines start on %d bytes of stack: the control cannot run", start[0].Value.Uint64())
-		return
-	}
-	// Below net/http's frames (about 1.5 KB), the server's frames from the
-	// reserve to a tool (3.9 KB), then the tool's decoding.
-	path := func() { stackFrames(15); decode() }
-	if movesBelow(6, func() { reserveHandlerStack(0) }, path) {
-		t.Error("the stack was copied on a handler's path after reserveHandlerStack")
-	}
-	if !movesBelow(6, func() {}, path) {
-		t.Error("a handler's path with no reserve did not copy the stack: the test sees no stack copy")
 	}
 }

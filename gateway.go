@@ -809,10 +809,24 @@ const maxShimRounds = 8
 // gathered (an ask the client refuses is skipped), and the handler runs
 // again with them.
 func (ss *serverSession) runLegacyShim(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
+	// The first round on a frame of its own: the handler runs below it,
+	// and the rounds that follow an ask need a larger one (shimRounds).
+	result, err := ss.dispatch(ctx, req, info)
+	if err == nil {
+		return result, nil
+	}
+	return ss.shimRounds(ctx, req, info, result, err)
+}
+
+// shimRounds goes on from a round of runLegacyShim that ended in err: an
+// InputRequiredError's asks are sent as requests, and the handler runs
+// again with their answers.
+func (ss *serverSession) shimRounds(ctx context.Context, req *inboundRequest, info *RequestInfo, result any, err error) (any, error) {
 	for round := 0; ; round++ {
-		result, err := ss.dispatch(ctx, req, info)
-		if err == nil {
-			return result, nil // before own, which errors.As would move to the heap
+		if round > 0 {
+			if result, err = ss.dispatch(ctx, req, info); err == nil {
+				return result, nil
+			}
 		}
 		var own *InputRequiredError
 		if !errors.As(err, &own) {

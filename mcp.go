@@ -859,8 +859,21 @@ func eachMember(raw []byte, fn func(key, value []byte)) bool {
 
 // stackReserve is how much stack reserveStack makes room for: the deepest
 // path of a call (through the engine, JSON encoding and decoding, the
-// transport's write, an HTTP exchange) fits in it. A handler's goroutine
-// needs more (handlerStackReserve).
+// transport's write, an HTTP exchange) fits in it, and so does a request's
+// way to its handler. A goroutine that reserves it from a few frames deep
+// has an 8 KiB stack, which Go grows when a frame would come within 928
+// bytes of its end. Over HTTP, under net/http's frames (about 1.25 KB),
+// the path from ServeHTTP to a tool takes 2.4 KB and to the decoder of a
+// field of its arguments under json.Unmarshal 4.7 KB (flat arguments, on
+// both revisions): a handler of that kind runs on 8 KiB, which the
+// collector does not halve, as it does a larger stack that its goroutine
+// leaves mostly unused between requests. The engine's frames on that path
+// are kept small for it (serveRequest, dispatchRequest, callTool and
+// runLegacyShim do their work before and after the handler in frames of
+// their own): with them 1.2–1.6 KB larger, such a handler outgrew 8 KiB
+// and, after every collection, grew each connection's stack to 16 KiB
+// again, on fresh memory (BenchmarkHTTPBurst, after-big: about 400 page
+// faults a burst of 64, 120–230 since).
 const stackReserve = 4 << 10
 
 // reserveStack gives the calling goroutine's stack room for stackReserve
@@ -881,28 +894,6 @@ func reserveStack(i int) byte {
 	var pad [stackReserve]byte
 	pad[i&(stackReserve-1)] = 1
 	return pad[(i>>1)&(stackReserve-1)]
-}
-
-// handlerStackReserve is how much stack reserveHandlerStack makes room
-// for: a goroutine that runs a request's handler goes deeper than a call
-// does, through the server's dispatch to the handler and then the
-// handler's own decoding of its arguments (measured over HTTP: 3.9 KB from
-// ServeHTTP to a tool, 6.2 KB to the decoder of one of its arguments'
-// fields under json.Unmarshal).
-const handlerStackReserve = 8 << 10
-
-// reserveHandlerStack is reserveStack for a goroutine about to run a
-// request's handler. With reserveStack's room only, a goroutine's stack
-// could stay at 8 KiB, and one the collector had halved to that (it halves
-// an idle goroutine's) grew again under the handler's json.Unmarshal,
-// copying its 25 frames (counted over HTTP, to a field's decoder), on the
-// first request after each collection.
-//
-//go:noinline
-func reserveHandlerStack(i int) byte {
-	var pad [handlerStackReserve]byte
-	pad[i&(handlerStackReserve-1)] = 1
-	return pad[(i>>1)&(handlerStackReserve-1)]
 }
 
 // messagePool recycles the buffers messages are encoded into: the writer

@@ -621,13 +621,27 @@ func (s *Server) listTools(params json.RawMessage) (any, error) {
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
+	// The tool runs below this frame, kept small: what comes before and
+	// after it is done in frames of their own (see stackReserve).
+	call, handler, err := s.findTool(params, info)
+	if err != nil {
+		return nil, err
+	}
+	res, err := handler(ctx, &call.req)
+	return toolOutcome(res, err)
+}
+
+// toolCall is a tools/call request and its params, one allocation.
+type toolCall struct {
+	req CallToolRequest
+	p   CallToolParams
+}
+
+// findTool reads a tools/call's params and finds the tool it calls.
+func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall, ToolHandler, error) {
 	// params is part of a frame the engine validated: scan it rather than
 	// decode it, so large arguments are not validated and copied again.
-	// The request and its params are one allocation.
-	call := new(struct {
-		req CallToolRequest
-		p   CallToolParams
-	})
+	call := new(toolCall)
 	p := &call.p
 	var meta json.RawMessage
 	var name []byte
@@ -649,7 +663,7 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 		}
 	})
 	if !ok || badName {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call needs params {\"name\": string, \"arguments\": object}"}
+		return nil, nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call needs params {\"name\": string, \"arguments\": object}"}
 	}
 	p.Meta = userMeta(meta)
 	var st *serverTool
@@ -671,10 +685,15 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 		}
 	}
 	if st == nil {
-		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown tool %q", p.Name)}
+		return nil, nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown tool %q", p.Name)}
 	}
 	call.req = CallToolRequest{Params: p, RequestInfo: info}
-	res, err := st.handler(ctx, &call.req)
+	return call, st.handler, nil
+}
+
+// toolOutcome is the result of a tools/call whose handler returned res and
+// err.
+func toolOutcome(res *CallToolResult, err error) (any, error) {
 	if err != nil {
 		// Only an *Error returned as is is a protocol error: one wrapped
 		// inside another error (a client's refusal of an ask, say) is the

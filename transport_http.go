@@ -319,7 +319,7 @@ type httpHandler struct {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reserveHandlerStack(0) // net/http's goroutine of a new connection, or one the collector shrank
+	reserveStack(0) // net/http's goroutine of a new connection, or one the collector shrank (see stackReserve)
 	if !admitRequest(h.cfg, w, r, h.isStopped()) {
 		return
 	}
