@@ -561,6 +561,10 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: cannot read the body: "+err.Error())
 		return nil
 	}
+	// Read to its end: closed, net/http does not look for more of it with
+	// a discarding copy of its own before the answer (an allocation and a
+	// read a request).
+	r.Body.Close()
 	return body
 }
 

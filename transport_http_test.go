@@ -2095,3 +2095,37 @@ func TestHTTPPOSTWorkersOutlastAPause(t *testing.T) {
 		}
 	})
 }
+
+// closeRecorder is a request body that remembers being closed.
+type closeRecorder struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeRecorder) Close() error { c.closed = true; return nil }
+
+// TestHTTPPOSTBodyIsClosedOnceRead: the handler closes a POST's body once
+// it has read all of it, so that net/http does not try to read on before
+// answering (a discarding copy, an allocation a request); a body it could
+// not read whole is left to net/http.
+func TestHTTPPOSTBodyIsClosedOnceRead(t *testing.T) {
+	h := NewHTTPHandler(NewServer(Implementation{Name: "s", Version: "1"}))
+	post := func(body string, length int64) (*closeRecorder, int) {
+		rb := &closeRecorder{Reader: strings.NewReader(body)}
+		r := httptest.NewRequest("POST", "http://127.0.0.1/", rb)
+		r.ContentLength = length
+		for k, v := range modernHeaders("server/discover") {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return rb, w.Code
+	}
+	discover := modernRequest("1", "server/discover", "")
+	if rb, code := post(discover, int64(len(discover))); code != 200 || !rb.closed {
+		t.Errorf("a request of announced length: status %d, body closed %v", code, rb.closed)
+	}
+	if rb, code := post(discover[:10], int64(len(discover))); code != 400 || rb.closed {
+		t.Errorf("a body shorter than announced: status %d, body closed %v", code, rb.closed)
+	}
+}
