@@ -859,6 +859,9 @@ func (c *conn) noteShedLocked(method string) {
 }
 
 func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRequest) {
+	// Done even when the handler ends its goroutine (runtime.Goexit, as
+	// t.FailNow does), which skips the answer.
+	defer c.wg.Done()
 	// The handler runs below this frame, kept small: the response is
 	// made in a frame of its own (see stackReserve).
 	result, err := c.runHandler(ctx, req)
@@ -868,7 +871,6 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 // answerRequest sends the response to req, whose handler returned result
 // and err, unless it was cancelled, and frees its slot.
 func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, err error) {
-	defer c.wg.Done()
 	c.mu.Lock()
 	delete(c.inbound, req.id)
 	c.occupied--

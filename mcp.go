@@ -964,7 +964,8 @@ func recycleMessage(b []byte) {
 	case c <= maxPooledMessage:
 		pool = &messagePool
 	default:
-		// The class whose every buffer has room for 1<<shift bytes.
+		// The largest class whose size c covers: every buffer in a class
+		// has room for its size.
 		class := bits.Len(uint(c)) - 1 - minLargeShift
 		if class < 0 {
 			return
