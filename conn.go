@@ -225,6 +225,11 @@ type conn struct {
 
 	baseCtx    context.Context
 	cancelBase context.CancelCauseFunc
+	// oneRequest: the connection exists for one inbound request (a
+	// 2026-07-28 POST's), which takes baseCtx as its own context rather
+	// than a child of it: a context, its Done channel and its parent's
+	// map of children fewer a request.
+	oneRequest bool
 
 	mu          sync.Mutex
 	closed      bool
@@ -751,7 +756,12 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: request id " + id.String() + " is already in flight"}), related: id, final: true, route: route}, true)
 		return nil, nil, nil
 	}
-	ctx, cancel := context.WithCancelCause(c.baseCtx)
+	ctx, cancel := c.baseCtx, c.cancelBase
+	if c.oneRequest {
+		c.oneRequest = false // a second one, which does not come, gets a child
+	} else {
+		ctx, cancel = context.WithCancelCause(c.baseCtx)
+	}
 	rec := &inboundRecord{call: inboundCall{cancel: cancel}}
 	in := &rec.call
 	if c.inbound == nil {

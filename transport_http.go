@@ -662,6 +662,7 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 	}
 	st := newHTTPStream(nil, "", []ID{m.id}, h.log)
 	_, c := h.srv.newSession(&postTransport{stream: st})
+	c.oneRequest = true // the POST's one message (no batches on 2026-07-28)
 	c.start(r.Context())
 	if h.cfg.ctx != nil {
 		// At shutdown the handler is asked to finish, not cancelled: its
