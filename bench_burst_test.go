@@ -48,19 +48,13 @@ func (s *burstStarts) since(t0 time.Time) (first, last float64) {
 	return slices.Min(ms), slices.Max(ms)
 }
 
-// processCPU is the CPU time the process has used, user and system.
-func processCPU() time.Duration {
+// processUsage is the CPU time the process has used, user and system, and
+// its page faults that took no I/O (a page the runtime had given back to
+// the system, touched again).
+func processUsage() (cpu time.Duration, faults int64) {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// pageFaults counts the process's page faults that took no I/O: a page
-// the runtime had given back to the system, touched again.
-func pageFaults() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Minflt
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
 }
 
 // burstCalls calls of a tool that sleeps burstSleep make a burst, as in
@@ -206,13 +200,16 @@ func measureBursts(b *testing.B, starts *burstStarts, pause, burst func()) {
 		if perfCtl != nil {
 			perfCtl.WriteString("enable\n")
 		}
-		c0, f0, t0 := processCPU(), pageFaults(), time.Now()
+		c0, f0 := processUsage()
+		t0 := time.Now()
 		burst()
-		faults = append(faults, float64(pageFaults()-f0))
+		wall := time.Since(t0)
+		c1, f1 := processUsage()
 		if perfCtl != nil {
 			perfCtl.WriteString("disable\n")
 		}
-		wall, used := time.Since(t0), processCPU()-c0
+		used := c1 - c0
+		faults = append(faults, float64(f1-f0))
 		f, l := starts.since(t0)
 		width = append(width, burstCalls*float64(burstSleep)/float64(wall))
 		cpu = append(cpu, float64(used)/1e6)
