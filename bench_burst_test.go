@@ -74,22 +74,16 @@ const burstCalls, burstSleep = 64, 100 * time.Millisecond
 // long the burst went on after the last-started sleep was due to end.
 // Run it with -benchtime 12x or so: an iteration takes over a second.
 func BenchmarkHTTPBurst(b *testing.B) {
+	// A pause lasts length: echo calls with args for that long, or idle
+	// when args is nil (the floor, which has no SDK client, always idles).
 	pauses := []struct {
-		name  string
-		pause func(cl *Client)
+		name   string
+		length time.Duration
+		args   any
 	}{
-		{"after-calls", func(cl *Client) {
-			for end := time.Now().Add(time.Second); time.Now().Before(end); {
-				cl.CallTool(context.Background(), "echo", benchEchoArgs{Text: "hello"})
-			}
-		}},
-		{"after-big", func(cl *Client) {
-			big := benchEchoArgs{Text: strings.Repeat("x", 1<<20)}
-			for end := time.Now().Add(time.Second); time.Now().Before(end); {
-				cl.CallTool(context.Background(), "echo", big)
-			}
-		}},
-		{"back-to-back", func(*Client) { time.Sleep(time.Millisecond) }},
+		{"after-calls", time.Second, benchEchoArgs{Text: "hello"}},
+		{"after-big", time.Second, benchEchoArgs{Text: strings.Repeat("x", 1<<20)}},
+		{"back-to-back", time.Millisecond, nil},
 	}
 	for _, p := range pauses {
 		for _, v := range benchVersions {
@@ -119,7 +113,15 @@ func BenchmarkHTTPBurst(b *testing.B) {
 					wg.Wait()
 				}
 				burst() // connections and workers for 64 callers
-				measureBursts(b, &starts, func() { p.pause(cl) }, burst)
+				pause := func() { time.Sleep(p.length) }
+				if p.args != nil {
+					pause = func() {
+						for end := time.Now().Add(p.length); time.Now().Before(end); {
+							cl.CallTool(context.Background(), "echo", p.args)
+						}
+					}
+				}
+				measureBursts(b, &starts, pause, burst)
 			})
 		}
 		b.Run(p.name+"/net-http-floor", func(b *testing.B) {
@@ -170,11 +172,7 @@ func BenchmarkHTTPBurst(b *testing.B) {
 			burst() // the server's connection goroutines
 			// The floor has no SDK client to make calls with: it pauses
 			// idle for as long as the others pause.
-			pause := func() { time.Sleep(time.Millisecond) }
-			if p.name == "after-calls" || p.name == "after-big" {
-				pause = func() { time.Sleep(time.Second) }
-			}
-			measureBursts(b, &starts, pause, burst)
+			measureBursts(b, &starts, func() { time.Sleep(p.length) }, burst)
 		})
 	}
 }
