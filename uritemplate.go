@@ -606,14 +606,22 @@ func tmplUnhex(c byte) byte {
 // If that expression starts with a character of its own, as in
 // {?a}{/b}, values stop at that character (see tmplBuildMatcher).
 const (
-	tmplReSimpleItem   = `[^/?#,]*?`
-	tmplReSimpleLast   = `[^/?#]*?`
-	tmplReReservedItem = `[^,]*?`
-	tmplReReservedLast = `.*?`
-	tmplReLabelItem    = `[^/?#.]*?`
-	tmplReLabelLast    = `[^/?#]*?`
-	tmplRePathSegment  = `[^/?#]*?`
-	tmplRePathExplode  = `[^?#]*?`
+	tmplReSimpleItem   = `(?:[^/?#,%]|` + tmplRePct + `)*?`
+	tmplReSimpleLast   = `(?:[^/?#%]|` + tmplRePct + `)*?`
+	tmplReReservedItem = `(?:[^,%]|` + tmplRePct + `)*?`
+	tmplReReservedLast = `(?:[^%]|` + tmplRePct + `)*?`
+	tmplReLabelItem    = `(?:[^/?#.%]|` + tmplRePct + `)*?`
+	tmplReLabelLast    = `(?:[^/?#%]|` + tmplRePct + `)*?`
+	tmplRePathSegment  = `(?:[^/?#%]|` + tmplRePct + `)*?`
+	tmplRePathExplode  = `(?:[^?#%]|` + tmplRePct + `)*?`
+	// tmplRePct is a '%' in a variable's text: a whole pct-encoded octet
+	// first, as Expand writes it, and only failing that a '%' alone (a
+	// malformed escape, kept as it is). Go's regexps prefer the earlier
+	// alternative, so a value does not end inside an octet when the rest
+	// of the template matches otherwise: "{owner}A{repo}" reads
+	// "repo%3A%3F%2FAo" as owner "repo:?/", not "repo%3" before the "A"
+	// of "%3A".
+	tmplRePct = `%[0-9A-Fa-f]{2}|%`
 	tmplReParamStops   = `;/?#` // characters a parameter value cannot contain
 	tmplReQueryStops   = `&#`
 )
