@@ -621,9 +621,9 @@ const (
 	// of the template matches otherwise: "{owner}A{repo}" reads
 	// "repo%3A%3F%2FAo" as owner "repo:?/", not "repo%3" before the "A"
 	// of "%3A".
-	tmplRePct = `%[0-9A-Fa-f]{2}|%`
-	tmplReParamStops   = `;/?#` // characters a parameter value cannot contain
-	tmplReQueryStops   = `&#`
+	tmplRePct        = `%[0-9A-Fa-f]{2}|%`
+	tmplReParamStops = `;/?#` // characters a parameter value cannot contain
+	tmplReQueryStops = `&#`
 )
 
 // tmplBuildMatcher compiles the regexp used by Match.
