@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -82,17 +84,7 @@ var benchTransports = []struct {
 	connect func(b *testing.B) (client, server Transport)
 }{
 	{"inmemory", func(*testing.B) (Transport, Transport) { return NewInMemoryTransports() }},
-	{"pipe", func(b *testing.B) (Transport, Transport) {
-		sr, cw, err := os.Pipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		cr, sw, err := os.Pipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		return NewIOTransport(cr, cw), NewIOTransport(sr, sw)
-	}},
+	{"pipe", func(b *testing.B) (Transport, Transport) { return pipeTransports(b) }},
 }
 
 // benchConnect serves srv over a fresh pair from connect and returns a client
@@ -346,6 +338,59 @@ func BenchmarkJSONFloor(b *testing.B) {
 				if len(gotResp.Result.Content) != 1 {
 					b.Fatal("lost content")
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkPipeFloor is the carrier's own share of a pipe round trip: a
+// request line written to an OS pipe, read by an echo goroutine that
+// writes a response line back on a second pipe, read by the caller; no
+// JSON and no SDK. "spin" reads the way IOTransport does (spinReader where
+// the platform has it), "poller" through os.File alone. The echo call's
+// lines are the size of BenchmarkCallToolEcho/pipe/2025-11-25's.
+func BenchmarkPipeFloor(b *testing.B) {
+	request := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}` + "\n")
+	response := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}` + "\n")
+	for _, mode := range []string{"spin", "poller"} {
+		b.Run(mode, func(b *testing.B) {
+			reader := func(f *os.File) *bufio.Reader {
+				var r io.Reader = f
+				if mode == "spin" {
+					if sr := newSpinReader(f); sr != nil {
+						r = sr
+					}
+				}
+				return bufio.NewReaderSize(r, 64<<10)
+			}
+			upR, upW := osPipe(b)
+			downR, downW := osPipe(b)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				in := reader(upR)
+				for {
+					if _, err := in.ReadSlice('\n'); err != nil {
+						return
+					}
+					if _, err := downW.Write(response); err != nil {
+						return
+					}
+				}
+			}()
+			out := reader(downR)
+			for b.Loop() {
+				if _, err := upW.Write(request); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := out.ReadSlice('\n'); err != nil {
+					b.Fatal(err)
+				}
+			}
+			upW.Close()
+			<-done
+			for _, f := range []*os.File{upR, downR, downW} {
+				f.Close()
 			}
 		})
 	}

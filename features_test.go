@@ -137,15 +137,19 @@ func completeFeature(ctx context.Context, req *CompleteRequest) (*CompleteResult
 // pipes with the stdio framing: what a client and a server it spawned see.
 func pipeTransports(t testing.TB) (clientSide, serverSide Transport) {
 	t.Helper()
-	cr, sw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sr, cw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cr, sw := osPipe(t)
+	sr, cw := osPipe(t)
 	return NewIOTransport(cr, cw), NewIOTransport(sr, sw)
+}
+
+// osPipe returns the two ends of an operating-system pipe.
+func osPipe(t testing.TB) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, w
 }
 
 // connectOver serves srv over the carrier ("memory" or "stdio") and
