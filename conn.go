@@ -443,7 +443,10 @@ const callerReadSpan = time.Millisecond
 // as if another goroutine had read. Progress for the call is delivered as
 // it is read.
 func (c *conn) readFor(ctx context.Context, call *pendingCall) {
-	c.readIdle.Stop()
+	// readIdle is left running: if it runs while this caller reads, it
+	// finds the reading taken and does nothing, and the caller sets it
+	// again when it hands the reading back. Stopping it here would cost a
+	// timer update a call.
 	t := c.t.(selfReading)
 	until := time.Now().Add(callerReadSpan)
 	if call.deadline != nil {
@@ -514,7 +517,8 @@ const readerHandOff = 50 * time.Microsecond
 
 // handOff lets a request run on the reader's goroutine: its timer starts a
 // new reader unless the request finished first, and the state says which
-// happened. A connection keeps one and re-arms it per request.
+// happened. A connection keeps one; each request sets its timer anew, and
+// nothing stops it.
 type handOff struct {
 	state atomic.Int32 // handOffRunning, handOffDone or handOffTaken
 	timer *time.Timer
@@ -560,8 +564,11 @@ func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundR
 	h.state.Store(handOffRunning)
 	h.timer.Reset(readerHandOff)
 	c.serveRequest(ctx, in, req)
+	// The timer is not stopped: when it runs, readerHandOff after the
+	// latest request began in place, it finds that request done (or the
+	// state taken) and does nothing. Stopping it would cost a timer update
+	// a request.
 	if h.state.CompareAndSwap(handOffRunning, handOffDone) {
-		h.timer.Stop()
 		return true
 	}
 	return false

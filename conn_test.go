@@ -576,7 +576,18 @@ func TestARequestServedInPlaceNeverStopsTheReading(t *testing.T) {
 // TestInPlaceRequestsAroundTheHandOff: over an OS pipe, requests whose
 // handlers finish just before, at and after readerHandOff, sequential and
 // concurrent, all get their answer, and nothing is left running after.
+// Neither the server's hand-off timer nor the client's idle timer is
+// stopped when it is not needed: both run now and then while a request is
+// served in place or a caller reads, which must change nothing; with the
+// client's reading allowed to rest only 10 µs, its timer runs during most
+// callers' reads.
 func TestInPlaceRequestsAroundTheHandOff(t *testing.T) {
+	for _, idle := range []time.Duration{callerReadIdle, 10 * time.Microsecond} {
+		t.Run(fmt.Sprint("rest ", idle), func(t *testing.T) { inPlaceRequestsAroundTheHandOff(t, idle) })
+	}
+}
+
+func inPlaceRequestsAroundTheHandOff(t *testing.T, readIdle time.Duration) {
 	before := runtime.NumGoroutine()
 	srv := NewServer(Implementation{Name: "s", Version: "1"})
 	srv.AddTool(Tool{Name: "spin"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
@@ -591,7 +602,7 @@ func TestInPlaceRequestsAroundTheHandOff(t *testing.T) {
 	ct, st := pipeTransports(t)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), st) }()
-	cl := NewClient(Implementation{Name: "c", Version: "1"})
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, withCallerReadIdle(readIdle))
 	if err := cl.Connect(context.Background(), ct); err != nil {
 		t.Fatal(err)
 	}
