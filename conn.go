@@ -541,10 +541,9 @@ func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundR
 			// reader, which returns once it sees the change, never lets
 			// the count reach zero in between. A late run of an earlier
 			// request's timer may hand over early, never twice: the state
-			// decides once per request. A run after close (Stop cannot
-			// stop a timer whose function has started) counts nothing:
-			// close's wait may be over, and a closed connection reads no
-			// more.
+			// decides once per request. A run after close (nothing stops
+			// the timer) counts nothing: close's wait may be over, and a
+			// closed connection reads no more.
 			c.mu.Lock()
 			if c.closed {
 				c.mu.Unlock()
