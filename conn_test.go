@@ -578,9 +578,10 @@ func TestARequestServedInPlaceNeverStopsTheReading(t *testing.T) {
 // concurrent, all get their answer, and nothing is left running after.
 // Neither the server's hand-off timer nor the client's idle timer is
 // stopped when it is not needed: both run now and then while a request is
-// served in place or a caller reads, which must change nothing; with the
-// client's reading allowed to rest only 10 µs, its timer runs during most
-// callers' reads.
+// served in place or a caller reads, which must change nothing. With the
+// client's reading allowed to rest only 10 µs its timer runs during a
+// caller's read about 300 times in the test's 1,100 calls (counted once,
+// with a counter since removed), against about 75 at the default rest.
 func TestInPlaceRequestsAroundTheHandOff(t *testing.T) {
 	for _, idle := range []time.Duration{callerReadIdle, 10 * time.Microsecond} {
 		t.Run(fmt.Sprint("rest ", idle), func(t *testing.T) { inPlaceRequestsAroundTheHandOff(t, idle) })
