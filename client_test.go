@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -387,5 +388,108 @@ func TestAppendJSONWritesWhatMarshalWrites(t *testing.T) {
 	got, err := appendJSON([]byte("prefix:"), make(chan int))
 	if err == nil || string(got) != "prefix:" {
 		t.Errorf("appendJSON(chan) = %q, %v; want the prefix alone and an error", got, err)
+	}
+}
+
+// fastArgs is a struct of the shapes appendFastJSON writes itself.
+type fastArgs struct {
+	Text    string            `json:"text"`
+	Skipped string            `json:"-"`
+	Dash    string            `json:"-,"`
+	Empty   string            `json:"empty,omitempty"`
+	N       int8              `json:"n,omitempty"`
+	U       uint16            `json:"u"`
+	F32     float32           `json:"f32"`
+	F64     float64           `json:"f64,omitempty"`
+	OK      bool              `json:"ok"`
+	Ptr     *fastArgs         `json:"ptr,omitempty"`
+	NilPtr  *int              `json:"nilPtr"`
+	Any     any               `json:"any"`
+	List    []string          `json:"list"`
+	NilList []int             `json:"nilList"`
+	Arr     [2]byte           `json:"arr"`
+	Map     map[string]uint   `json:"map,omitempty"`
+	Named   map[level][]level `json:"named"`
+	Untaggd int
+	private int
+}
+
+// level is a named string type without methods.
+type level string
+
+// textKey has a MarshalText, which encoding/json uses for the value.
+type textKey int
+
+func (k textKey) MarshalText() ([]byte, error) { return []byte(fmt.Sprint("k", int(k))), nil }
+
+// pointerMarshaler has MarshalJSON on its pointer only.
+type pointerMarshaler struct{ A int }
+
+func (*pointerMarshaler) MarshalJSON() ([]byte, error) { return []byte(`"mine"`), nil }
+
+// TestAppendFastJSON: the shapes arguments are usually made of are written
+// without encoding/json, byte for byte as json.Marshal writes them; every
+// other value is refused with b as it was, and appendJSON then writes
+// json.Marshal's bytes (or fails as it does) through encoding/json.
+func TestAppendFastJSON(t *testing.T) {
+	seven := 7
+	full := fastArgs{
+		Text: "a<b>&c\"\\\n\b\f\x01\u2028\xff é", Skipped: "x", Dash: "d", N: -3, U: 9, F32: 0.1, F64: 1e21, OK: true,
+		Ptr: &fastArgs{Text: "inner", F64: 1e-7}, Any: map[string]any{"z": []any{1.5, "s", nil, true}, "a": int64(-1)},
+		List: []string{"x", "<y>"}, Arr: [2]byte{1, 2}, Map: map[string]uint{"b": 2, "a": 1},
+		Named: map[level][]level{"warn": {"a"}, "debug": nil}, Untaggd: 4, private: 5,
+	}
+	for _, v := range []any{
+		nil, "", "<&>", true, 0.0, -0.0, 1.5, 1e-7, 123456789e13, 1e21, float32(3.4e38), int(-5), int64(1 << 62),
+		uint8(200), &seven, []any{}, map[string]any{}, map[string]any{"k<": []any{map[string]any{"x": nil}}},
+		fastArgs{}, full, &full, []fastArgs{{}, {Text: "t"}}, [0]int{}, map[string]*int{"p": nil},
+		struct{}{}, struct{ private int }{1}, struct {
+			A string `json:",omitempty"`
+			B string `json:"b.c$-_"`
+		}{B: "b"},
+		map[string]any{"deep": []any{[]any{[]any{[]any{[]any{[]any{[]any{[]any{"eight"}}}}}}}}},
+		strings.Repeat("0123456789abcdef", 1<<12),
+	} {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendFastJSON([]byte("prefix:"), v)
+		if !ok || string(got) != "prefix:"+string(want) {
+			t.Errorf("appendFastJSON(%#.60v) = %.200q, %v; want %.200q, true", v, got, ok, "prefix:"+string(want))
+		}
+	}
+	nan := math.NaN()
+	type embedded struct{ fastArgs }
+	deep := any("bottom")
+	for range maxFastDepth + 1 {
+		deep = []any{deep}
+	}
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	for _, v := range []any{
+		[]byte("base64"), json.Number("12"), json.RawMessage(`{"a": 1}`), time.Time{}, indentedArgs{1},
+		textKey(1), map[textKey]int{1: 1}, map[int]string{1: "a"}, pointerMarshaler{}, &pointerMarshaler{},
+		map[string]any{"k": pointerMarshaler{}}, map[string]any{"k": []byte("x")}, []any{json.Number("1")},
+		nan, math.Inf(1), float32(math.Inf(-1)), map[string]any{"f": nan}, embedded{},
+		struct {
+			N int `json:"n,string"`
+		}{}, struct {
+			N int `json:"n,omitzero"`
+		}{}, struct {
+			N int `json:"n n"`
+		}{}, struct {
+			X int
+			Y int `json:"X"`
+		}{1, 2}, make(chan int), func() {}, complex(1, 2), deep, cyclic,
+	} {
+		if got, ok := appendFastJSON([]byte("prefix:"), v); ok || string(got) != "prefix:" {
+			t.Errorf("appendFastJSON(%T) = %.80q, %v; want it refused with the prefix alone", v, got, ok)
+		}
+		want, wantErr := json.Marshal(v)
+		got, err := appendJSON([]byte("prefix:"), v)
+		if (err != nil) != (wantErr != nil) || err == nil && string(got) != "prefix:"+string(want) {
+			t.Errorf("appendJSON(%T) = %.80q, %v; want %.80q, %v", v, got, err, "prefix:"+string(want), wantErr)
+		}
 	}
 }

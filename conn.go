@@ -1333,10 +1333,15 @@ var jsonAppenderPool = sync.Pool{New: func() any {
 	return a
 }}
 
-// appendJSON appends the JSON encoding of v to b, as json.Marshal writes it.
-// b is a message buffer (messageBuffer), which goes back to the pool when
-// the encoding outgrows it.
+// appendJSON appends the JSON encoding of v to b, as json.Marshal writes it:
+// the usual shapes of arguments by appendFastJSON, anything else by a pooled
+// json.Encoder. b is a message buffer (messageBuffer), which goes back to the
+// pool when the encoding outgrows it.
 func appendJSON(b []byte, v any) ([]byte, error) {
+	b, ok := appendFastJSON(b, v)
+	if ok {
+		return b, nil
+	}
 	a := jsonAppenderPool.Get().(*jsonAppender)
 	a.b = b
 	err := a.enc.Encode(v) // writes nothing on error

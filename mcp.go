@@ -27,14 +27,18 @@ package mcp
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/bits"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 	"unsafe"
@@ -250,21 +254,27 @@ func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c =
 // (invalid UTF-8 becomes U+FFFD, U+2028 and U+2029 are escaped) but without
 // HTML escaping. Runs of plain ASCII are found eight bytes at a time and
 // copied whole.
-func appendJSONString(b []byte, s string) []byte {
+func appendJSONString(b []byte, s string) []byte { return appendString(b, s, false) }
+
+// appendMarshalString appends s exactly as json.Marshal writes it: as
+// appendJSONString does, and with <, > and & escaped for HTML.
+func appendMarshalString(b []byte, s string) []byte { return appendString(b, s, true) }
+
+// appendString is appendJSONString, and appendMarshalString when html is
+// set.
+func appendString(b []byte, s string, html bool) []byte {
 	b = append(b, '"')
 	// A read-only view of s, for word loads; nothing writes through it.
 	raw := unsafe.Slice(unsafe.StringData(s), len(s))
 	start, i := 0, 0
 	for i < len(s) {
-		for i+8 <= len(raw) && plainASCII8(binary.LittleEndian.Uint64(raw[i:])) {
-			i += 8
-		}
+		i = plainRun(raw, i, html)
 		if i >= len(s) {
 			break
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || c != '<' && c != '>' && c != '&') {
 				i++
 				continue
 			}
@@ -278,6 +288,10 @@ func appendJSONString(b []byte, s string) []byte {
 				b = append(b, '\\', 'r')
 			case '\t':
 				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
@@ -306,12 +320,44 @@ func appendJSONString(b []byte, s string) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// plainASCII8 reports whether the eight bytes of w are all printable ASCII
-// other than '"' and '\\'.
-func plainASCII8(w uint64) bool {
+// plainRun returns the end of the run of plain bytes from raw[i] that
+// appendString copies whole, a word of eight bytes at a time: it stops
+// within eight bytes of the first byte that is not printable ASCII, or is
+// '"' or '\\', or with html '<', '>' or '&'. (A loop of its own for each
+// case: one loop that tested html in it ran at half the speed.)
+func plainRun(raw []byte, i int, html bool) int {
+	if html {
+		for ; i+8 <= len(raw); i += 8 {
+			if htmlSpecialBytes(binary.LittleEndian.Uint64(raw[i:])) != 0 {
+				break
+			}
+		}
+		return i
+	}
+	for ; i+8 <= len(raw); i += 8 {
+		if specialBytes(binary.LittleEndian.Uint64(raw[i:])) != 0 {
+			break
+		}
+	}
+	return i
+}
+
+// specialBytes is nonzero when one of the eight bytes of w is not
+// printable ASCII, or is '"' or '\\'. (Each test is exact as a whole: a
+// borrow can only carry out of a byte that matched.)
+func specialBytes(w uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := w^(lo*'"'), w^(lo*'\\')
-	return (w&hi)|((w-lo*0x20)&^w&hi)|((quote-lo)&^quote&hi)|((backslash-lo)&^backslash&hi) == 0
+	return (w | (w-lo*0x20)&^w | (quote-lo)&^quote | (backslash-lo)&^backslash) & hi
+}
+
+// htmlSpecialBytes is specialBytes that is also nonzero for '<', '>' and
+// '&'. Setting bit 2 of each byte makes '"' and '&' one byte, and setting
+// bit 1 '<' and '>': it makes as many tests as specialBytes.
+func htmlSpecialBytes(w uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	quoteAmp, ltGt, backslash := (w|lo*0x04)^(lo*'&'), (w|lo*0x02)^(lo*'>'), w^(lo*'\\')
+	return (w | (w-lo*0x20)&^w | (quoteAmp-lo)&^quoteAmp | (ltGt-lo)&^ltGt | (backslash-lo)&^backslash) & hi
 }
 
 // wireMessage is the JSON-RPC envelope every message is decoded into, once.
@@ -1088,4 +1134,346 @@ func decodeMeta(raw []byte, m *Meta) error {
 		}
 	}
 	return json.Unmarshal(raw, m)
+}
+
+// maxFastDepth bounds the nesting appendFastJSON follows; deeper values,
+// and cycles, are left to encoding/json.
+const maxFastDepth = 16
+
+// appendFastJSON appends the JSON encoding of v for the shapes arguments
+// and params are usually made of — nil, strings, booleans, numbers,
+// map[string]any, []any, and pointers, structs, slices, arrays and
+// string-keyed maps of those — without encoding/json's reflection walk,
+// its scratch buffer and the copy out of it. The output is what json.Marshal
+// writes, byte for byte.
+// For anything else (a Marshaler or TextMarshaler, []byte, json.Number, an
+// embedded field, a ",string" or ",omitzero" option, a NaN, nesting deeper
+// than maxFastDepth) it reports false and returns b cut back to its length
+// on entry, so encoding/json can do the work and report any error.
+func appendFastJSON(b []byte, v any) ([]byte, bool) {
+	start := len(b)
+	b, ok := appendFastAny(b, v, 0)
+	if !ok {
+		return b[:start], false
+	}
+	return b, true
+}
+
+// appendFastAny is appendFastJSON for a value of any type.
+func appendFastAny(b []byte, v any, depth int) ([]byte, bool) {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case string:
+		return appendFastString(b, x), true
+	case bool:
+		return strconv.AppendBool(b, x), true
+	case float64:
+		return appendJSONFloat(b, x, 64)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int64:
+		return strconv.AppendInt(b, x, 10), true
+	case map[string]any:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		if depth >= maxFastDepth {
+			return b, false
+		}
+		keys := slices.Sorted(maps.Keys(x))
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendFastString(b, k)
+			b = append(b, ':')
+			var ok bool
+			if b, ok = appendFastAny(b, x[k], depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	case []any:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		if depth >= maxFastDepth {
+			return b, false
+		}
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendFastAny(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	}
+	rv := reflect.ValueOf(v)
+	if !fastType(rv.Type()) {
+		return b, false
+	}
+	return appendFastValue(b, rv, depth)
+}
+
+// appendFastString appends s as a JSON string, making room in b, a message
+// buffer, from the pools first.
+func appendFastString(b []byte, s string) []byte {
+	if len(s) > 256 {
+		b = growMessage(b, len(s)+2)
+	}
+	return appendMarshalString(b, s)
+}
+
+// appendFastValue appends v, whose type fastType has accepted.
+func appendFastValue(b []byte, v reflect.Value, depth int) ([]byte, bool) {
+	switch v.Kind() {
+	case reflect.String:
+		return appendFastString(b, v.String()), true
+	case reflect.Bool:
+		return strconv.AppendBool(b, v.Bool()), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.AppendInt(b, v.Int(), 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.AppendUint(b, v.Uint(), 10), true
+	case reflect.Float32:
+		return appendJSONFloat(b, v.Float(), 32)
+	case reflect.Float64:
+		return appendJSONFloat(b, v.Float(), 64)
+	}
+	if depth >= maxFastDepth {
+		return b, false
+	}
+	switch v.Kind() {
+	case reflect.Interface, reflect.Pointer:
+		if v.IsNil() {
+			return append(b, "null"...), true
+		}
+		e := v.Elem()
+		if !fastType(e.Type()) {
+			return b, false
+		}
+		return appendFastValue(b, e, depth+1)
+	case reflect.Struct:
+		plan := fastStructOf(v.Type())
+		if plan == nil {
+			return b, false
+		}
+		b = append(b, '{')
+		first := true
+		for _, f := range plan {
+			fv := v.Field(f.index)
+			if f.omitEmpty && emptyValue(fv) {
+				continue
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = append(b, f.key...)
+			var ok bool
+			if b, ok = appendFastValue(b, fv, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			return append(b, "null"...), true
+		}
+		if !fastType(v.Type().Elem()) {
+			return b, false
+		}
+		b = append(b, '[')
+		for i := range v.Len() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendFastValue(b, v.Index(i), depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case reflect.Map:
+		if v.IsNil() {
+			return append(b, "null"...), true
+		}
+		if !fastType(v.Type().Elem()) {
+			return b, false
+		}
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(x, y reflect.Value) int { return strings.Compare(x.String(), y.String()) })
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendFastString(b, k.String())
+			b = append(b, ':')
+			var ok bool
+			if b, ok = appendFastValue(b, v.MapIndex(k), depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	}
+	return b, false
+}
+
+// appendJSONFloat appends f as encoding/json writes a float of the given
+// size: the shortest text that reads back as f, in exponent form below 1e-6
+// and from 1e21, with a one-digit exponent where it fits. NaN and the
+// infinities report false (encoding/json fails on them).
+func appendJSONFloat(b []byte, f float64, size int) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 {
+		if size == 64 && (abs < 1e-6 || abs >= 1e21) || size == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	b = strconv.AppendFloat(b, f, format, -1, size)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1] // e-07 becomes e-7
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+// emptyValue reports whether v is empty in the sense of ",omitempty".
+func emptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.String, reflect.Slice, reflect.Map, reflect.Array:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
+}
+
+var (
+	fastTypes   sync.Map // reflect.Type → bool
+	fastStructs sync.Map // reflect.Type → []fastField, nil when not fast
+)
+
+var (
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	jsonNumberType    = reflect.TypeFor[json.Number]()
+)
+
+// fastType reports whether appendFastValue can write values of type t
+// itself, judging t alone (its elements and fields are judged when
+// reached): t and *t have no MarshalJSON or MarshalText, t is not
+// json.Number, and its kind is one encoding/json writes without options
+// that appendFastValue does not handle ([]byte is base64; a map's keys must
+// be strings).
+func fastType(t reflect.Type) bool {
+	if ok, known := fastTypes.Load(t); known {
+		return ok.(bool)
+	}
+	ok := t != jsonNumberType
+	if ok {
+		for _, tt := range []reflect.Type{t, reflect.PointerTo(t)} {
+			if tt.Implements(jsonMarshalerType) || tt.Implements(textMarshalerType) {
+				ok = false
+			}
+		}
+	}
+	switch t.Kind() {
+	case reflect.Complex64, reflect.Complex128, reflect.Chan, reflect.Func, reflect.UnsafePointer, reflect.Invalid:
+		ok = false
+	case reflect.Slice:
+		ok = ok && t.Elem().Kind() != reflect.Uint8
+	case reflect.Map:
+		ok = ok && t.Key().Kind() == reflect.String
+	}
+	fastTypes.Store(t, ok)
+	return ok
+}
+
+// fastField is one member a struct type writes.
+type fastField struct {
+	index     int
+	key       string // the quoted name and its colon
+	omitEmpty bool
+}
+
+// fastStructOf returns the members struct type t writes, in order, or nil
+// when encoding/json's rules for it go beyond what appendFastValue does:
+// an embedded field, a field of a type fastType refuses, a ",string" or
+// ",omitzero" option, a name other than letters, digits, '_', '-', '.' and
+// '$', or two fields of one name.
+func fastStructOf(t reflect.Type) []fastField {
+	if plan, known := fastStructs.Load(t); known {
+		return plan.([]fastField)
+	}
+	plan := []fastField{}
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			plan = nil
+			break
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		omitEmpty, simple := false, plainName(name) && !names[name] && fastType(f.Type)
+		for opt := range strings.SplitSeq(opts, ",") {
+			switch opt {
+			case "omitempty":
+				omitEmpty = true
+			case "string", "omitzero":
+				simple = false
+			}
+		}
+		if !simple {
+			plan = nil
+			break
+		}
+		names[name] = true
+		plan = append(plan, fastField{index: i, key: `"` + name + `":`, omitEmpty: omitEmpty})
+	}
+	fastStructs.Store(t, plan)
+	return plan
+}
+
+// plainName reports whether a member name needs no escaping and is one
+// encoding/json takes from a tag as it is.
+func plainName(name string) bool {
+	for _, c := range []byte(name) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.', c == '$':
+		default:
+			return false
+		}
+	}
+	return name != ""
 }

@@ -1919,11 +1919,47 @@ func (h *httpHandler) writeJSON(w http.ResponseWriter, out *sseWriter, s *httpSt
 // value is only ever replaced, never modified in place.
 var jsonContentType = []string{"application/json"}
 
-// errorCodeOf reads the error code of an error response.
+// errorCodeOf reads the error code of an error response. It looks at the
+// members in order and stops at a result, so a large result is not scanned
+// for an error it cannot hold; an escaped member name, which this package
+// never writes, sends it to encoding/json.
 func errorCodeOf(data []byte) (int, bool) {
-	if !bytes.Contains(data, []byte(`"error"`)) {
+	n := len(data)
+	i := skipSpace(data, 0)
+	if i >= n || data[i] != '{' {
 		return 0, false
 	}
+	for i = skipSpace(data, i+1); i < n && data[i] == '"'; {
+		end, ok := stringEnd(data, i)
+		if !ok {
+			return 0, false
+		}
+		key := data[i+1 : end-1]
+		if i = skipSpace(data, end); i >= n || data[i] != ':' {
+			return 0, false
+		}
+		if i = skipSpace(data, i+1); i >= n {
+			return 0, false
+		}
+		switch {
+		case bytes.IndexByte(key, '\\') >= 0 || string(key) == "error":
+			return decodeErrorCode(data)
+		case string(key) == "result":
+			return 0, false
+		}
+		if end, ok = valueEnd(data, i); !ok {
+			return 0, false
+		}
+		if i = skipSpace(data, end); i >= n || data[i] != ',' {
+			return 0, false
+		}
+		i = skipSpace(data, i+1)
+	}
+	return 0, false
+}
+
+// decodeErrorCode is errorCodeOf by encoding/json.
+func decodeErrorCode(data []byte) (int, bool) {
 	var probe struct {
 		Error *struct {
 			Code int `json:"code"`
