@@ -185,12 +185,32 @@ func (r *run) fail(c cell, err error) {
 }
 
 // measure runs every repetition of one protocol version. SDKs take turns
-// within each carrier, in a rotating order, so drift spreads evenly.
+// within each carrier, in a rotating order, so drift spreads evenly. The
+// JSON floor is measured right before ours' turn on the pipe (the first
+// SDK's when ours does not run), whose round trip it is compared to, so
+// that both see the machine alike; without a pipe carrier, at the end of
+// the repetition.
 func (r *run) measure(ctx context.Context, version string, sdks []adapter, n counts) {
+	floor := func() {
+		out := sample{}
+		if err := runFloor(n.FloorRounds, version, out); err == nil {
+			c := cell{version, "-", mFloor, "encoding/json"}
+			r.store.vals[c] = append(r.store.vals[c], out[mFloor])
+		}
+	}
+	floorBefore := sdks[0].Name() // ours when it runs
+	for _, a := range sdks {
+		if a.Name() == "ours" {
+			floorBefore = a.Name()
+		}
+	}
 	for rep := range r.Reps {
 		for _, carrier := range r.Carriers {
 			for i := range sdks {
 				a := sdks[(i+rep)%len(sdks)]
+				if carrier == "pipe" && a.Name() == floorBefore {
+					floor()
+				}
 				t := time.Now()
 				err := r.measureCarrier(ctx, a, carrier, version, n)
 				status := "ok"
@@ -212,11 +232,10 @@ func (r *run) measure(ctx context.Context, version string, sdks []adapter, n cou
 				fmt.Fprintf(os.Stderr, "[%s rep %d/%d] %d sessions %-6s %5.1fs %s\n", version, rep+1, r.Reps, n.Sessions, a.Name(), time.Since(t).Seconds(), status)
 			}
 		}
-		out := sample{}
-		if err := runFloor(n.FloorRounds, version, out); err == nil {
-			c := cell{version, "-", mFloor, "encoding/json"}
-			r.store.vals[c] = append(r.store.vals[c], out[mFloor])
+		if !slices.Contains(r.Carriers, "pipe") {
+			floor()
 		}
+		out := sample{}
 		if slices.Contains(r.Carriers, "http") {
 			c := cell{version, "http", mSleepFloor, "net/http"}
 			if err := runSleepFloor(n, out); err != nil {
