@@ -1919,56 +1919,25 @@ func (h *httpHandler) writeJSON(w http.ResponseWriter, out *sseWriter, s *httpSt
 // value is only ever replaced, never modified in place.
 var jsonContentType = []string{"application/json"}
 
-// errorCodeOf reads the error code of an error response. It looks at the
-// members in order and stops at a result, so a large result is not scanned
-// for an error it cannot hold; an escaped member name, which this package
-// never writes, sends it to encoding/json.
+// errorCodeOf reads the error code of an error response. It stops at the
+// first of result and error, so a large result is skipped over, not
+// scanned for an error it cannot hold.
 func errorCodeOf(data []byte) (int, bool) {
-	n := len(data)
-	i := skipSpace(data, 0)
-	if i >= n || data[i] != '{' {
+	var errVal []byte
+	walkObject(data, func(key, val []byte) bool {
+		if string(key) == "error" {
+			errVal = val
+		}
+		return string(key) != "error" && string(key) != "result"
+	})
+	if errVal == nil || string(errVal) == "null" {
 		return 0, false
 	}
-	for i = skipSpace(data, i+1); i < n && data[i] == '"'; {
-		end, ok := stringEnd(data, i)
-		if !ok {
-			return 0, false
-		}
-		key := data[i+1 : end-1]
-		if i = skipSpace(data, end); i >= n || data[i] != ':' {
-			return 0, false
-		}
-		if i = skipSpace(data, i+1); i >= n {
-			return 0, false
-		}
-		switch {
-		case bytes.IndexByte(key, '\\') >= 0 || string(key) == "error":
-			return decodeErrorCode(data)
-		case string(key) == "result":
-			return 0, false
-		}
-		if end, ok = valueEnd(data, i); !ok {
-			return 0, false
-		}
-		if i = skipSpace(data, end); i >= n || data[i] != ',' {
-			return 0, false
-		}
-		i = skipSpace(data, i+1)
-	}
-	return 0, false
-}
-
-// decodeErrorCode is errorCodeOf by encoding/json.
-func decodeErrorCode(data []byte) (int, bool) {
-	var probe struct {
-		Error *struct {
-			Code int `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(data, &probe) != nil || probe.Error == nil {
+	e, ok := decodeError(errVal)
+	if !ok {
 		return 0, false
 	}
-	return probe.Error.Code, true
+	return e.Code, true
 }
 
 // sseWriter frames messages as server-sent events, each write bounded by
