@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -242,6 +243,16 @@ type conn struct {
 	notifyQueue []func()
 	notifying   bool
 	shed        int64
+	// inputEnded is set when the peer's input ended (endOfInput): nothing
+	// more is read and no call may be sent, but the connection stays open
+	// until the handlers' answers are written. drained is closed when the
+	// last handler returns then.
+	inputEnded error
+	drained    chan struct{}
+	// handling counts the requests and notifications taken in and not yet
+	// answered; ending says endOfInput waits for it to reach zero.
+	handling atomic.Int32
+	ending   atomic.Bool
 
 	wmu      sync.Mutex
 	wqueue   []outgoing
@@ -251,6 +262,7 @@ type conn struct {
 	wwaiters int
 	wbusy    bool // a goroutine is writing
 	wclosed  bool
+	wflushed chan struct{} // closed when the goroutine writing stops, if anyone waits
 	done     chan struct{}
 	wg       sync.WaitGroup
 	direct   bool     // a pushTransport: no reader, no writer goroutine
@@ -331,7 +343,11 @@ func (c *conn) readLoop() {
 				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()}, nil)
 				continue
 			}
-			c.close(err)
+			if errors.Is(err, io.EOF) {
+				c.endOfInput(err)
+			} else {
+				c.close(err)
+			}
 			return
 		}
 		reader, response := c.readFrame(data, true)
@@ -726,6 +742,11 @@ func (c *conn) routeResponse(m *wireMessage) {
 // check, then runs it on a worker goroutine, or in place when onReader says
 // the reader delivered it and nothing else is running or waiting to be
 // read. It reports false when the reading was handed to another goroutine.
+//
+// initialize is served before anything after it is read, so that the
+// lifecycle takes effect in the order the peer sent it: a request that
+// follows initialize on the wire finds the session initialized, and its
+// answer is queued after initialize's. Serving it runs no user code.
 func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, onReader bool) bool {
 	// A request that runs inline runs below this frame, kept small: the
 	// admission and the scheduling are frames of their own (see
@@ -734,7 +755,7 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 	if req == nil {
 		return true
 	}
-	if r, ok := route.(inlineRoute); ok && r.runsInline() {
+	if r, ok := route.(inlineRoute); (ok && r.runsInline()) || method == "initialize" {
 		c.serveRequest(ctx, in, req)
 		return true
 	}
@@ -775,6 +796,7 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	}
 	c.inbound[id] = in
 	c.occupied++
+	c.handling.Add(1)
 	in.alone = c.occupied == 1
 	c.wg.Add(1)
 	c.mu.Unlock()
@@ -878,6 +900,7 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 	// Done even when the handler ends its goroutine (runtime.Goexit, as
 	// t.FailNow does), which skips the answer.
 	defer c.wg.Done()
+	defer c.handled()
 	// The handler runs below this frame, kept small: the response is
 	// made in a frame of its own (see stackReserve).
 	result, err := c.runHandler(ctx, req)
@@ -1079,6 +1102,7 @@ func (c *conn) enqueueNotificationLocked(run func(), method string) {
 		return
 	}
 	c.occupied++
+	c.handling.Add(1)
 	c.notifyQueue = append(c.notifyQueue, func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -1092,6 +1116,23 @@ func (c *conn) enqueueNotificationLocked(run func(), method string) {
 		c.wg.Add(1)
 		go c.runNotifications()
 	}
+}
+
+// handled counts a request or notification done, its answer queued, and
+// tells endOfInput when it was the last.
+func (c *conn) handled() {
+	if c.handling.Add(-1) == 0 && c.ending.Load() {
+		c.endDrain()
+	}
+}
+
+func (c *conn) endDrain() {
+	c.mu.Lock()
+	if c.drained != nil {
+		close(c.drained)
+		c.drained = nil
+	}
+	c.mu.Unlock()
 }
 
 func (c *conn) runNotifications() {
@@ -1112,6 +1153,7 @@ func (c *conn) runNotifications() {
 		c.mu.Lock()
 		c.occupied--
 		c.mu.Unlock()
+		c.handled()
 	}
 }
 
@@ -1147,7 +1189,7 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 			c.wmu.Unlock()
 			err := c.writeOne(o)
 			c.wmu.Lock()
-			c.wbusy = false
+			c.writerIdleLocked()
 			more := len(c.wqueue) > 0
 			c.wmu.Unlock()
 			if err != nil {
@@ -1177,6 +1219,61 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 		c.wmu.Lock()
 		c.wwaiters--
 		c.wmu.Unlock()
+	}
+}
+
+// writerIdleLocked marks that nobody writes, waking a flushWrites waiting
+// for that.
+func (c *conn) writerIdleLocked() {
+	c.wbusy = false
+	if c.wflushed != nil {
+		close(c.wflushed)
+		c.wflushed = nil
+	}
+}
+
+// flushWrites writes whatever is queued, on this goroutine, or waits for the
+// goroutine that is writing; it returns early if the connection closes.
+func (c *conn) flushWrites() {
+	if c.direct {
+		return // writes are not queued
+	}
+	for {
+		c.wmu.Lock()
+		if c.wclosed || (!c.wbusy && len(c.wqueue) == 0) {
+			c.wmu.Unlock()
+			return
+		}
+		if c.wbusy {
+			if c.wflushed == nil {
+				c.wflushed = make(chan struct{})
+			}
+			flushed := c.wflushed
+			c.wmu.Unlock()
+			select {
+			case <-flushed:
+			case <-c.done:
+				return
+			}
+			continue
+		}
+		c.wbusy = true
+		batch := c.wqueue
+		c.wqueue, c.wbytes = nil, 0
+		if c.wwaiters > 0 {
+			close(c.wspace)
+			c.wspace = make(chan struct{})
+		}
+		c.wmu.Unlock()
+		err := c.writeBatch(batch, nil)
+		c.wmu.Lock()
+		c.writerIdleLocked()
+		c.wmu.Unlock()
+		if err != nil {
+			c.log.Warn("write failed; closing the connection", "err", err)
+			c.close(fmt.Errorf("write: %w", err))
+			return
+		}
 	}
 }
 
@@ -1218,7 +1315,7 @@ func (c *conn) writeLoop() {
 			c.wmu.Unlock()
 			err := c.writeBatch(batch, &frames)
 			c.wmu.Lock()
-			c.wbusy = false
+			c.writerIdleLocked()
 			c.wmu.Unlock()
 			if err != nil {
 				c.log.Warn("write failed; closing the connection", "err", err)
@@ -1401,6 +1498,43 @@ func (c *conn) close(cause error) {
 	c.t.Close()
 }
 
+// endOfInput ends a connection whose peer will send nothing more: every
+// call waiting for an answer fails and every handler's context is
+// cancelled, as on close, but what the handlers answer is still written
+// before the connection closes, so that each request the peer sent before
+// its input ended is answered (a shell pipe writes its requests and closes
+// at once). Closing the connection meanwhile ends the wait.
+func (c *conn) endOfInput(cause error) {
+	err := &closedError{cause}
+	c.mu.Lock()
+	if c.closed || c.inputEnded != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.inputEnded = err
+	pending := c.pending
+	c.pending = nil
+	clear(c.progress)
+	drained := make(chan struct{})
+	c.drained = drained
+	c.mu.Unlock()
+	c.ending.Store(true)
+	if c.handling.Load() == 0 {
+		c.endDrain()
+	}
+	for _, call := range pending {
+		call.finish(nil, err)
+	}
+	c.cancelBase(err)
+	select {
+	case <-drained:
+	case <-c.done:
+		return
+	}
+	c.flushWrites()
+	c.close(cause)
+}
+
 // closeAndWait closes the connection and waits for every goroutine it
 // started, handlers included, to return.
 func (c *conn) closeAndWait(cause error) {
@@ -1438,6 +1572,10 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 	if c.closed {
 		c.mu.Unlock()
 		return nil, c.closedErr()
+	}
+	if c.inputEnded != nil {
+		c.mu.Unlock()
+		return nil, c.inputEnded
 	}
 	c.nextID++
 	call.id = Int64ID(c.nextID)

@@ -200,10 +200,13 @@ func (s *Server) RemoveTools(names ...string) {
 }
 
 // Serve serves one client over t until the client goes away or ctx ends. It
-// returns nil when the client closed the connection. A client that goes
-// away (end of input, on stdio) is taken to have abandoned its requests:
-// every handler still running is cancelled and its response dropped, and
-// Serve returns once they have all returned.
+// returns nil when the client closed the connection. At the end of input
+// (on stdio, the client closed the server's standard input) every handler
+// still running is cancelled, so that the server exits promptly, but what
+// the handlers answer is still written: each request sent before the input
+// ended gets its answer, as a shell pipe expects. Serve returns once those
+// answers are written. When ctx ends, handlers are cancelled and their
+// answers dropped.
 func (s *Server) Serve(ctx context.Context, t Transport) error {
 	ss, c := s.newSession(t)
 	if err := c.start(ctx); err != nil {

@@ -1,11 +1,16 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -147,5 +152,102 @@ func TestDecodeRequestEnvelope(t *testing.T) {
 		if err == nil && (version != tc.version || m.LogLevel != tc.level || string(m.ClientCapabilities) != tc.caps || string(m.ProgressToken) != tc.token) {
 			t.Errorf("%s: got version %q level %q caps %s token %s", tc.params, version, m.LogLevel, m.ClientCapabilities, m.ProgressToken)
 		}
+	}
+}
+
+// TestPipelinedStartUp writes initialize, notifications/initialized and
+// tools/list in one write to a child process, as a shell pipe or an eager
+// client does, and expects initialize's answer first and the tools next,
+// every time (MCP_PIPELINE_RUNS times, 1000 unless set). The lifecycle takes
+// effect in the order the messages were sent: the request after
+// initialize is never refused as "not initialized". Every other run closes
+// the child's input right after the write, as a shell pipe does: what was
+// sent before the end of input is still answered, and the child exits 0.
+func TestPipelinedStartUp(t *testing.T) {
+	t.Parallel()
+	runs := 1000
+	if n, err := strconv.Atoi(os.Getenv("MCP_PIPELINE_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	const start = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`
+	run := func(closeAtOnce bool) error {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		// The race detector otherwise waits a second at every exit.
+		cmd.Env = append(os.Environ(), "MCP_TEST_SERVE=", "GORACE=atexit_sleep_ms=0")
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		defer cmd.Process.Kill()
+		if _, err := io.WriteString(stdin, start); err != nil {
+			return err
+		}
+		if closeAtOnce {
+			stdin.Close()
+		}
+		lines := bufio.NewScanner(stdout)
+		lines.Buffer(nil, 1<<20)
+		var got []string
+		for len(got) < 2 && lines.Scan() {
+			got = append(got, lines.Text())
+		}
+		if len(got) < 2 {
+			return fmt.Errorf("answers %q, then the output ended (input closed at once: %v): %v", got, closeAtOnce, lines.Err())
+		}
+		var first, second struct {
+			ID     int `json:"id"`
+			Result *struct {
+				ProtocolVersion string            `json:"protocolVersion"`
+				Tools           []json.RawMessage `json:"tools"`
+			} `json:"result"`
+		}
+		if json.Unmarshal([]byte(got[0]), &first) != nil || first.ID != 1 || first.Result == nil || first.Result.ProtocolVersion != Version20251125 {
+			return fmt.Errorf("first answer %s, want initialize's result", got[0])
+		}
+		if json.Unmarshal([]byte(got[1]), &second) != nil || second.ID != 2 || second.Result == nil || len(second.Result.Tools) == 0 {
+			return fmt.Errorf("second answer %s, want tools/list's result", got[1])
+		}
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("the server exited with %v after a clean end of input", err)
+		}
+		return nil
+	}
+	// A few children at a time: each run is a whole process start.
+	const parallel = 4
+	errs := make(chan error, runs)
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i := range runs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := run(i%2 == 0); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	failed := 0
+	for err := range errs {
+		if failed++; failed <= 5 {
+			t.Error(err)
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d pipelined start-ups went wrong", failed, runs)
 	}
 }
