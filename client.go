@@ -111,15 +111,18 @@ func WithRootsHandler(h RootsHandler) Option {
 // WithExtension declares a protocol extension under
 // capabilities.extensions, with its settings (nil for none). A client
 // declares it on every request (2026-07-28) or at initialize; a server in
-// its capabilities.
+// its capabilities. settings must encode to a JSON object (a json.RawMessage
+// or []byte is taken as the JSON it holds); WithExtension panics otherwise,
+// as a mistake in the program.
 func WithExtension(id string, settings any) Option {
+	raw, err := marshalObject(settings)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: WithExtension(%q): the settings: %v", id, err))
+	}
+	if raw == nil {
+		raw = json.RawMessage(`{}`)
+	}
 	return func(c *config) {
-		raw := json.RawMessage(`{}`)
-		if settings != nil {
-			if b, err := json.Marshal(settings); err == nil {
-				raw = b
-			}
-		}
 		if c.extensions == nil {
 			c.extensions = make(map[string]json.RawMessage)
 		}
@@ -428,15 +431,16 @@ func (c *Client) session() (*conn, []metaEntry, error) {
 }
 
 // SendRequest sends any request and decodes its result into result (which
-// may be nil to ignore it). params is marshalled as JSON unless it is a
-// json.RawMessage. On 2026-07-28 the request carries the client's _meta
+// may be nil to ignore it). params is marshalled as JSON, and must encode to
+// an object (or nil for none); a json.RawMessage or []byte is taken as the
+// JSON it holds. On 2026-07-28 the request carries the client's _meta
 // envelope, and a call answered with input_required is completed with the
 // client's handlers.
 func (c *Client) SendRequest(ctx context.Context, method string, params any, result any, opts ...CallOption) error {
 	reserveStack(0)
-	raw, err := marshalParams(params)
+	raw, err := marshalObject(params)
 	if err != nil {
-		return fmt.Errorf("mcp: encoding %s params: %w", method, err)
+		return fmt.Errorf("mcp: the params of %s: %w", method, err)
 	}
 	res, err := c.request(ctx, method, raw, opts)
 	if err != nil {
@@ -555,34 +559,41 @@ func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
 }
 
 // CallTool calls a tool. args is marshalled as the tool's arguments (nil
-// sends none). A tool that failed returns a result with IsError set, not an
-// error; an error means the call itself failed.
+// sends none); a json.RawMessage or []byte is taken as the JSON it holds.
+// Arguments are a JSON object: anything else is refused before it is sent.
+// A tool that failed returns a result with IsError set, not an error; an
+// error means the call itself failed.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
 	reserveStack(0) // a call is often its goroutine's first work
 	// The params are written by hand: json.Marshal would validate and
 	// compact the encoded arguments once more. The arguments are encoded
 	// straight into them (appendJSON), not into a copy of their own.
 	// The request copies params: its buffer goes back to the pool after.
-	given, isRaw := args.(json.RawMessage)
+	given, isRaw := rawJSONOf(args)
 	params := messageBuffer(len(name) + len(given) + 32)
 	defer func() { recycleMessage(params) }()
 	params = append(params, `{"name":`...)
 	params = appendJSONString(params, name)
 	switch {
 	case isRaw:
+		// json.Marshal checks what it writes; raw JSON is checked here.
+		given, err := marshalObject(args)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: the arguments of %s: %w", name, err)
+		}
 		if len(given) > 0 {
-			if !validJSON(given) {
-				// json.Marshal checks what it writes; raw JSON is checked here.
-				return nil, fmt.Errorf("mcp: the arguments of %s are not valid JSON", name)
-			}
 			params = append(params, `,"arguments":`...)
 			params = append(params, given...)
 		}
 	case args != nil:
 		params = append(params, `,"arguments":`...)
+		start := len(params)
 		var err error
 		if params, err = appendJSON(params, args); err != nil {
 			return nil, fmt.Errorf("mcp: encoding arguments of %s: %w", name, err)
+		}
+		if err := checkObject(args, params[start:]); err != nil {
+			return nil, fmt.Errorf("mcp: the arguments of %s: %w", name, err)
 		}
 	}
 	params = append(params, '}')
@@ -639,6 +650,11 @@ func (c *Client) answer(ctx context.Context, method string, params json.RawMessa
 		}
 		if p.Mode == ElicitationURL && !cc.elicitURL {
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: this client did not declare url-mode elicitation"}
+		}
+		if p.Mode != ElicitationURL {
+			if s := trimJSONSpace(p.RequestedSchema); len(s) == 0 || s[0] != '{' {
+				return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: a form elicitation's requestedSchema must be a JSON object, not " + describeJSON(s)}
+			}
 		}
 		return handlerResult(cc.elicitation(ctx, &p))
 	case "sampling/createMessage":

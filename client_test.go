@@ -338,7 +338,7 @@ func TestCallToolArgumentsAreEncodedAsJSONMarshalWritesThem(t *testing.T) {
 			{typedNil, ``}, // sent as null, which the server reads as none
 			{nil, ``},
 			{json.RawMessage(nil), ``},
-			{strings.Repeat("x", 1<<20), `"` + strings.Repeat("x", 1<<20) + `"`},
+			{map[string]string{"s": strings.Repeat("x", 1<<20)}, `{"s":"` + strings.Repeat("x", 1<<20) + `"}`},
 		} {
 			res, err := cl.CallTool(context.Background(), "args", tc.args)
 			if err != nil {
@@ -353,7 +353,8 @@ func TestCallToolArgumentsAreEncodedAsJSONMarshalWritesThem(t *testing.T) {
 			want string
 		}{
 			{map[string]any{"c": make(chan int)}, "encoding arguments of args"},
-			{json.RawMessage(`{bad`), "not valid JSON"},
+			{json.RawMessage(`{bad`), "does not hold valid JSON (invalid character 'b' looking for beginning of object key string at offset 2)"},
+			{"text", "a JSON object is required, but the string given encodes to a JSON string"},
 		} {
 			if _, err := cl.CallTool(context.Background(), "args", tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s: CallTool(%T) error = %v, want one saying %q", v, tc.args, err, tc.want)

@@ -1289,28 +1289,26 @@ func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 // notify sends a notification. related names the inbound request it belongs
 // to (zero for none).
 func (c *conn) notify(method string, params any, related ID, route any) error {
-	if raw, ok := params.(json.RawMessage); ok || params == nil {
+	if _, ok := rawJSONOf(params); ok || params == nil {
+		raw, err := marshalObject(params)
+		if err != nil {
+			return fmt.Errorf("mcp: the params of %s: %w", method, err)
+		}
 		return c.queueWrite(outgoing{data: encodeRequest(ID{}, method, raw), related: related, route: route}, false)
 	}
 	// The params are encoded into the message itself, not into a copy.
 	b := appendRequestHead(messageBuffer(len(method)+128), ID{}, method)
 	b = append(b, `,"params":`...)
+	start := len(b)
 	b, err := appendJSON(b, params)
+	if err == nil {
+		err = checkObject(params, b[start:])
+	}
 	if err != nil {
 		recycleMessage(b)
-		return err
+		return fmt.Errorf("mcp: the params of %s: %w", method, err)
 	}
 	return c.queueWrite(outgoing{data: append(b, '}'), related: related, route: route}, false)
-}
-
-func marshalParams(params any) (json.RawMessage, error) {
-	switch p := params.(type) {
-	case nil:
-		return nil, nil
-	case json.RawMessage:
-		return p, nil
-	}
-	return json.Marshal(params)
 }
 
 // jsonAppender encodes a value with encoding/json (the same output and

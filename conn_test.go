@@ -744,7 +744,7 @@ func TestCallerReadingEndsWithItsContext(t *testing.T) {
 		t.Fatal("the server's handler was never cancelled")
 	}
 	for i := range 3 {
-		if _, err := cl.CallTool(context.Background(), "echo", i); err != nil {
+		if _, err := cl.CallTool(context.Background(), "echo", map[string]int{"i": i}); err != nil {
 			t.Fatalf("call %d after the cancellation: %v", i, err)
 		}
 	}

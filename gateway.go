@@ -68,7 +68,9 @@ func (r *RequestInfo) Gateway() *ClientGateway {
 }
 
 // Notify sends a notification to the client, fire and forget: it returns
-// once the notification is queued for writing.
+// once the notification is queued for writing. params must encode to a
+// JSON object (or be nil); a json.RawMessage or []byte is taken as the JSON
+// it holds.
 func (g *ClientGateway) Notify(method string, params any) error {
 	return g.req.conn.notify(method, params, g.req.id, g.req.route)
 }
@@ -121,7 +123,8 @@ type logMessage struct {
 // higher level. On the older revisions everything is sent until the client
 // sets a level with logging/setLevel; on 2026-07-28 nothing is sent unless
 // the request carries io.modelcontextprotocol/logLevel. logger names the
-// source and may be empty.
+// source and may be empty. data is any JSON value; a json.RawMessage or
+// []byte is taken as the JSON it holds.
 //
 // Deprecated: Logging is deprecated by SEP-2577 as of protocol revision
 // 2026-07-28 (earliest removal 2027-07-28); log to standard error or use
@@ -129,6 +132,10 @@ type logMessage struct {
 func (g *ClientGateway) Log(level LoggingLevel, logger string, data any) error {
 	if !validLevel(level) {
 		return fmt.Errorf("mcp: unknown logging level %q", level)
+	}
+	data, err := jsonData(data)
+	if err != nil {
+		return fmt.Errorf("mcp: the log data: %w", err)
 	}
 	if threshold, ok := clientLogThreshold(g.req); !ok || levelRank[level] < levelRank[threshold] {
 		return nil
@@ -339,9 +346,10 @@ func (g *ClientGateway) SupportsSamplingContext() bool {
 func (g *ClientGateway) SupportsSamplingTools() bool { return g.req.caps.hasSub("sampling", "tools") }
 
 // Elicit asks the user, through the client, to fill in a form described by
-// schema (a flat JSON Schema object: a *Schema, a json.RawMessage or any
-// value that marshals to one). The user may accept, decline or cancel; all
-// three are results.
+// schema (a flat JSON Schema object: a *Schema, a json.RawMessage or []byte
+// holding one, or any value that marshals to one; nil asks for nothing). A
+// schema that is not a JSON object is refused before anything is sent. The
+// user may accept, decline or cancel; all three are results.
 //
 // On 2024-11-05 … 2025-11-25 this is a live elicitation/create request,
 // bounded by the server's request timeouts and by ctx. On 2026-07-28 the
@@ -349,9 +357,9 @@ func (g *ClientGateway) SupportsSamplingTools() bool { return g.req.caps.hasSub(
 // once the client re-sends the request with the answer, which this call
 // then returns. See [WithKey].
 func (g *ClientGateway) Elicit(ctx context.Context, message string, schema any, opts ...AskOption) (*ElicitResult, error) {
-	rawSchema, err := marshalParams(schema)
+	rawSchema, err := marshalObject(schema)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: encoding the requested schema: %w", err)
+		return nil, fmt.Errorf("mcp: Elicit: the requested schema: %w", err)
 	}
 	if len(rawSchema) == 0 {
 		rawSchema = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -450,9 +458,9 @@ func (g *ClientGateway) ask(ctx context.Context, kind, method string, params any
 	for _, opt := range opts {
 		opt(&o)
 	}
-	raw, err := marshalParams(params)
+	raw, err := marshalObject(params)
 	if err != nil {
-		return fmt.Errorf("mcp: encoding %s params: %w", method, err)
+		return fmt.Errorf("mcp: the params of %s: %w", method, err)
 	}
 	var answer json.RawMessage
 	if g.req.modern {

@@ -131,14 +131,18 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("mcp: %s (code %d)", e.Message, e.Code)
 }
 
-// NewError returns an *Error with the given code and message. data, when not
-// nil, is marshalled into the error's data member.
+// NewError returns an *Error with the given code and message, for either
+// side. data, when not nil, is marshalled into the error's data member; a
+// json.RawMessage or []byte is taken as the JSON it holds. Data that cannot
+// be encoded is left out and its error put in the message.
 func NewError(code int, message string, data any) *Error {
 	e := &Error{Code: code, Message: message}
 	if data != nil {
-		if raw, err := json.Marshal(data); err == nil {
-			e.Data = raw
+		raw, err := marshalValue(data)
+		if err != nil {
+			e.Message += " (data left out: " + err.Error() + ")"
 		}
+		e.Data = raw
 	}
 	return e
 }

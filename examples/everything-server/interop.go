@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -127,7 +128,7 @@ func addInteropTools(srv *mcp.Server) {
 			if message == "" {
 				message = "Please fill in the form"
 			}
-			res, err := req.Gateway().Elicit(ctx, message, []byte(interopForm))
+			res, err := req.Gateway().Elicit(ctx, message, json.RawMessage(interopForm))
 			if err != nil {
 				return elicitationAnswer{}, err
 			}
