@@ -25,7 +25,7 @@ type benchEchoArgs struct {
 }
 
 // benchServer returns a server with the tools the benchmarks call.
-func benchServer(opts ...Option) *Server {
+func benchServer(opts ...ServerOption) *Server {
 	s := NewServer(Implementation{Name: "bench-server", Version: "1.0.0"}, opts...)
 	s.AddTool(Tool{Name: "echo"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		var args benchEchoArgs

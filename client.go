@@ -55,57 +55,64 @@ type RootsHandler func(ctx context.Context) ([]Root, error)
 // WithElicitationHandler lets servers elicit input from the user through h.
 // The client declares form-mode elicitation; add [WithURLElicitation] for
 // url mode.
-func WithElicitationHandler(h ElicitationHandler) Option {
-	return func(c *config) { c.client.elicitation = h }
+// It configures a client (NewClient).
+func WithElicitationHandler(h ElicitationHandler) ClientOption {
+	return clientOption(func(c *config) { c.client.elicitation = h })
 }
 
 // WithURLElicitation declares url-mode elicitation as well: the elicitation
 // handler also receives requests to send the user to a URL.
-func WithURLElicitation() Option {
-	return func(c *config) { c.client.elicitURL = true }
+// It configures a client (NewClient).
+func WithURLElicitation() ClientOption {
+	return clientOption(func(c *config) { c.client.elicitURL = true })
 }
 
 // WithSamplingHandler lets servers sample the client's language model
 // through h.
+// It configures a client (NewClient).
 //
 // Deprecated: Sampling is deprecated by SEP-2577 as of protocol revision
 // 2026-07-28 (earliest removal 2027-07-28). It keeps working on every
 // revision.
-func WithSamplingHandler(h SamplingHandler) Option {
-	return func(c *config) { c.client.sampling = h }
+func WithSamplingHandler(h SamplingHandler) ClientOption {
+	return clientOption(func(c *config) { c.client.sampling = h })
 }
 
 // WithSamplingTools declares sampling.tools: sampling requests may carry
 // tools and toolChoice.
-func WithSamplingTools() Option {
-	return func(c *config) { c.client.samplingTools = true }
+// It configures a client (NewClient).
+func WithSamplingTools() ClientOption {
+	return clientOption(func(c *config) { c.client.samplingTools = true })
 }
 
 // WithSamplingContext declares sampling.context: sampling requests may ask
 // to include context from this or all servers.
-func WithSamplingContext() Option {
-	return func(c *config) { c.client.samplingContext = true }
+// It configures a client (NewClient).
+func WithSamplingContext() ClientOption {
+	return clientOption(func(c *config) { c.client.samplingContext = true })
 }
 
 // WithRoots declares roots and answers roots/list with these. Change them
 // later with [Client.SetRoots].
+// It configures a client (NewClient).
 //
 // Deprecated: Roots are deprecated by SEP-2577 as of protocol revision
 // 2026-07-28 (earliest removal 2027-07-28). They keep working on every
 // revision.
-func WithRoots(roots ...Root) Option {
-	return func(c *config) {
+func WithRoots(roots ...Root) ClientOption {
+	return clientOption(func(c *config) {
 		c.client.roots, c.client.rootsSet = roots, true
-	}
+	})
 }
 
 // WithRootsHandler declares roots and answers roots/list by calling h.
+// It configures a client (NewClient).
 //
 // Deprecated: Roots are deprecated by SEP-2577 as of protocol revision
 // 2026-07-28 (earliest removal 2027-07-28). They keep working on every
 // revision.
-func WithRootsHandler(h RootsHandler) Option {
-	return func(c *config) { c.client.rootsHandler, c.client.rootsSet = h, true }
+func WithRootsHandler(h RootsHandler) ClientOption {
+	return clientOption(func(c *config) { c.client.rootsHandler, c.client.rootsSet = h, true })
 }
 
 // WithExtension declares a protocol extension under
@@ -114,6 +121,7 @@ func WithRootsHandler(h RootsHandler) Option {
 // its capabilities. settings must encode to a JSON object (a json.RawMessage
 // or []byte is taken as the JSON it holds); WithExtension panics otherwise,
 // as a mistake in the program.
+// It configures either peer (NewClient or NewServer).
 func WithExtension(id string, settings any) Option {
 	raw, err := marshalObject(settings)
 	if err != nil {
@@ -122,33 +130,35 @@ func WithExtension(id string, settings any) Option {
 	if raw == nil {
 		raw = json.RawMessage(`{}`)
 	}
-	return func(c *config) {
+	return bothOption(func(c *config) {
 		if c.extensions == nil {
 			c.extensions = make(map[string]json.RawMessage)
 		}
 		c.extensions[id] = raw
-	}
+	})
 }
 
 // WithDiscoverTimeout bounds how long a client waits for the answer to its
 // server/discover probe before it falls back to the initialize handshake of
 // the older revisions (default 3s).
-func WithDiscoverTimeout(d time.Duration) Option {
-	return func(c *config) {
+// It configures a client (NewClient).
+func WithDiscoverTimeout(d time.Duration) ClientOption {
+	return clientOption(func(c *config) {
 		if d > 0 {
 			c.client.discoverTimeout = d
 		}
-	}
+	})
 }
 
 // WithMaxInputRounds bounds how many times a client re-sends a 2026-07-28
 // call that the server answered with input_required (default 10).
-func WithMaxInputRounds(n int) Option {
-	return func(c *config) {
+// It configures a client (NewClient).
+func WithMaxInputRounds(n int) ClientOption {
+	return clientOption(func(c *config) {
 		if n > 0 {
 			c.client.maxInputRounds = n
 		}
-	}
+	})
 }
 
 // Client is an MCP client: it connects to one server and calls its tools,
@@ -170,8 +180,12 @@ type Client struct {
 }
 
 // NewClient returns a client that introduces itself as info.
-func NewClient(info Implementation, opts ...Option) *Client {
-	return &Client{info: info, cfg: newConfig(opts)}
+func NewClient(info Implementation, opts ...ClientOption) *Client {
+	cfg := newConfig()
+	for _, o := range opts {
+		o.applyClient(cfg)
+	}
+	return &Client{info: info, cfg: cfg}
 }
 
 // ErrNotConnected is returned by calls on a Client that is not connected.
@@ -742,20 +756,23 @@ func (c *Client) notificationHandler(method string) NotificationHandler {
 // resources to it. Handlers of one connection run one at a time, in arrival
 // order; one must not call Subscribe or Unsubscribe, which wait for a
 // notification that would queue behind it.
-func WithToolListChangedHandler(h func(ctx context.Context)) Option {
+// It configures a client (NewClient).
+func WithToolListChangedHandler(h func(ctx context.Context)) ClientOption {
 	return WithNotificationHandler("notifications/tools/list_changed", func(ctx context.Context, _ json.RawMessage) { h(ctx) })
 }
 
 // WithPromptListChangedHandler calls h when the server says its list of
 // prompts changed; see [WithToolListChangedHandler].
-func WithPromptListChangedHandler(h func(ctx context.Context)) Option {
+// It configures a client (NewClient).
+func WithPromptListChangedHandler(h func(ctx context.Context)) ClientOption {
 	return WithNotificationHandler("notifications/prompts/list_changed", func(ctx context.Context, _ json.RawMessage) { h(ctx) })
 }
 
 // WithResourceListChangedHandler calls h when the server says its list of
 // resources or resource templates changed; see
 // [WithToolListChangedHandler].
-func WithResourceListChangedHandler(h func(ctx context.Context)) Option {
+// It configures a client (NewClient).
+func WithResourceListChangedHandler(h func(ctx context.Context)) ClientOption {
 	return WithNotificationHandler("notifications/resources/list_changed", func(ctx context.Context, _ json.RawMessage) { h(ctx) })
 }
 
@@ -763,7 +780,8 @@ func WithResourceListChangedHandler(h func(ctx context.Context)) Option {
 // that changed (see [Client.Subscribe]); the URI may be of a part of the
 // subscribed resource. See [WithToolListChangedHandler] for how handlers
 // run.
-func WithResourceUpdatedHandler(h func(ctx context.Context, uri string)) Option {
+// It configures a client (NewClient).
+func WithResourceUpdatedHandler(h func(ctx context.Context, uri string)) ClientOption {
 	return WithNotificationHandler("notifications/resources/updated", func(ctx context.Context, params json.RawMessage) {
 		var p resourceURIParams
 		if json.Unmarshal(params, &p) == nil {
@@ -775,11 +793,12 @@ func WithResourceUpdatedHandler(h func(ctx context.Context, uri string)) Option 
 // WithLoggingMessageHandler calls h with each log message the server sends:
 // on the older revisions at the level set with [Client.SetLoggingLevel] and
 // above, on 2026-07-28 only about requests sent after SetLoggingLevel.
+// It configures a client (NewClient).
 //
 // Deprecated: Logging is deprecated by SEP-2577 as of protocol revision
 // 2026-07-28 (earliest removal 2027-07-28). It keeps working on every
 // revision.
-func WithLoggingMessageHandler(h func(ctx context.Context, msg *LoggingMessageParams)) Option {
+func WithLoggingMessageHandler(h func(ctx context.Context, msg *LoggingMessageParams)) ClientOption {
 	return WithNotificationHandler("notifications/message", func(ctx context.Context, params json.RawMessage) {
 		var msg LoggingMessageParams
 		if json.Unmarshal(params, &msg) == nil {

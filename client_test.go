@@ -231,7 +231,7 @@ func TestDiscoverRetriesSupportedVersion(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ct, st := NewInMemoryTransports()
 				p := newRawPeer(t, st.(*IOTransport))
-				var opts []Option
+				var opts []ClientOption
 				if tt.pinned != "" {
 					opts = append(opts, WithProtocolVersion(tt.pinned))
 				}

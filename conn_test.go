@@ -644,8 +644,8 @@ func inPlaceRequestsAroundTheHandOff(t *testing.T, readIdle time.Duration) {
 
 // withCallerReadIdle sets how long a client's reading may rest between a
 // response and the next call (callerReadIdle by default).
-func withCallerReadIdle(d time.Duration) Option {
-	return func(c *config) { c.client.readIdle = d }
+func withCallerReadIdle(d time.Duration) ClientOption {
+	return clientOption(func(c *config) { c.client.readIdle = d })
 }
 
 // callerReadServer serves echo, and block, which waits for its context
@@ -672,7 +672,7 @@ func callerReadServer(started, cancelled chan<- struct{}) *Server {
 func TestCallerReadsItsOwnResponse(t *testing.T) {
 	t.Parallel()
 	ct, st := pipeTransports(t)
-	cl := serveAndConnect(t, callerReadServer(nil, nil), ct, st, []Option{withCallerReadIdle(time.Hour)})
+	cl := serveAndConnect(t, callerReadServer(nil, nil), ct, st, []ClientOption{withCallerReadIdle(time.Hour)})
 	for i := range 50 {
 		res, err := cl.CallTool(context.Background(), "echo", map[string]int{"i": i})
 		if err != nil {
@@ -696,7 +696,7 @@ func TestIdleClientStillReadsWhatTheServerSends(t *testing.T) {
 	ct, st := pipeTransports(t)
 	// On 2025-11-25 the change comes as a notification; on 2026-07-28 it
 	// would come on a listen stream, a call that keeps the reading busy.
-	cl := serveAndConnect(t, srv, ct, st, []Option{WithProtocolVersion(Version20251125), WithToolListChangedHandler(func(context.Context) {
+	cl := serveAndConnect(t, srv, ct, st, []ClientOption{WithProtocolVersion(Version20251125), WithToolListChangedHandler(func(context.Context) {
 		select {
 		case changed <- struct{}{}:
 		default:
@@ -721,7 +721,7 @@ func TestCallerReadingEndsWithItsContext(t *testing.T) {
 	t.Parallel()
 	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
 	ct, st := pipeTransports(t)
-	cl := serveAndConnect(t, callerReadServer(started, cancelled), ct, st, []Option{withCallerReadIdle(time.Hour)})
+	cl := serveAndConnect(t, callerReadServer(started, cancelled), ct, st, []ClientOption{withCallerReadIdle(time.Hour)})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -777,7 +777,7 @@ func TestCallerHandsOverALongCall(t *testing.T) {
 		return &CallToolResult{Content: []Content{TextContent("done")}}, nil
 	})
 	ct, st := pipeTransports(t)
-	cl := serveAndConnect(t, srv, ct, st, []Option{withCallerReadIdle(time.Hour)})
+	cl := serveAndConnect(t, srv, ct, st, []ClientOption{withCallerReadIdle(time.Hour)})
 	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -807,7 +807,7 @@ func TestCallerReadingEndsAtItsDeadline(t *testing.T) {
 	t.Parallel()
 	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
 	ct, st := pipeTransports(t)
-	cl := serveAndConnect(t, callerReadServer(started, cancelled), ct, st, []Option{withCallerReadIdle(time.Hour)})
+	cl := serveAndConnect(t, callerReadServer(started, cancelled), ct, st, []ClientOption{withCallerReadIdle(time.Hour)})
 	_, err := cl.CallTool(context.Background(), "block", nil, WithTimeout(50*time.Millisecond))
 	var te *RequestTimeoutError
 	if !errors.As(err, &te) || te.Bound != BoundIdle {

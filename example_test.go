@@ -15,7 +15,7 @@ import (
 
 // connectInMemory serves srv on one end of an in-memory connection and
 // connects a client, configured by opts, to the other end.
-func connectInMemory(srv *mcp.Server, opts ...mcp.Option) *mcp.Client {
+func connectInMemory(srv *mcp.Server, opts ...mcp.ClientOption) *mcp.Client {
 	clientSide, serverSide := mcp.NewInMemoryTransports()
 	go srv.Serve(context.Background(), serverSide)
 	client := mcp.NewClient(mcp.Implementation{Name: "example-client", Version: "1.0.0"}, opts...)

@@ -41,8 +41,8 @@ type failArgs struct {
 
 // featureServer returns a server with one of every feature, for the tests
 // that talk to it from a client.
-func featureServer(opts ...Option) *Server {
-	opts = append([]Option{WithCompletionHandler(completeFeature)}, opts...)
+func featureServer(opts ...ServerOption) *Server {
+	opts = append([]ServerOption{WithCompletionHandler(completeFeature)}, opts...)
 	s := NewServer(Implementation{Name: "feature-server", Version: "1.0.0"}, opts...)
 	AddTool(s, Tool{Name: "add", Description: "Adds two numbers."}, func(ctx context.Context, req *CallToolRequest, in addArgs) (addResult, error) {
 		return addResult{Sum: in.A + in.B}, nil
@@ -154,7 +154,7 @@ func osPipe(t testing.TB) (r, w *os.File) {
 
 // connectOver serves srv over the carrier ("memory" or "stdio") and
 // connects a client pinned to version.
-func connectOver(t testing.TB, srv *Server, carrier, version string, clientOpts ...Option) *Client {
+func connectOver(t testing.TB, srv *Server, carrier, version string, clientOpts ...ClientOption) *Client {
 	t.Helper()
 	var ct, st Transport
 	switch carrier {
@@ -163,13 +163,13 @@ func connectOver(t testing.TB, srv *Server, carrier, version string, clientOpts 
 	case "stdio":
 		ct, st = pipeTransports(t)
 	case "http":
-		return connectHTTP(t, srv, append([]Option{WithProtocolVersion(version)}, clientOpts...)...)
+		return connectHTTP(t, srv, append([]ClientOption{WithProtocolVersion(version)}, clientOpts...)...)
 	default:
 		t.Fatalf("unknown carrier %q", carrier)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), st) }()
-	opts := append([]Option{WithProtocolVersion(version)}, clientOpts...)
+	opts := append([]ClientOption{WithProtocolVersion(version)}, clientOpts...)
 	cl := NewClient(Implementation{Name: "feature-client", Version: "1.0.0"}, opts...)
 	if err := cl.Connect(context.Background(), ct); err != nil {
 		t.Fatalf("Connect: %v", err)
@@ -443,8 +443,8 @@ type logCollector struct {
 
 func newLogCollector() *logCollector { return &logCollector{marker: make(chan struct{}, 16)} }
 
-func (lc *logCollector) options() []Option {
-	return []Option{
+func (lc *logCollector) options() []ClientOption {
+	return []ClientOption{
 		WithLoggingMessageHandler(func(ctx context.Context, msg *LoggingMessageParams) {
 			lc.mu.Lock()
 			lc.msgs = append(lc.msgs, msg)
@@ -684,8 +684,8 @@ type changeRecorder struct{ got chan string }
 
 func newChangeRecorder() *changeRecorder { return &changeRecorder{got: make(chan string, 64)} }
 
-func (r *changeRecorder) options() []Option {
-	return []Option{
+func (r *changeRecorder) options() []ClientOption {
+	return []ClientOption{
 		WithToolListChangedHandler(func(context.Context) { r.got <- "tools" }),
 		WithPromptListChangedHandler(func(context.Context) { r.got <- "prompts" }),
 		WithResourceListChangedHandler(func(context.Context) { r.got <- "resources" }),
@@ -810,7 +810,7 @@ func TestCapabilitiesFollowRegistrations(t *testing.T) {
 	tests := []struct {
 		name     string
 		setup    func(s *Server)
-		opts     []Option
+		opts     []ServerOption
 		want     string
 		notFound []string // methods answered with -32601
 	}{
@@ -821,9 +821,9 @@ func TestCapabilitiesFollowRegistrations(t *testing.T) {
 		{name: "a tool, removed", setup: func(s *Server) { s.AddTool(Tool{Name: "t"}, noop); s.RemoveTools("t") }, want: `{"logging":{},"tools":{"listChanged":true}}`},
 		{name: "a template", setup: func(s *Server) { s.AddResourceTemplate(ResourceTemplate{URITemplate: "a://{b}", Name: "a"}, nil) },
 			want: `{"logging":{},"resources":{"subscribe":true,"listChanged":true}}`, notFound: []string{"tools/list"}},
-		{name: "a prompt and completion", setup: func(s *Server) { s.AddPrompt(Prompt{Name: "p"}, nil) }, opts: []Option{WithCompletionHandler(completeFeature)},
+		{name: "a prompt and completion", setup: func(s *Server) { s.AddPrompt(Prompt{Name: "p"}, nil) }, opts: []ServerOption{WithCompletionHandler(completeFeature)},
 			want: `{"logging":{},"completions":{},"prompts":{"listChanged":true}}`},
-		{name: "an extension", setup: func(*Server) {}, opts: []Option{WithExtension("com.example/x", map[string]int{"v": 1})},
+		{name: "an extension", setup: func(*Server) {}, opts: []ServerOption{WithExtension("com.example/x", map[string]int{"v": 1})},
 			want: `{"logging":{},"extensions":{"com.example/x":{"v":1}}}`},
 	}
 	for _, tt := range tests {
@@ -850,12 +850,12 @@ func TestCacheHints(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		opts      []Option
+		opts      []ServerOption
 		wantTTL   float64
 		wantScope string
 	}{
 		{name: "default", wantTTL: 0, wantScope: "private"},
-		{name: "set", opts: []Option{WithCacheHints(90*time.Second, CacheScopePublic)}, wantTTL: 90000, wantScope: "public"},
+		{name: "set", opts: []ServerOption{WithCacheHints(90*time.Second, CacheScopePublic)}, wantTTL: 90000, wantScope: "public"},
 	}
 	methods := []struct{ method, params string }{
 		{"server/discover", ""}, {"tools/list", ""}, {"resources/list", ""}, {"resources/templates/list", ""},

@@ -15,8 +15,8 @@ import (
 )
 
 // gatewayClientOptions configure a client that answers every kind of ask.
-func gatewayClientOptions() []Option {
-	return []Option{
+func gatewayClientOptions() []ClientOption {
+	return []ClientOption{
 		WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
 			switch p.Message {
 			case "decline":
@@ -47,8 +47,8 @@ func gatewayClientOptions() []Option {
 
 // connectGateway connects a client to the test server over a transport at
 // revision v.
-func connectGateway(t *testing.T, transport, v string, opts ...Option) *Client {
-	opts = append([]Option{WithProtocolVersion(v)}, opts...)
+func connectGateway(t *testing.T, transport, v string, opts ...ClientOption) *Client {
+	opts = append([]ClientOption{WithProtocolVersion(v)}, opts...)
 	switch transport {
 	case "stdio":
 		return childServer(t, "", opts...)

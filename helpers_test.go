@@ -24,7 +24,7 @@ import (
 // need a real child process.
 func TestMain(m *testing.M) {
 	if v, ok := os.LookupEnv("MCP_TEST_SERVE"); ok {
-		var opts []Option
+		var opts []ServerOption
 		if v != "" {
 			opts = append(opts, WithProtocolVersion(v))
 		}
@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 }
 
 // newTestServer returns the server most tests talk to.
-func newTestServer(opts ...Option) *Server {
+func newTestServer(opts ...ServerOption) *Server {
 	s := NewServer(Implementation{Name: "test-server", Version: "1.0.0"}, opts...)
 	s.AddTool(Tool{Name: "echo"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent(string(req.Params.Arguments))}}, nil
@@ -165,7 +165,7 @@ func addGatewayTools(s *Server) {
 
 // pair connects a client and a server over in-memory transports. The server
 // runs until the client closes; cleanup checks that Serve returned.
-func pair(t testing.TB, srv *Server, clientOpts ...Option) *Client {
+func pair(t testing.TB, srv *Server, clientOpts ...ClientOption) *Client {
 	t.Helper()
 	ct, st := NewInMemoryTransports()
 	served := make(chan error, 1)
@@ -185,7 +185,7 @@ func pair(t testing.TB, srv *Server, clientOpts ...Option) *Client {
 
 // childServer starts the test binary as a stdio server and connects a
 // client to it.
-func childServer(t testing.TB, serverVersion string, clientOpts ...Option) *Client {
+func childServer(t testing.TB, serverVersion string, clientOpts ...ClientOption) *Client {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "MCP_TEST_SERVE="+serverVersion)

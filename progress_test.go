@@ -315,7 +315,7 @@ func TestAtTheCapTheDispatcherItselfCancels(t *testing.T) {
 			seen := make(chan string, 2)
 			observed := make(chan error, 1)
 			rec := &logRecorder{}
-			opts := []Option{WithMaxInFlight(1), WithLogger(slog.New(rec))}
+			opts := []ServerOption{WithMaxInFlight(1), WithLogger(slog.New(rec))}
 			if withUser {
 				opts = append(opts, WithNotificationHandler("notifications/cancelled", func(ctx context.Context, params json.RawMessage) {
 					seen <- string(params)

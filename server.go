@@ -35,18 +35,20 @@ type serverConfig struct {
 
 // WithInstructions sets the instructions a server gives clients on how to
 // use it.
-func WithInstructions(s string) Option {
-	return func(c *config) { c.server.instructions = s }
+// It configures a server (NewServer).
+func WithInstructions(s string) ServerOption {
+	return serverOption(func(c *config) { c.server.instructions = s })
 }
 
 // WithPageSize sets how many items a server puts in one page of tools/list,
 // resources/list, resources/templates/list and prompts/list (default 100).
-func WithPageSize(n int) Option {
-	return func(c *config) {
+// It configures a server (NewServer).
+func WithPageSize(n int) ServerOption {
+	return serverOption(func(c *config) {
 		if n > 0 {
 			c.server.pageSize = n
 		}
-	}
+	})
 }
 
 // WithCacheHints sets the caching hint (SEP-2549) a server puts on its
@@ -54,23 +56,25 @@ func WithPageSize(n int) Option {
 // client may reuse one, and who may share it. The default, 0 and
 // CacheScopePrivate, lets no one reuse a result, which is always correct;
 // raise ttl for a server whose lists and resources rarely change.
-func WithCacheHints(ttl time.Duration, scope CacheScope) Option {
-	return func(c *config) {
+// It configures a server (NewServer).
+func WithCacheHints(ttl time.Duration, scope CacheScope) ServerOption {
+	return serverOption(func(c *config) {
 		if ttl >= 0 {
 			c.server.cacheTTL = ttl
 		}
 		if scope == CacheScopePublic || scope == CacheScopePrivate {
 			c.server.cacheScope = scope
 		}
-	}
+	})
 }
 
 // WithCompletionHandler serves completion/complete with h and advertises
 // the completions capability. The server checks that the request names a
 // registered prompt and one of its arguments, or a registered resource
 // template and one of its variables, before h runs; h sees the rest.
-func WithCompletionHandler(h CompletionHandler) Option {
-	return func(c *config) { c.server.completion = h }
+// It configures a server (NewServer).
+func WithCompletionHandler(h CompletionHandler) ServerOption {
+	return serverOption(func(c *config) { c.server.completion = h })
 }
 
 // ToolHandler serves one tools/call. Returning an *Error itself (not wrapped)
@@ -157,10 +161,14 @@ type serverPrompt struct {
 }
 
 // NewServer returns a server that introduces itself as info.
-func NewServer(info Implementation, opts ...Option) *Server {
+func NewServer(info Implementation, opts ...ServerOption) *Server {
+	cfg := newConfig()
+	for _, o := range opts {
+		o.applyServer(cfg)
+	}
 	return &Server{
 		info:      info,
-		cfg:       newConfig(opts),
+		cfg:       cfg,
 		sessions:  make(map[*serverSession]struct{}),
 		listeners: make(map[*listenStream]struct{}),
 	}

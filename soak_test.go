@@ -23,15 +23,15 @@ func (s *soakTally) String() string {
 }
 
 // soakConnectors open one client connection per soak client, by transport.
-var soakConnectors = map[string]func(t *testing.T, version string, opts ...Option) *Client{
-	"memory": func(t *testing.T, version string, opts ...Option) *Client {
-		return pair(t, newTestServer(), append([]Option{WithProtocolVersion(version)}, opts...)...)
+var soakConnectors = map[string]func(t *testing.T, version string, opts ...ClientOption) *Client{
+	"memory": func(t *testing.T, version string, opts ...ClientOption) *Client {
+		return pair(t, newTestServer(), append([]ClientOption{WithProtocolVersion(version)}, opts...)...)
 	},
-	"stdio": func(t *testing.T, version string, opts ...Option) *Client {
-		return childServer(t, "", append([]Option{WithProtocolVersion(version)}, opts...)...)
+	"stdio": func(t *testing.T, version string, opts ...ClientOption) *Client {
+		return childServer(t, "", append([]ClientOption{WithProtocolVersion(version)}, opts...)...)
 	},
-	"http": func(t *testing.T, version string, opts ...Option) *Client {
-		return connectHTTP(t, newTestServer(), append([]Option{WithProtocolVersion(version)}, opts...)...)
+	"http": func(t *testing.T, version string, opts ...ClientOption) *Client {
+		return connectHTTP(t, newTestServer(), append([]ClientOption{WithProtocolVersion(version)}, opts...)...)
 	},
 }
 

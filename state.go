@@ -21,22 +21,24 @@ const DefaultStateTTL = 10 * time.Minute
 // must be at least 32 bytes; WithStateKey panics otherwise. Without it each
 // process draws a random key, so a deployment with several server
 // instances behind one endpoint must give them all the same key.
-func WithStateKey(key []byte) Option {
+// It configures a server (NewServer).
+func WithStateKey(key []byte) ServerOption {
 	if len(key) < 32 {
 		panic("mcp: WithStateKey needs a key of at least 32 bytes")
 	}
 	key = append([]byte(nil), key...)
-	return func(c *config) { c.server.stateKey = key }
+	return serverOption(func(c *config) { c.server.stateKey = key })
 }
 
 // WithStateTTL sets how long a minted requestState stays valid (default
 // 10 minutes). Expiry bounds replay; a state is not single-use.
-func WithStateTTL(d time.Duration) Option {
-	return func(c *config) {
+// It configures a server (NewServer).
+func WithStateTTL(d time.Duration) ServerOption {
+	return serverOption(func(c *config) {
 		if d > 0 {
 			c.server.stateTTL = d
 		}
-	}
+	})
 }
 
 // processStateKey signs states for servers configured without a key.

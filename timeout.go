@@ -18,24 +18,26 @@ const (
 // 60s): the longest the peer may stay silent. Each progress notification of
 // a call that asked for progress ([WithProgress]) restarts it, so a long call
 // that reports progress lives on, up to the ceiling. 0 disables both bounds.
+// It configures either peer (NewClient or NewServer).
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *config) {
+	return bothOption(func(c *config) {
 		if d >= 0 {
 			c.requestTimeout = d
 		}
-	}
+	})
 }
 
 // WithMaxRequestTimeout sets the ceiling of every outgoing request (default
 // 600s): the longest it may run however much progress it reports. The
 // ceiling never cuts a request short of its own idle bound: it fires at the
 // later of the two. 0 removes only the ceiling.
+// It configures either peer (NewClient or NewServer).
 func WithMaxRequestTimeout(d time.Duration) Option {
-	return func(c *config) {
+	return bothOption(func(c *config) {
 		if d >= 0 {
 			c.maxRequestTimeout = d
 		}
-	}
+	})
 }
 
 // WithTimeout replaces the idle bound for one call. It may exceed the

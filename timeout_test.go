@@ -16,16 +16,16 @@ import (
 
 // rawServerPeer connects a client (pinned to 2025-11-25 unless opts say
 // otherwise) to a raw peer that plays the server, answering the handshake.
-func rawServerPeer(t testing.TB, opts ...Option) (*Client, *rawPeer) {
+func rawServerPeer(t testing.TB, opts ...ClientOption) (*Client, *rawPeer) {
 	t.Helper()
 	ct, st := NewInMemoryTransports()
 	return rawServerPeerOver(t, ct, st, opts...)
 }
 
-func rawServerPeerOver(t testing.TB, ct, st Transport, opts ...Option) (*Client, *rawPeer) {
+func rawServerPeerOver(t testing.TB, ct, st Transport, opts ...ClientOption) (*Client, *rawPeer) {
 	t.Helper()
 	p := newRawPeer(t, st.(*IOTransport))
-	opts = append([]Option{WithProtocolVersion(Version20251125)}, opts...)
+	opts = append([]ClientOption{WithProtocolVersion(Version20251125)}, opts...)
 	cl := NewClient(Implementation{Name: "c", Version: "1"}, opts...)
 	connected := make(chan error, 1)
 	go func() { connected <- cl.Connect(context.Background(), ct) }()

@@ -28,38 +28,38 @@ import (
 // returns a client connected to it with opts; everything is closed when
 // the subtest ends. Tests of behaviour every carrier must share use it,
 // so they are one table over transports, not copies.
-func eachTransport(t *testing.T, f func(t *testing.T, connect func(*Server, ...Option) *Client)) {
+func eachTransport(t *testing.T, f func(t *testing.T, connect func(*Server, ...ClientOption) *Client)) {
 	t.Helper()
 	carriers := []struct {
 		name    string
-		connect func(t *testing.T, srv *Server, opts ...Option) *Client
+		connect func(t *testing.T, srv *Server, opts ...ClientOption) *Client
 	}{
-		{"memory", func(t *testing.T, srv *Server, opts ...Option) *Client {
+		{"memory", func(t *testing.T, srv *Server, opts ...ClientOption) *Client {
 			ct, st := NewInMemoryTransports()
 			return serveAndConnect(t, srv, ct, st, opts)
 		}},
-		{"stdio-pipe", func(t *testing.T, srv *Server, opts ...Option) *Client {
+		{"stdio-pipe", func(t *testing.T, srv *Server, opts ...ClientOption) *Client {
 			ct, st := pipeTransports(t)
 			return serveAndConnect(t, srv, ct, st, opts)
 		}},
-		{"http", func(t *testing.T, srv *Server, opts ...Option) *Client {
+		{"http", func(t *testing.T, srv *Server, opts ...ClientOption) *Client {
 			return connectHTTP(t, srv, opts...)
 		}},
-		{"http+sse-2024", func(t *testing.T, srv *Server, opts ...Option) *Client {
+		{"http+sse-2024", func(t *testing.T, srv *Server, opts ...ClientOption) *Client {
 			return connectSSE(t, srv, opts...)
 		}},
 	}
 	for _, c := range carriers {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			f(t, func(srv *Server, opts ...Option) *Client { return c.connect(t, srv, opts...) })
+			f(t, func(srv *Server, opts ...ClientOption) *Client { return c.connect(t, srv, opts...) })
 		})
 	}
 }
 
 // connectHTTP serves srv with NewHTTPHandler on 127.0.0.1 and connects a
 // client with opts to it; both end with the test.
-func connectHTTP(t testing.TB, srv *Server, opts ...Option) *Client {
+func connectHTTP(t testing.TB, srv *Server, opts ...ClientOption) *Client {
 	t.Helper()
 	ts := serveHTTP(t, srv)
 	cl := NewClient(Implementation{Name: "test-client", Version: "1.0.0"}, opts...)
@@ -72,7 +72,7 @@ func connectHTTP(t testing.TB, srv *Server, opts ...Option) *Client {
 
 // connectSSE serves srv with the 2024-11-05 NewSSEHandler on 127.0.0.1
 // and connects a client with opts to it; both end with the test.
-func connectSSE(t testing.TB, srv *Server, opts ...Option) *Client {
+func connectSSE(t testing.TB, srv *Server, opts ...ClientOption) *Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ts := httptest.NewServer(NewSSEHandler(srv, WithContext(ctx)))
@@ -89,7 +89,7 @@ func connectSSE(t testing.TB, srv *Server, opts ...Option) *Client {
 }
 
 // serveAndConnect serves srv on st and connects a client over ct.
-func serveAndConnect(t testing.TB, srv *Server, ct, st Transport, opts []Option) *Client {
+func serveAndConnect(t testing.TB, srv *Server, ct, st Transport, opts []ClientOption) *Client {
 	t.Helper()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), st) }()
@@ -122,7 +122,7 @@ func serveHTTP(t testing.TB, srv *Server, opts ...HTTPOption) *httptest.Server {
 // revision over every carrier.
 func TestTransportsLifecycle(t *testing.T) {
 	t.Parallel()
-	eachTransport(t, func(t *testing.T, connect func(*Server, ...Option) *Client) {
+	eachTransport(t, func(t *testing.T, connect func(*Server, ...ClientOption) *Client) {
 		for _, v := range SupportedVersions {
 			t.Run(v, func(t *testing.T) {
 				checkLifecycle(t, connect(newTestServer(), WithProtocolVersion(v)), v)
@@ -148,7 +148,7 @@ var eras = []string{Version20251125, Version20260728}
 // order, before the call returns, on every carrier and era.
 func TestTransportsProgress(t *testing.T) {
 	t.Parallel()
-	eachTransport(t, func(t *testing.T, connect func(*Server, ...Option) *Client) {
+	eachTransport(t, func(t *testing.T, connect func(*Server, ...ClientOption) *Client) {
 		for _, v := range eras {
 			t.Run(v, func(t *testing.T) {
 				cl := connect(newTestServer(), WithProtocolVersion(v))
@@ -182,7 +182,7 @@ func TestTransportsProgress(t *testing.T) {
 // revisions and by closing the stream on 2026-07-28).
 func TestTransportsTimeoutCancelsHandler(t *testing.T) {
 	t.Parallel()
-	eachTransport(t, func(t *testing.T, connect func(*Server, ...Option) *Client) {
+	eachTransport(t, func(t *testing.T, connect func(*Server, ...ClientOption) *Client) {
 		for _, v := range eras {
 			t.Run(v, func(t *testing.T) {
 				srv, started, cancelled := blockingServer()
@@ -216,7 +216,7 @@ func TestTransportsTimeoutCancelsHandler(t *testing.T) {
 
 // blockingServer returns a test server whose "wait" tool reports that it
 // started and then the cause of its context's end.
-func blockingServer(opts ...Option) (*Server, <-chan struct{}, <-chan error) {
+func blockingServer(opts ...ServerOption) (*Server, <-chan struct{}, <-chan error) {
 	started := make(chan struct{}, 1)
 	cancelled := make(chan error, 1)
 	srv := newTestServer(opts...)
@@ -1698,7 +1698,7 @@ func TestHTTPShutdown(t *testing.T) {
 // revisions), or the call is replayed with the answers (2026-07-28).
 func TestTransportsGateway(t *testing.T) {
 	t.Parallel()
-	eachTransport(t, func(t *testing.T, connect func(*Server, ...Option) *Client) {
+	eachTransport(t, func(t *testing.T, connect func(*Server, ...ClientOption) *Client) {
 		for _, v := range eras {
 			t.Run(v, func(t *testing.T) {
 				custom := make(chan string, 1)

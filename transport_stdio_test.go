@@ -121,7 +121,7 @@ func TestCommandTransportEscalates(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `trap "" TERM; echo '{"jsonrpc":"2.0","method":"hello"}'; while :; do sleep 1; done`)
 	tr := NewCommandTransport(cmd)
 	tr.CloseTimeout, tr.TerminateTimeout = 50*time.Millisecond, 50*time.Millisecond
-	if err := tr.start(context.Background(), newConfig(nil).logger); err != nil {
+	if err := tr.start(context.Background(), newConfig().logger); err != nil {
 		t.Fatal(err)
 	}
 	if msg, err := tr.ReadMessage(); err != nil || !strings.Contains(string(msg), "hello") {

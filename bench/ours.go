@@ -23,7 +23,7 @@ func (ours) Notes() []string { return nil }
 // oursServer is the bench server: raw tool handlers that decode their
 // arguments into the same structs the other SDKs' typed handlers use.
 func oursServer(version string) *mcp.Server {
-	var opts []mcp.Option
+	var opts []mcp.ServerOption
 	if version != "" {
 		opts = append(opts, mcp.WithProtocolVersion(version))
 	}

@@ -96,7 +96,7 @@ func run(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 
-	opts := []mcp.Option{
+	opts := []mcp.ClientOption{
 		mcp.WithElicitationHandler(acceptWithDefaults),
 		mcp.WithSamplingHandler(sample),
 		mcp.WithRoots(mcp.Root{URI: "file:///workspace", Name: "workspace"}),

@@ -1,0 +1,138 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+)
+
+// An Option configures either peer: it may be given to [NewClient] and to
+// [NewServer]. Both are peers over the same engine, so the engine's options
+// (timeouts, limits, logging) apply to either.
+type Option interface {
+	ClientOption
+	ServerOption
+}
+
+// A ClientOption configures a client: it may be given to [NewClient]. An
+// option that only a server uses is not a ClientOption, so giving it to a
+// client does not compile.
+type ClientOption interface {
+	applyClient(*config)
+}
+
+// A ServerOption configures a server: it may be given to [NewServer]. An
+// option that only a client uses is not a ServerOption.
+type ServerOption interface {
+	applyServer(*config)
+}
+
+// bothOption, clientOption and serverOption are the options of each side.
+type (
+	bothOption   func(*config)
+	clientOption func(*config)
+	serverOption func(*config)
+)
+
+func (o bothOption) applyClient(c *config)   { o(c) }
+func (o bothOption) applyServer(c *config)   { o(c) }
+func (o clientOption) applyClient(c *config) { o(c) }
+func (o serverOption) applyServer(c *config) { o(c) }
+
+// NotificationHandler handles one inbound notification. Handlers of one
+// connection run one at a time, in arrival order, never on the reader.
+type NotificationHandler func(ctx context.Context, params json.RawMessage)
+
+// DefaultMaxInFlight is the default cap on concurrently dispatched inbound
+// requests and notification handlers; see [WithMaxInFlight].
+const DefaultMaxInFlight = 1024
+
+type config struct {
+	logger            *slog.Logger
+	requestTimeout    time.Duration
+	maxRequestTimeout time.Duration
+	maxInFlight       int
+	maxMessageSize    int
+	notifications     map[string]NotificationHandler
+	protocolVersion   string
+	extensions        map[string]json.RawMessage
+
+	client clientConfig
+	server serverConfig
+}
+
+func newConfig() *config {
+	c := &config{
+		logger:            slog.New(slog.DiscardHandler),
+		requestTimeout:    DefaultRequestTimeout,
+		maxRequestTimeout: DefaultMaxRequestTimeout,
+		maxInFlight:       DefaultMaxInFlight,
+		maxMessageSize:    DefaultMaxMessageSize,
+	}
+	c.server.pageSize = DefaultPageSize
+	c.server.stateTTL = DefaultStateTTL
+	c.client.maxInputRounds = DefaultMaxInputRounds
+	c.client.discoverTimeout = DefaultDiscoverTimeout
+	return c
+}
+
+// WithLogger sets the logger for the engine's own diagnostics: orphan
+// responses, shed notifications, failed sends, a child's standard error.
+// The default discards everything.
+// It configures either peer (NewClient or NewServer).
+func WithLogger(l *slog.Logger) Option {
+	return bothOption(func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	})
+}
+
+// WithMaxInFlight caps the inbound requests and notification handlers that
+// run at once (default 1024; 0 = unlimited). A request over the cap is
+// answered at once with a CodeOverloaded error and never started; a
+// notification over the cap is dropped, except that notifications/cancelled
+// still cancels the request it names.
+// It configures either peer (NewClient or NewServer).
+func WithMaxInFlight(n int) Option {
+	return bothOption(func(c *config) {
+		if n >= 0 {
+			c.maxInFlight = n
+		}
+	})
+}
+
+// WithMaxMessageSize limits the size of one incoming message (default
+// 16 MiB). A larger message is discarded and answered with an error; the
+// connection keeps working.
+// It configures either peer (NewClient or NewServer).
+func WithMaxMessageSize(n int) Option {
+	return bothOption(func(c *config) {
+		if n > 0 {
+			c.maxMessageSize = n
+		}
+	})
+}
+
+// WithNotificationHandler handles notifications of the given method. For
+// notifications/cancelled it replaces the default handling (cancelling the
+// named request) below the in-flight cap; at the cap the engine cancels the
+// request itself and then runs h. For notifications/progress it receives the
+// progress whose token no call is waiting on.
+// It configures either peer (NewClient or NewServer).
+func WithNotificationHandler(method string, h NotificationHandler) Option {
+	return bothOption(func(c *config) {
+		if c.notifications == nil {
+			c.notifications = make(map[string]NotificationHandler)
+		}
+		c.notifications[method] = h
+	})
+}
+
+// WithProtocolVersion pins the protocol revision: a client speaks only that
+// one, a server accepts only that one.
+// It configures either peer (NewClient or NewServer).
+func WithProtocolVersion(v string) Option {
+	return bothOption(func(c *config) { c.protocolVersion = v })
+}

@@ -1,0 +1,59 @@
+// This program must not compile: every option marked ERROR is given to the
+// side it does not configure. TestOptionsAreTypedBySide builds it and
+// checks that the compiler refuses exactly those lines.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/e6ac58cb/mcp"
+)
+
+func main() {
+	info := mcp.Implementation{Name: "x", Version: "1"}
+	noop := func(context.Context) {}
+
+	// Server options given to a client.
+	mcp.NewClient(info, mcp.WithPageSize(7))                                   // ERROR
+	mcp.NewClient(info, mcp.WithInstructions("x"))                             // ERROR
+	mcp.NewClient(info, mcp.WithCacheHints(time.Minute, mcp.CacheScopePublic)) // ERROR
+	mcp.NewClient(info, mcp.WithCompletionHandler(nil))                        // ERROR
+	mcp.NewClient(info, mcp.WithStateKey(make([]byte, 32)))                    // ERROR
+	mcp.NewClient(info, mcp.WithStateTTL(time.Minute))                         // ERROR
+
+	// Client options given to a server.
+	mcp.NewServer(info, mcp.WithElicitationHandler(nil))          // ERROR
+	mcp.NewServer(info, mcp.WithURLElicitation())                 // ERROR
+	mcp.NewServer(info, mcp.WithSamplingHandler(nil))             // ERROR
+	mcp.NewServer(info, mcp.WithSamplingTools())                  // ERROR
+	mcp.NewServer(info, mcp.WithSamplingContext())                // ERROR
+	mcp.NewServer(info, mcp.WithRoots())                          // ERROR
+	mcp.NewServer(info, mcp.WithRootsHandler(nil))                // ERROR
+	mcp.NewServer(info, mcp.WithDiscoverTimeout(time.Second))     // ERROR
+	mcp.NewServer(info, mcp.WithMaxInputRounds(3))                // ERROR
+	mcp.NewServer(info, mcp.WithToolListChangedHandler(noop))     // ERROR
+	mcp.NewServer(info, mcp.WithPromptListChangedHandler(noop))   // ERROR
+	mcp.NewServer(info, mcp.WithResourceListChangedHandler(noop)) // ERROR
+	mcp.NewServer(info, mcp.WithResourceUpdatedHandler(nil))      // ERROR
+	mcp.NewServer(info, mcp.WithLoggingMessageHandler(nil))       // ERROR
+	var clientOnly mcp.ClientOption = mcp.WithRequestTimeout(time.Second)
+	mcp.NewServer(info, clientOnly) // ERROR
+
+	// Options of both peers compile on either.
+	both := []mcp.Option{
+		mcp.WithLogger(slog.Default()),
+		mcp.WithMaxInFlight(8),
+		mcp.WithMaxMessageSize(1 << 20),
+		mcp.WithNotificationHandler("notifications/x", nil),
+		mcp.WithProtocolVersion(mcp.Version20251125),
+		mcp.WithRequestTimeout(time.Second),
+		mcp.WithMaxRequestTimeout(time.Minute),
+		mcp.WithExtension("com.example/x", nil),
+	}
+	for _, o := range both {
+		mcp.NewClient(info, o)
+		mcp.NewServer(info, o)
+	}
+}
