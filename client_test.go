@@ -353,7 +353,7 @@ func TestCallToolArgumentsAreEncodedAsJSONMarshalWritesThem(t *testing.T) {
 			want string
 		}{
 			{map[string]any{"c": make(chan int)}, "encoding arguments of args"},
-			{json.RawMessage(`{bad`), "does not hold valid JSON (invalid character 'b' looking for beginning of object key string at offset 2)"},
+			{json.RawMessage(`{bad`), "does not hold valid JSON (invalid character 'b' looking for beginning of object key string at byte 2)"},
 			{"text", "a JSON object is required, but the string given encodes to a JSON string"},
 		} {
 			if _, err := cl.CallTool(context.Background(), "args", tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {

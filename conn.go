@@ -1553,7 +1553,7 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		}
 		if bound != "" {
 			c.abandon(call, o, "The request timed out.")
-			return nil, &RequestTimeoutError{ID: call.id, Method: call.method, Bound: bound, Timeout: elapsed}
+			return nil, &RequestTimeoutError{ID: call.id, Method: call.method, Bound: bound, Timeout: elapsed, ProgressReports: call.progressReports()}
 		}
 		cause := context.Cause(ctx)
 		c.abandon(call, o, "The request was cancelled by the caller: "+cause.Error())

@@ -86,17 +86,24 @@ func jsonKind(data []byte) string {
 	return "number"
 }
 
-// jsonSyntaxError says where invalid JSON broke, as encoding/json finds it.
+// jsonSyntaxError says what is wrong with invalid JSON and where, as
+// encoding/json finds it: "at byte 23" counts from 1 at the start of data.
 func jsonSyntaxError(data []byte) string {
 	var v any
 	err := json.Unmarshal(data, &v)
 	if se, ok := err.(*json.SyntaxError); ok {
-		return fmt.Sprintf("%s at offset %d", se.Error(), se.Offset)
+		if se.Offset >= int64(len(data)) {
+			return fmt.Sprintf("%s after %d bytes", se.Error(), len(data))
+		}
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
 	}
 	if err != nil {
 		return err.Error()
 	}
-	return "invalid UTF-8 or nesting too deep"
+	if len(data) == 0 || len(trimJSONSpace(data)) == 0 {
+		return "no JSON value"
+	}
+	return "invalid JSON (nesting too deep)"
 }
 
 // jsonData is v ready for a struct field of type any that is encoded with

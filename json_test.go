@@ -209,3 +209,15 @@ func TestAPITakesBytesAsJSON(t *testing.T) {
 		t.Errorf("NewError with broken data: %+v", e)
 	}
 }
+
+// TestParseErrorSaysWhereTheJSONBroke: a line that is not JSON is answered
+// with where it broke, and the connection keeps working.
+func TestParseErrorSaysWhereTheJSONBroke(t *testing.T) {
+	t.Parallel()
+	p := rawServer(t, newTestServer())
+	p.send(`{"jsonrpc":"2.0","id" 1}`)
+	p.expect(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: invalid character '1' after object key at byte 23"}}`)
+	p.initialize(Version20251125)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":2,"result":{}}`)
+}

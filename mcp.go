@@ -484,13 +484,10 @@ func decodeOwnedEnvelope(data []byte, m *wireMessage) error {
 	return decodeValidEnvelope(data, m)
 }
 
-// invalidJSONError says what is wrong with data, which is not valid JSON.
+// invalidJSONError says what is wrong with data, which is not valid JSON,
+// and where.
 func invalidJSONError(data []byte) error {
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err // the same input fails again, with a useful message
-	}
-	return errors.New("invalid JSON")
+	return errors.New(jsonSyntaxError(data))
 }
 
 // decodeValidEnvelope is the scan of decodeEnvelope over valid JSON.

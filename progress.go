@@ -56,10 +56,11 @@ type pendingCall struct {
 // callProgress is the progress a call's caller has not yet seen: the reader
 // queues it, the caller's goroutine runs the callback.
 type callProgress struct {
-	fn     func(Progress)
-	mu     sync.Mutex
-	queue  []Progress
-	signal chan struct{}
+	fn       func(Progress)
+	mu       sync.Mutex
+	queue    []Progress
+	received int // reports queued in all, for a timeout's error
+	signal   chan struct{}
 }
 
 // finish records the outcome. The engine calls it exactly once, after
@@ -73,11 +74,23 @@ func (p *pendingCall) pushProgress(pr Progress) {
 	cp := p.progress
 	cp.mu.Lock()
 	cp.queue = append(cp.queue, pr)
+	cp.received++
 	cp.mu.Unlock()
 	select {
 	case cp.signal <- struct{}{}:
 	default:
 	}
+}
+
+// progressReports counts the progress reports the call received.
+func (p *pendingCall) progressReports() int {
+	cp := p.progress
+	if cp == nil {
+		return 0
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.received
 }
 
 // progressSignal fires when progress is queued; nil without a callback.

@@ -74,11 +74,32 @@ type RequestTimeoutError struct {
 	Bound TimeoutBound
 	// Timeout is that bound's duration.
 	Timeout time.Duration
+	// ProgressReports counts the progress notifications the call received
+	// before the bound fired.
+	ProgressReports int
 }
 
-// Error reads like "request 7 (tools/call) went unanswered for 60s".
+// Error says which bound fired, reading like "request 7 (tools/call) went
+// unanswered for 60s", "request 7 (tools/call) went silent for 60s after 3
+// progress reports" or "request 7 (tools/call) reached its 600s ceiling
+// after 42 progress reports".
 func (e *RequestTimeoutError) Error() string {
-	return fmt.Sprintf("request %s (%s) went unanswered for %s", e.ID, e.Method, formatDuration(e.Timeout))
+	head := fmt.Sprintf("request %s (%s) ", e.ID, e.Method)
+	after := ""
+	switch e.ProgressReports {
+	case 0:
+	case 1:
+		after = " after 1 progress report"
+	default:
+		after = fmt.Sprintf(" after %d progress reports", e.ProgressReports)
+	}
+	switch {
+	case e.Bound == BoundCeiling:
+		return head + "reached its " + formatDuration(e.Timeout) + " ceiling" + after
+	case e.ProgressReports > 0:
+		return head + "went silent for " + formatDuration(e.Timeout) + after
+	}
+	return head + "went unanswered for " + formatDuration(e.Timeout)
 }
 
 // Is makes a RequestTimeoutError match context.DeadlineExceeded.

@@ -211,6 +211,29 @@ func TestTimeoutMessageInWholeSeconds(t *testing.T) {
 	}
 }
 
+// TestTimeoutMessageSaysWhichBoundFired: the text names the bound, and how
+// much progress the call had reported, so that a ceiling is not mistaken
+// for a silent peer.
+func TestTimeoutMessageSaysWhichBoundFired(t *testing.T) {
+	for _, tc := range []struct {
+		bound   TimeoutBound
+		timeout time.Duration
+		reports int
+		want    string
+	}{
+		{BoundIdle, time.Minute, 0, "request 7 (tools/call) went unanswered for 60s"},
+		{BoundIdle, time.Minute, 1, "request 7 (tools/call) went silent for 60s after 1 progress report"},
+		{BoundIdle, time.Minute, 3, "request 7 (tools/call) went silent for 60s after 3 progress reports"},
+		{BoundCeiling, 10 * time.Minute, 42, "request 7 (tools/call) reached its 600s ceiling after 42 progress reports"},
+		{BoundCeiling, 500 * time.Millisecond, 0, "request 7 (tools/call) reached its 500ms ceiling"},
+	} {
+		e := &RequestTimeoutError{ID: Int64ID(7), Method: "tools/call", Bound: tc.bound, Timeout: tc.timeout, ProgressReports: tc.reports}
+		if got := e.Error(); got != tc.want {
+			t.Errorf("%s bound, %d reports: %q, want %q", tc.bound, tc.reports, got, tc.want)
+		}
+	}
+}
+
 // TestATimedOutRequestReleasesItsCorrelationSlot: the late reply is an
 // orphan, logged once, delivered to nobody.
 func TestATimedOutRequestReleasesItsCorrelationSlot(t *testing.T) {
@@ -444,8 +467,13 @@ func TestTheCeilingAbandonsACallThatKeepsReportingProgress(t *testing.T) {
 			close(reported)
 		}()
 		var te *RequestTimeoutError
-		if err := <-errc; !errors.As(err, &te) || te.Bound != BoundCeiling || te.Timeout != 150*time.Millisecond {
+		err := <-errc
+		if !errors.As(err, &te) || te.Bound != BoundCeiling || te.Timeout != 150*time.Millisecond {
 			t.Fatalf("err = %v", err)
+		}
+		// Reports came at 50 and 100 ms; the one at 150 ms may come first.
+		if n := te.ProgressReports; n < 2 || n > 3 || err.Error() != fmt.Sprintf("request %v (tools/call) reached its 150ms ceiling after %d progress reports", field(t, req, "id"), n) {
+			t.Fatalf("err = %q after %d reports, want it to name the ceiling and the reports", err, n)
 		}
 		if time.Since(start) != 150*time.Millisecond {
 			t.Fatalf("after %v", time.Since(start))

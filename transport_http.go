@@ -580,7 +580,7 @@ func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 	msgs, batch, ok, one := readPOSTBody(body)
 	defer one.release()
 	if !ok {
-		writeHTTPError(w, http.StatusBadRequest, CodeParseError, ID{}, "Parse error: the body is not a JSON-RPC message")
+		writeHTTPError(w, http.StatusBadRequest, CodeParseError, ID{}, "Parse error: the body is not valid JSON: "+jsonSyntaxError(body))
 		return
 	}
 	if batch && len(msgs) == 0 {
@@ -768,7 +768,7 @@ func (h *httpHandler) checkModernHeaders(r *http.Request, m *httpMessage) (int, 
 	}
 	hv, ok := singleHeader(r, headerProtocolVersion)
 	if !ok {
-		return mismatch("the MCP-Protocol-Version header is required")
+		return mismatch("%s", headerMissing(r, "MCP-Protocol-Version"))
 	}
 	if !m.hasVersion || !m.hasCaps {
 		missing := metaProtocolVersion
@@ -783,7 +783,9 @@ func (h *httpHandler) checkModernHeaders(r *http.Request, m *httpMessage) (int, 
 	if !isSupportedVersion(m.version) || !isModernVersion(m.version) {
 		return 0, nil // the engine answers -32022
 	}
-	if v, ok := singleHeader(r, headerMethod); !ok || v != m.method {
+	if v, ok := singleHeader(r, headerMethod); !ok {
+		return mismatch("%s (it names the method, %q)", headerMissing(r, headerMethod), m.method)
+	} else if v != m.method {
 		return mismatch("Mcp-Method %q does not match the method %q", v, m.method)
 	}
 	var named json.RawMessage
@@ -796,7 +798,7 @@ func (h *httpHandler) checkModernHeaders(r *http.Request, m *httpMessage) (int, 
 	if want, ok := jsonString(named); ok {
 		v, ok := singleHeader(r, headerName)
 		if !ok {
-			return mismatch("the Mcp-Name header is required for %s", m.method)
+			return mismatch("%s for %s", headerMissing(r, headerName), m.method)
 		}
 		decoded, ok := decodeHeaderValue(v)
 		if !ok || decoded != want {
@@ -820,7 +822,7 @@ func (h *httpHandler) checkModernHeaders(r *http.Request, m *httpMessage) (int, 
 				continue
 			}
 			if !sent {
-				return mismatch("the %s header is required: argument %s is set", key, strings.Join(p.path, "."))
+				return mismatch("%s: argument %s is set", headerMissing(r, key), strings.Join(p.path, "."))
 			}
 			decoded, ok := decodeHeaderValue(v)
 			if !ok || !headerMatchesArgument(decoded, arg) {
@@ -829,6 +831,15 @@ func (h *httpHandler) checkModernHeaders(r *http.Request, m *httpMessage) (int, 
 		}
 	}
 	return 0, nil
+}
+
+// headerMissing says why singleHeader found no value for key: the header is
+// absent, or sent more than once.
+func headerMissing(r *http.Request, key string) string {
+	if n := len(r.Header.Values(key)); n > 1 {
+		return fmt.Sprintf("the %s header must be sent once, not %d times", key, n)
+	}
+	return "the " + key + " header is required"
 }
 
 // singleHeader returns a header's only value; ok is false when it is absent

@@ -2161,3 +2161,56 @@ func TestErrorCodeOf(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPErrorTextsSayWhatHappened: an error names the header that is
+// missing or repeated rather than comparing an empty value, and a body that
+// is not JSON is answered with where it broke.
+func TestHTTPErrorTextsSayWhatHappened(t *testing.T) {
+	t.Parallel()
+	ts := serveHTTP(t, newTestServer())
+	list := modernRequest("5", "tools/list", "")
+	call := modernRequest("7", "tools/call", `"name":"echo","arguments":{}`)
+	cases := []struct {
+		name   string
+		body   string
+		header map[string]string
+		twice  string // a header sent a second time
+		want   string
+	}{
+		{"Mcp-Method missing", list, modernHeaders("tools/list", "Mcp-Method", "-"), "",
+			`Header mismatch: the Mcp-Method header is required (it names the method, "tools/list")`},
+		{"Mcp-Method twice", list, modernHeaders("tools/list"), "Mcp-Method",
+			`Header mismatch: the Mcp-Method header must be sent once, not 2 times (it names the method, "tools/list")`},
+		{"version header missing", list, modernHeaders("tools/list", "MCP-Protocol-Version", "-"), "",
+			"Header mismatch: the MCP-Protocol-Version header is required"},
+		{"Mcp-Name missing", call, modernHeaders("tools/call"), "",
+			"Header mismatch: the Mcp-Name header is required for tools/call"},
+		{"body not JSON", `{"jsonrpc":"2.0","id" 1}`, modernHeaders("tools/list"), "",
+			"Parse error: the body is not valid JSON: invalid character '1' after object key at byte 23"},
+		{"body cut short", `{"jsonrpc":"2.0","id":1,`, postHeaders(), "",
+			"Parse error: the body is not valid JSON: unexpected end of JSON input after 24 bytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("POST", ts.URL, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			if tc.twice != "" {
+				req.Header.Add(tc.twice, req.Header.Get(tc.twice))
+			}
+			resp, err := testHTTPClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got, _ := field(t, string(b), "error.message").(string); got != tc.want {
+				t.Errorf("status %d, message\n got %q\nwant %q", resp.StatusCode, got, tc.want)
+			}
+		})
+	}
+}
