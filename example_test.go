@@ -305,6 +305,36 @@ func ExampleAddTool() {
 	// true invalid arguments: /limit: 500 is greater than the maximum 50
 }
 
+// The client reads a typed tool's output as a Go value; a failure of the
+// tool is a *ToolError.
+func ExampleCallToolAs() {
+	type Args struct {
+		A, B float64
+	}
+	type Quotient struct {
+		Value float64 `json:"value"`
+	}
+	srv := mcp.NewServer(mcp.Implementation{Name: "calculator", Version: "1.0.0"})
+	mcp.AddTool(srv, mcp.Tool{Name: "divide"}, func(ctx context.Context, req *mcp.CallToolRequest, in Args) (Quotient, error) {
+		if in.B == 0 {
+			return Quotient{}, errors.New("division by zero")
+		}
+		return Quotient{Value: in.A / in.B}, nil
+	})
+	client := connectInMemory(srv)
+	defer client.Close()
+	ctx := context.Background()
+
+	q, err := mcp.CallToolAs[Quotient](ctx, client, "divide", Args{A: 7, B: 2})
+	fmt.Println(q.Value, err)
+	_, err = mcp.CallToolAs[Quotient](ctx, client, "divide", Args{A: 1})
+	var failed *mcp.ToolError
+	fmt.Println(errors.As(err, &failed), err)
+	// Output:
+	// 3.5 <nil>
+	// true mcp: tool divide failed: division by zero
+}
+
 // A resource template serves a family of URIs; the handler gets the
 // variables matched in the one asked for, and reports a missing resource
 // with ErrResourceNotFound.
