@@ -1023,3 +1023,33 @@ func TestHandlerGoexitDoesNotHangServe(t *testing.T) {
 		}
 	})
 }
+
+// TestEndOfInputAnswersWhatWasSent: when the peer's input ends, handlers
+// still running are cancelled, but what they answer is written before the
+// connection closes, and Serve returns nil.
+func TestEndOfInputAnswersWhatWasSent(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer()
+	ct, st := NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), st) }()
+	p := newRawPeer(t, ct.(*IOTransport))
+	p.initialize(Version20251125)
+	p.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"block"}}`)
+	p.send(`{"jsonrpc":"2.0","id":"quick","method":"tools/list"}`)
+	p.w.Close()
+	got := map[string]string{}
+	for range 2 {
+		msg := p.recv()
+		got[fmt.Sprint(field(t, msg, "id"))] = msg
+	}
+	if !strings.Contains(got["quick"], `"tools":[`) {
+		t.Errorf("tools/list: %s", got["quick"])
+	}
+	if field(t, got["slow"], "result.isError") != true || !strings.Contains(got["slow"], "context canceled") {
+		t.Errorf("the cancelled call: %s", got["slow"])
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
