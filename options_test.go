@@ -16,9 +16,9 @@ import (
 
 // TestOptionsAreTypedBySide builds testdata/wrongside, which gives every
 // option of one side to the other, and expects the compiler to refuse each
-// of those lines and no other: a server option given to NewClient (or the
-// other way round) does not compile. Every option of one side in the
-// package must appear there.
+// of those lines and no other: a server option given to NewClient, or an
+// HTTP handler option to a client transport (or the other way round), does
+// not compile. Every option of one side in the package must appear there.
 func TestOptionsAreTypedBySide(t *testing.T) {
 	t.Parallel()
 	const dir = "testdata/wrongside"
@@ -49,7 +49,7 @@ func TestOptionsAreTypedBySide(t *testing.T) {
 		got[n] = true
 		if !want[n] {
 			t.Errorf("line %d does not compile, but should: %s", n, m[2])
-		} else if !strings.Contains(m[2], "does not implement mcp.ClientOption") && !strings.Contains(m[2], "does not implement mcp.ServerOption") {
+		} else if !regexp.MustCompile(`does not implement mcp\.(Client|Server|HTTPHandler|HTTPTransport)Option`).MatchString(m[2]) {
 			t.Errorf("line %d fails for another reason: %s", n, m[2])
 		}
 	}
@@ -63,6 +63,7 @@ func TestOptionsAreTypedBySide(t *testing.T) {
 	}
 
 	// Every one-sided option of the package is tried.
+	oneSided := map[string]bool{"ClientOption": true, "ServerOption": true, "HTTPHandlerOption": true, "HTTPTransportOption": true}
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
 	if err != nil {
@@ -74,7 +75,7 @@ func TestOptionsAreTypedBySide(t *testing.T) {
 			if !ok || fn.Recv != nil || !fn.Name.IsExported() || fn.Type.Results == nil || len(fn.Type.Results.List) != 1 {
 				continue
 			}
-			if id, ok := fn.Type.Results.List[0].Type.(*ast.Ident); ok && (id.Name == "ClientOption" || id.Name == "ServerOption") {
+			if id, ok := fn.Type.Results.List[0].Type.(*ast.Ident); ok && oneSided[id.Name] {
 				if !strings.Contains(text.String(), "mcp."+fn.Name.Name+"(") {
 					t.Errorf("%s (a %s) is not tried on the other side in %s", fn.Name.Name, id.Name, src)
 				}

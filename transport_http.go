@@ -69,10 +69,37 @@ const streamBacklog = 8 << 20
 // stream while none is open; the oldest go first.
 const standaloneBacklog = 1 << 20
 
-// An HTTPOption configures the Streamable HTTP handler ([NewHTTPHandler],
-// [NewSSEHandler]) or the client transports ([NewHTTPTransport],
-// [NewSSETransport]); each option says which side reads it.
-type HTTPOption func(*httpConfig)
+// An HTTPOption configures both the server's HTTP handlers and the
+// client's HTTP transports.
+type HTTPOption interface {
+	HTTPHandlerOption
+	HTTPTransportOption
+}
+
+// An HTTPHandlerOption configures, on the server, the Streamable HTTP
+// handler ([NewHTTPHandler]) or the 2024-11-05 one ([NewSSEHandler]). An
+// option of the client transports is not one, so giving it to a handler
+// does not compile.
+type HTTPHandlerOption interface {
+	applyHandler(*httpConfig)
+}
+
+// An HTTPTransportOption configures, on the client, the Streamable HTTP
+// transport ([NewHTTPTransport]) or the 2024-11-05 one ([NewSSETransport]).
+type HTTPTransportOption interface {
+	applyTransport(*httpConfig)
+}
+
+type (
+	httpBothOption      func(*httpConfig)
+	httpHandlerOption   func(*httpConfig)
+	httpTransportOption func(*httpConfig)
+)
+
+func (o httpBothOption) applyHandler(c *httpConfig)        { o(c) }
+func (o httpBothOption) applyTransport(c *httpConfig)      { o(c) }
+func (o httpHandlerOption) applyHandler(c *httpConfig)     { o(c) }
+func (o httpTransportOption) applyTransport(c *httpConfig) { o(c) }
 
 type httpConfig struct {
 	ctx            context.Context
@@ -99,7 +126,7 @@ type httpConfig struct {
 	reconnects   int
 }
 
-func newHTTPConfig(opts []HTTPOption) *httpConfig {
+func newHTTPConfig() *httpConfig {
 	c := &httpConfig{
 		sessionTimeout: DefaultSessionTimeout,
 		maxBodyBytes:   DefaultMaxBodyBytes,
@@ -109,8 +136,23 @@ func newHTTPConfig(opts []HTTPOption) *httpConfig {
 		reconnects:     DefaultReconnectAttempts,
 		header:         make(http.Header),
 	}
+	return c
+}
+
+// handlerConfig is the configuration of a handler given opts.
+func handlerConfig(opts []HTTPHandlerOption) *httpConfig {
+	c := newHTTPConfig()
 	for _, o := range opts {
-		o(c)
+		o.applyHandler(c)
+	}
+	return c
+}
+
+// transportConfig is the configuration of a client transport given opts.
+func transportConfig(opts []HTTPTransportOption) *httpConfig {
+	c := newHTTPConfig()
+	for _, o := range opts {
+		o.applyTransport(c)
 	}
 	return c
 }
@@ -119,26 +161,26 @@ func newHTTPConfig(opts []HTTPOption) *httpConfig {
 // request in progress, no stream open) before the handler ends it and frees
 // all it holds (default 10 minutes; 0 keeps idle sessions until the client
 // deletes them). Handler only.
-func WithSessionTimeout(d time.Duration) HTTPOption {
-	return func(c *httpConfig) {
+func WithSessionTimeout(d time.Duration) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
 		if d >= 0 {
 			c.sessionTimeout = d
 		}
-	}
+	})
 }
 
 // WithoutStandaloneStream turns off the standalone GET stream of legacy
 // sessions: the handler answers such a GET with 405 and drops the messages
 // that belong to no request, and the client transport does not open one.
 func WithoutStandaloneStream() HTTPOption {
-	return func(c *httpConfig) { c.noStandalone = true }
+	return httpBothOption(func(c *httpConfig) { c.noStandalone = true })
 }
 
 // WithStatelessOnly makes the handler serve protocol revision 2026-07-28
 // only: it keeps no sessions, answers GET and DELETE with 405 and judges
 // every POST by the 2026-07-28 rules. Handler only.
-func WithStatelessOnly() HTTPOption {
-	return func(c *httpConfig) { c.statelessOnly = true }
+func WithStatelessOnly() HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) { c.statelessOnly = true })
 }
 
 // WithEventStore sets where the handler keeps the SSE events of legacy
@@ -146,8 +188,8 @@ func WithStatelessOnly() HTTPOption {
 // Last-Event-ID (default: a [NewMemoryEventStore] of DefaultEventStoreBytes
 // per handler). nil turns resumption off: events carry no ids and a message
 // whose stream is gone is dropped. Handler only.
-func WithEventStore(store EventStore) HTTPOption {
-	return func(c *httpConfig) { c.store, c.storeSet = store, true }
+func WithEventStore(store EventStore) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) { c.store, c.storeSet = store, true })
 }
 
 // WithAllowedOrigins lists the browser origins, like
@@ -155,8 +197,8 @@ func WithEventStore(store EventStore) HTTPOption {
 // "*" allows any. A request whose Origin header names another origin gets
 // 403, so that a web page cannot drive a server on the user's machine.
 // Handler only.
-func WithAllowedOrigins(origins ...string) HTTPOption {
-	return func(c *httpConfig) { c.allowedOrigins = append(c.allowedOrigins, origins...) }
+func WithAllowedOrigins(origins ...string) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) { c.allowedOrigins = append(c.allowedOrigins, origins...) })
 }
 
 // WithAllowedHosts lists host names (without port) that a handler serving a
@@ -165,26 +207,26 @@ func WithAllowedOrigins(origins ...string) HTTPOption {
 // name another host are refused with 403: they come from DNS rebinding.
 // Behind a local reverse proxy that passes the public Host on, list it
 // here. Handler only.
-func WithAllowedHosts(hosts ...string) HTTPOption {
-	return func(c *httpConfig) { c.allowedHosts = append(c.allowedHosts, hosts...) }
+func WithAllowedHosts(hosts ...string) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) { c.allowedHosts = append(c.allowedHosts, hosts...) })
 }
 
 // WithMaxBodyBytes caps the size of a POST body (default 4 MiB); a larger
 // one is refused with 413. Handler only.
-func WithMaxBodyBytes(n int64) HTTPOption {
-	return func(c *httpConfig) {
+func WithMaxBodyBytes(n int64) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
 		if n > 0 {
 			c.maxBodyBytes = n
 		}
-	}
+	})
 }
 
 // WithAuthorizer makes the handler call authorize with every request before
 // reading it. A non-nil error refuses the request with 401 Unauthorized and
 // a "WWW-Authenticate: Bearer" challenge; the error's text is the reason
 // given. Use it to check bearer tokens. Handler only.
-func WithAuthorizer(authorize func(*http.Request) error) HTTPOption {
-	return func(c *httpConfig) { c.authorize = authorize }
+func WithAuthorizer(authorize func(*http.Request) error) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) { c.authorize = authorize })
 }
 
 // WithWriteTimeout bounds each write to a client (default 30s; 0 leaves
@@ -192,30 +234,30 @@ func WithAuthorizer(authorize func(*http.Request) error) HTTPOption {
 // write, so a long SSE stream that keeps moving is never cut, whatever
 // http.Server.WriteTimeout says, while a client that stops reading is.
 // Handler only.
-func WithWriteTimeout(d time.Duration) HTTPOption {
-	return func(c *httpConfig) {
+func WithWriteTimeout(d time.Duration) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
 		if d >= 0 {
 			c.writeTimeout = d
 		}
-	}
+	})
 }
 
 // WithKeepAlive sets how often the handler writes an SSE comment on a
 // stream that has been quiet, so that proxies keep it open and a client
 // that went away is noticed (default 30s; 0 disables). Handler only.
-func WithKeepAlive(d time.Duration) HTTPOption {
-	return func(c *httpConfig) {
+func WithKeepAlive(d time.Duration) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
 		if d >= 0 {
 			c.keepAlive = d
 		}
-	}
+	})
 }
 
 // WithContext ties the handler's lifetime to ctx: when ctx is done every
 // session ends, every stream closes, so that http.Server.Shutdown can
 // return, and new requests get 503. Handler only.
-func WithContext(ctx context.Context) HTTPOption {
-	return func(c *httpConfig) { c.ctx = ctx }
+func WithContext(ctx context.Context) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) { c.ctx = ctx })
 }
 
 // WithHTTPClient sets the http.Client the client transport sends with:
@@ -231,37 +273,37 @@ func WithContext(ctx context.Context) HTTPOption {
 // MCP call's cost on a loopback connection. https:// endpoints, endpoints
 // the environment's proxy settings (HTTP_PROXY, NO_PROXY) send through a
 // proxy, and redirects go through a clone of http.DefaultTransport.
-func WithHTTPClient(client *http.Client) HTTPOption {
-	return func(c *httpConfig) { c.client = client }
+func WithHTTPClient(client *http.Client) HTTPTransportOption {
+	return httpTransportOption(func(c *httpConfig) { c.client = client })
 }
 
 // WithHeader adds a header to every HTTP request the client transport
 // sends, like an Authorization header. Client only.
-func WithHeader(key, value string) HTTPOption {
-	return func(c *httpConfig) { c.header.Add(key, value) }
+func WithHeader(key, value string) HTTPTransportOption {
+	return httpTransportOption(func(c *httpConfig) { c.header.Add(key, value) })
 }
 
 // WithCloseTimeout bounds the DELETE that ends the session when the client
 // transport closes, and how long connecting waits for the session's
 // standalone GET stream to open (default 5s). Client only.
-func WithCloseTimeout(d time.Duration) HTTPOption {
-	return func(c *httpConfig) {
+func WithCloseTimeout(d time.Duration) HTTPTransportOption {
+	return httpTransportOption(func(c *httpConfig) {
 		if d > 0 {
 			c.closeTimeout = d
 		}
-	}
+	})
 }
 
 // WithReconnectAttempts bounds how many times in a row the client
 // transport tries to resume a lost SSE stream without receiving anything
 // (default 5). The first attempt waits for the server's retry hint, or
 // 250ms without one, and each failed attempt doubles the wait. Client only.
-func WithReconnectAttempts(n int) HTTPOption {
-	return func(c *httpConfig) {
+func WithReconnectAttempts(n int) HTTPTransportOption {
+	return httpTransportOption(func(c *httpConfig) {
 		if n >= 0 {
 			c.reconnects = n
 		}
-	}
+	})
 }
 
 // NewHTTPHandler returns an http.Handler that serves s over Streamable HTTP
@@ -294,8 +336,8 @@ func WithReconnectAttempts(n int) HTTPOption {
 // it, while the handler already bounds each write with [WithWriteTimeout].
 // A body over the cap is refused with 413 without being read when its
 // length is announced.
-func NewHTTPHandler(s *Server, opts ...HTTPOption) http.Handler {
-	h := &httpHandler{srv: s, cfg: newHTTPConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
+func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
+	h := &httpHandler{srv: s, cfg: handlerConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
 	if !h.cfg.storeSet {
 		h.cfg.store = NewMemoryEventStore(DefaultEventStoreBytes)
 	}
@@ -2708,8 +2750,8 @@ func (ex *exchange) aborted() bool {
 
 // NewHTTPTransport returns a client Transport for the Streamable HTTP
 // endpoint at url.
-func NewHTTPTransport(url string, opts ...HTTPOption) *HTTPTransport {
-	cfg := newHTTPConfig(opts)
+func NewHTTPTransport(url string, opts ...HTTPTransportOption) *HTTPTransport {
+	cfg := transportConfig(opts)
 	client := cfg.client
 	if client == nil {
 		client = defaultHTTPClient()
@@ -3869,8 +3911,8 @@ func (m *MemoryEventStore) SessionClosed(sessionID string) {
 // [NewHTTPHandler]; mount both on different paths to serve old and new
 // clients. It reads the same safety options (origins, hosts, body cap,
 // authorizer, write timeout, keep-alive, context).
-func NewSSEHandler(s *Server, opts ...HTTPOption) http.Handler {
-	cfg := newHTTPConfig(opts)
+func NewSSEHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
+	cfg := handlerConfig(opts)
 	cfg.store = nil
 	h := &sseHandler{httpHandler: httpHandler{srv: s, cfg: cfg, log: s.cfg.logger}, sessions: make(map[string]*sseSession)}
 	if cfg.ctx != nil {
@@ -4010,8 +4052,8 @@ type SSETransport struct {
 // NewSSETransport returns a client Transport for the 2024-11-05 HTTP+SSE
 // server whose event stream is at url. Connect opens the stream and waits,
 // bounded by its context, for the endpoint event.
-func NewSSETransport(url string, opts ...HTTPOption) *SSETransport {
-	cfg := newHTTPConfig(opts)
+func NewSSETransport(url string, opts ...HTTPTransportOption) *SSETransport {
+	cfg := transportConfig(opts)
 	client := cfg.client
 	if client == nil {
 		client = defaultHTTPClient()

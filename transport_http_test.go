@@ -107,10 +107,10 @@ func serveAndConnect(t testing.TB, srv *Server, ct, st Transport, opts []ClientO
 
 // serveHTTP serves srv with NewHTTPHandler on 127.0.0.1 until the test
 // ends.
-func serveHTTP(t testing.TB, srv *Server, opts ...HTTPOption) *httptest.Server {
+func serveHTTP(t testing.TB, srv *Server, opts ...HTTPHandlerOption) *httptest.Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ts := httptest.NewServer(NewHTTPHandler(srv, append([]HTTPOption{WithContext(ctx)}, opts...)...))
+	ts := httptest.NewServer(NewHTTPHandler(srv, append([]HTTPHandlerOption{WithContext(ctx)}, opts...)...))
 	t.Cleanup(func() {
 		cancel()
 		ts.Close()
@@ -1254,10 +1254,10 @@ func TestHTTPTimeoutAbortsExchange(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		opts []HTTPOption
+		opts []HTTPTransportOption
 	}{
 		{"straight", nil},
-		{"user client", []HTTPOption{WithHTTPClient(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})}},
+		{"user client", []HTTPTransportOption{WithHTTPClient(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})}},
 	} {
 		for _, v := range eras {
 			t.Run(tc.name+"/"+v, func(t *testing.T) {
@@ -1268,7 +1268,7 @@ func TestHTTPTimeoutAbortsExchange(t *testing.T) {
 	}
 }
 
-func testHTTPTimeoutAbortsExchange(t *testing.T, v string, opts []HTTPOption) {
+func testHTTPTimeoutAbortsExchange(t *testing.T, v string, opts []HTTPTransportOption) {
 	srv, started, cancelled := blockingServer()
 	rec := &recordingHandler{next: NewHTTPHandler(srv)}
 	ts := httptest.NewServer(rec)

@@ -41,6 +41,26 @@ func main() {
 	var clientOnly mcp.ClientOption = mcp.WithRequestTimeout(time.Second)
 	mcp.NewServer(info, clientOnly) // ERROR
 
+	// Handler options given to a client transport, and the other way round.
+	srv := mcp.NewServer(info)
+	const url = "http://127.0.0.1:1/mcp"
+	mcp.NewHTTPTransport(url, mcp.WithSessionTimeout(time.Minute))         // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithStatelessOnly())                     // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithEventStore(nil))                     // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithAllowedOrigins("https://a.example")) // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithAllowedHosts("a.example"))           // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithMaxBodyBytes(1))                     // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithAuthorizer(nil))                     // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithWriteTimeout(time.Second))           // ERROR
+	mcp.NewSSETransport(url, mcp.WithKeepAlive(time.Second))               // ERROR
+	mcp.NewSSETransport(url, mcp.WithContext(context.Background()))        // ERROR
+	mcp.NewHTTPHandler(srv, mcp.WithHTTPClient(nil))                       // ERROR
+	mcp.NewHTTPHandler(srv, mcp.WithHeader("Authorization", "Bearer x"))   // ERROR
+	mcp.NewSSEHandler(srv, mcp.WithCloseTimeout(time.Second))              // ERROR
+	mcp.NewSSEHandler(srv, mcp.WithReconnectAttempts(1))                   // ERROR
+	mcp.NewHTTPHandler(srv, mcp.WithoutStandaloneStream())
+	mcp.NewHTTPTransport(url, mcp.WithoutStandaloneStream())
+
 	// Options of both peers compile on either.
 	both := []mcp.Option{
 		mcp.WithLogger(slog.Default()),
