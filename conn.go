@@ -1139,6 +1139,7 @@ func (c *conn) flushWrites() {
 	if c.direct {
 		return // writes are not queued
 	}
+	var batch []outgoing
 	for {
 		c.wmu.Lock()
 		if c.wclosed || (!c.wbusy && len(c.wqueue) == 0) {
@@ -1158,24 +1159,42 @@ func (c *conn) flushWrites() {
 			}
 			continue
 		}
-		c.wbusy = true
-		batch := c.wqueue
-		c.wqueue, c.wbytes = nil, 0
-		if c.wwaiters > 0 {
-			close(c.wspace)
-			c.wspace = make(chan struct{})
-		}
 		c.wmu.Unlock()
-		err := c.writeBatch(batch, nil)
-		c.wmu.Lock()
-		c.writerIdleLocked()
-		c.wmu.Unlock()
-		if err != nil {
-			c.log.Warn("write failed; closing the connection", "err", err)
-			c.close(fmt.Errorf("write: %w", err))
+		if _, err := c.writeQueued(&batch, nil); err != nil {
 			return
 		}
 	}
+}
+
+// writeQueued takes everything queued, unless another goroutine is
+// writing, and writes it as one batch (batch and frames are the caller's
+// buffers, reused); it reports whether it wrote. A failed write closes the
+// connection.
+func (c *conn) writeQueued(batch *[]outgoing, frames *[][]byte) (bool, error) {
+	c.wmu.Lock()
+	if c.wbusy || len(c.wqueue) == 0 {
+		c.wmu.Unlock()
+		return false, nil
+	}
+	c.wbusy = true
+	*batch, c.wqueue = c.wqueue, (*batch)[:0]
+	c.wbytes = 0
+	if c.wwaiters > 0 {
+		close(c.wspace)
+		c.wspace = make(chan struct{})
+	}
+	c.wmu.Unlock()
+	err := c.writeBatch(*batch, frames)
+	c.wmu.Lock()
+	c.writerIdleLocked()
+	c.wmu.Unlock()
+	if err != nil {
+		c.log.Warn("write failed; closing the connection", "err", err)
+		c.close(fmt.Errorf("write: %w", err))
+		return true, err
+	}
+	clear(*batch)
+	return true, nil
 }
 
 func (c *conn) wakeWriter() {
@@ -1201,29 +1220,13 @@ func (c *conn) writeLoop() {
 			return
 		}
 		for {
-			c.wmu.Lock()
-			if c.wbusy || len(c.wqueue) == 0 {
-				c.wmu.Unlock()
-				break
-			}
-			c.wbusy = true
-			batch, c.wqueue = c.wqueue, batch[:0]
-			c.wbytes = 0
-			if c.wwaiters > 0 {
-				close(c.wspace)
-				c.wspace = make(chan struct{})
-			}
-			c.wmu.Unlock()
-			err := c.writeBatch(batch, &frames)
-			c.wmu.Lock()
-			c.writerIdleLocked()
-			c.wmu.Unlock()
+			wrote, err := c.writeQueued(&batch, &frames)
 			if err != nil {
-				c.log.Warn("write failed; closing the connection", "err", err)
-				c.close(fmt.Errorf("write: %w", err))
 				return
 			}
-			clear(batch)
+			if !wrote {
+				break
+			}
 		}
 	}
 }

@@ -33,22 +33,10 @@ FAILED=0
 SUMMARY_DONE=0
 SERVER_PID=""
 
-source "$CONF_DIR/lib/install.sh"
+source "$CONF_DIR/lib/shared.sh"
 
 pass() { PASSED=$((PASSED + 1)); echo "PASS $*"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
-
-stop_server() {
-  [[ -n $SERVER_PID ]] || return 0
-  kill "$SERVER_PID" 2>/dev/null || true
-  for _ in $(seq 1 50); do
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -9 "$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
-}
 
 # ours lists the processes of this run still alive.
 ours() {

@@ -53,7 +53,7 @@ KNOWN_VERSIONS="0.1.16 0.2.0-alpha.12"
 # scenarios minus the suite's pending list, which is exactly these two.
 PENDING_0116_SERVER="json-schema-2020-12 server-sse-polling"
 
-source "$CONF_DIR/lib/install.sh"
+source "$CONF_DIR/lib/shared.sh"
 declare -A CLI=(
   [0.1.16]=conformance/node_modules/conformance-0116/dist/index.js
   [0.2.0-alpha.12]=conformance/node_modules/conformance-0200/dist/index.js
@@ -68,21 +68,6 @@ SERVER_LOG=""
 
 log() { printf '%s\n' "$*"; }
 elapsed() { echo $((SECONDS - START_SECONDS)); }
-
-stop_server() {
-  if [[ -n $SERVER_PID ]]; then
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-      kill "$SERVER_PID" 2>/dev/null || true
-      for _ in $(seq 1 50); do
-        kill -0 "$SERVER_PID" 2>/dev/null || break
-        sleep 0.1
-      done
-      kill -9 "$SERVER_PID" 2>/dev/null || true
-    fi
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-  fi
-}
 
 finish() {
   local rc=$?
