@@ -23,6 +23,12 @@ import (
 // TestMain lets the test binary double as a stdio server for the tests that
 // need a real child process.
 func TestMain(m *testing.M) {
+	if msg, ok := os.LookupEnv("MCP_TEST_CRASH"); ok {
+		// A server that fails as it starts, saying why on standard error.
+		fmt.Fprintln(os.Stderr, "starting up")
+		fmt.Fprintln(os.Stderr, msg)
+		os.Exit(3)
+	}
 	if v, ok := os.LookupEnv("MCP_TEST_SERVE"); ok {
 		var opts []ServerOption
 		if v != "" {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -295,7 +296,9 @@ func NewInMemoryTransports() (clientSide, serverSide Transport) {
 
 // CommandTransport runs an MCP server as a child process and speaks to it
 // over its standard input and output. The child's standard error is drained
-// line by line to the client's logger unless cmd.Stderr is already set.
+// line by line to the client's logger unless cmd.Stderr is already set, and
+// its last lines are quoted in the error that reports the child's exit, so
+// that a server that crashes says why even when nothing is logged.
 //
 // Close ends the child in steps, each bounded: close its standard input and
 // wait up to CloseTimeout for it to exit, then send SIGTERM and wait up to
@@ -315,6 +318,7 @@ type CommandTransport struct {
 	exited  chan struct{}
 	waitErr error
 	drained chan struct{}
+	tail    stderrTail
 }
 
 // NewCommandTransport returns a Transport that starts cmd when a Client
@@ -374,7 +378,7 @@ func (t *CommandTransport) start(ctx context.Context, log *slog.Logger) error {
 	if errR != nil {
 		go func() {
 			defer close(t.drained)
-			drainStderr(errR, log, t.cmd.Path)
+			drainStderr(errR, log, t.cmd.Path, &t.tail)
 		}()
 	} else {
 		close(t.drained)
@@ -395,8 +399,16 @@ func (t *CommandTransport) ReadMessage() ([]byte, error) {
 	if errors.Is(err, io.EOF) {
 		select {
 		case <-t.exited:
-			if t.waitErr != nil {
+			// Its last lines on standard error say why, most often.
+			waitFor(t.drained, t.CloseTimeout)
+			last := t.tail.String()
+			switch {
+			case t.waitErr != nil && last != "":
+				return nil, fmt.Errorf("server process exited: %w; its standard error ended with: %s", t.waitErr, last)
+			case t.waitErr != nil:
 				return nil, fmt.Errorf("server process exited: %w", t.waitErr)
+			case last != "":
+				return nil, errors.New("server process exited; its standard error ended with: " + last)
 			}
 			return nil, errors.New("server process exited")
 		case <-time.After(10 * time.Millisecond):
@@ -464,13 +476,16 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 }
 
 // drainStderr forwards the child's standard error to the logger, one record
-// a line, so a chatty child can never block on a full pipe.
-func drainStderr(r io.Reader, log *slog.Logger, name string) {
+// a line, so a chatty child can never block on a full pipe, and keeps its
+// last lines in tail.
+func drainStderr(r io.Reader, log *slog.Logger, name string, tail *stderrTail) {
 	br := bufio.NewReaderSize(r, 4096)
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
-			log.Info("server stderr", "command", name, "line", string(trimLine(line)))
+			text := string(trimLine(line))
+			log.Info("server stderr", "command", name, "line", text)
+			tail.add(text)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -479,4 +494,40 @@ func drainStderr(r io.Reader, log *slog.Logger, name string) {
 			return
 		}
 	}
+}
+
+// stderrTail keeps the last lines a child wrote to its standard error, for
+// the error that reports its exit: a crashed server's reason is there.
+type stderrTail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// The tail's bounds: lines kept, and bytes kept of each.
+const (
+	stderrTailLines = 10
+	stderrTailWidth = 256
+)
+
+func (t *stderrTail) add(line string) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return
+	}
+	if len(line) > stderrTailWidth {
+		line = strings.ToValidUTF8(line[:stderrTailWidth], "") + "…"
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == stderrTailLines {
+		t.lines = append(t.lines[:0], t.lines[1:]...)
+	}
+	t.lines = append(t.lines, line)
+}
+
+// String joins the lines kept with " | ".
+func (t *stderrTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, " | ")
 }

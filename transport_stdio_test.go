@@ -213,3 +213,18 @@ func TestIOTransportSkipInterruptedMidLine(t *testing.T) {
 		t.Fatalf("the line after the long one = %q, %v", msg, err)
 	}
 }
+
+// TestCommandTransportSaysWhyTheChildExited: a server that dies as it
+// starts fails Connect with its exit status and its last lines on standard
+// error, which the default logger would otherwise discard.
+func TestCommandTransportSaysWhyTheChildExited(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MCP_TEST_CRASH=fatal: no config file at /etc/greeter.toml")
+	cl := NewClient(Implementation{Name: "c", Version: "1"})
+	err := cl.Connect(context.Background(), NewCommandTransport(cmd))
+	want := "server process exited: exit status 3; its standard error ended with: starting up | fatal: no config file at /etc/greeter.toml"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Connect: %v\nwant an error containing %q", err, want)
+	}
+}
