@@ -324,7 +324,6 @@ func (c *Client) session() (*conn, []metaEntry, error) {
 // envelope, and a call answered with input_required is completed with the
 // client's handlers.
 func (c *Client) SendRequest(ctx context.Context, method string, params any, result any, opts ...CallOption) error {
-	reserveStack(0)
 	raw, err := marshalObject(params)
 	if err != nil {
 		return fmt.Errorf("mcp: the params of %s: %w", method, err)
@@ -451,7 +450,6 @@ func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
 // A tool that failed returns a result with IsError set, not an error; an
 // error means the call itself failed.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
-	reserveStack(0) // a call is often its goroutine's first work
 	// The params are written by hand: json.Marshal would validate and
 	// compact the encoded arguments once more. The arguments are encoded
 	// straight into them (appendJSON), not into a copy of their own.

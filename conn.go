@@ -649,9 +649,6 @@ func (c *conn) routeResponse(m *wireMessage) {
 // follows initialize on the wire finds the session initialized, and its
 // answer is queued after initialize's. Serving it runs no user code.
 func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, onReader bool) bool {
-	// A request that runs inline runs below this frame, kept small: the
-	// admission and the scheduling are frames of their own (see
-	// stackReserve).
 	ctx, in, req := c.claimRequest(id, method, params, route)
 	if req == nil {
 		return true
@@ -760,7 +757,6 @@ const maxIdleWorkers = 4
 // maxIdleWorkers others are waiting.
 func (c *conn) work(j job) {
 	defer c.wg.Done()
-	reserveStack(0)
 	for {
 		c.serveRequest(j.ctx, j.in, j.req)
 		j = job{}
@@ -802,8 +798,6 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 	// t.FailNow does), which skips the answer.
 	defer c.wg.Done()
 	defer c.handled()
-	// The handler runs below this frame, kept small: the response is
-	// made in a frame of its own (see stackReserve).
 	result, err := c.runHandler(ctx, req)
 	c.answerRequest(in, req, result, err)
 }

@@ -6,17 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
-	"unsafe"
 )
 
 // TestWireErrors sends malformed and unanswerable messages and checks each
@@ -435,40 +430,6 @@ func TestHandlerWorkersAreBoundedAndEndWithTheConnection(t *testing.T) {
 			t.Fatalf("%d handler goroutines outlived the connection", n)
 		}
 	})
-}
-
-// stackFrames uses about 256 bytes of stack a level for n levels.
-//
-//go:noinline
-func stackFrames(n int) byte {
-	var b [256]byte
-	b[n&255] = byte(n)
-	if n <= 1 {
-		return b[0]
-	}
-	return stackFrames(n-1) + b[(n>>1)&255]
-}
-
-// TestReserveStackGrowsTheStackUpFront: after reserveStack a fresh
-// goroutine runs nearly stackReserve bytes of frames without its stack
-// being copied again; without it, the same frames copy the stack (when
-// goroutines start on a stack smaller than that, as they do unless the
-// runtime has seen larger stacks on average).
-func TestReserveStackGrowsTheStackUpFront(t *testing.T) {
-	levels := (stackReserve - 768) / 256
-	frames := func() { stackFrames(levels) }
-	if movesBelow(0, func() { reserveStack(0) }, frames) {
-		t.Errorf("the stack was copied during %d bytes of frames after reserveStack", levels*256)
-	}
-	start := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
-	metrics.Read(start)
-	if start[0].Value.Kind() == metrics.KindUint64 && start[0].Value.Uint64() > stackReserve {
-		t.Logf("goroutines start on %d bytes of stack: the control cannot run", start[0].Value.Uint64())
-		return
-	}
-	if !movesBelow(0, func() {}, frames) {
-		t.Errorf("%d bytes of frames on a fresh goroutine did not copy its stack: the test sees no stack copy", levels*256)
-	}
 }
 
 // parkedWorkers counts the goroutines of the calling goroutine's synctest
@@ -907,99 +868,6 @@ func TestKnownVersionsAreInterned(t *testing.T) {
 		if got, ok := knownVersion([]byte(raw)); ok {
 			t.Errorf("knownVersion(%s) = %q, want none", raw, got)
 		}
-	}
-}
-
-// stackArgs is a tool's arguments, decoded as a handler would: nested
-// fields under json.Unmarshal go a few frames deeper each.
-type stackArgs struct {
-	Query struct {
-		Terms []struct {
-			Word  string  `json:"word"`
-			Boost float64 `json:"boost"`
-		} `json:"terms"`
-	} `json:"query"`
-	Limit int `json:"limit"`
-}
-
-const stackArgsJSON = `{"query":{"terms":[{"word":"go","boost":1.5},{"word":"mcp","boost":2}]},"limit":10}`
-
-// movesBelow reports whether path, run on a fresh goroutine below depth
-// frames of 256 bytes and reserve, moved that goroutine's stack (Go grows
-// a stack by copying it), by comparing the address of a stack variable
-// before and after path: a uintptr is not adjusted when the stack is
-// copied.
-func movesBelow(depth int, reserve, path func()) bool {
-	moved := make(chan bool)
-	var descend func(n int) byte
-	descend = func(n int) byte {
-		var b [256]byte
-		b[n&255] = byte(n)
-		if n > 0 {
-			return descend(n-1) + b[(n>>1)&255]
-		}
-		reserve()
-		var mark byte
-		before := uintptr(unsafe.Pointer(&mark))
-		path()
-		moved <- uintptr(unsafe.Pointer(&mark)) != before
-		return b[0]
-	}
-	go descend(depth)
-	return <-moved
-}
-
-// TestHTTPHandlerRunsOnTheReservedStack: a tool that decodes flat
-// arguments, served over HTTP on a new connection each request (so on a
-// fresh goroutine), runs without its goroutine's stack being copied: the
-// way from net/http's goroutine to the tool and its json.Unmarshal fits
-// the 8 KiB that reserveStack in ServeHTTP gives it, on both revisions. It
-// fails when the engine's frames on that way grow by a kilobyte or so. The
-// collector is off meanwhile: it may halve a stack that is little used when
-// it looks (before the handler runs). The arguments' type is decoded once
-// before: encoding/json builds its decoder on first use, deeper.
-func TestHTTPHandlerRunsOnTheReservedStack(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector's instrumentation makes every frame larger")
-	}
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	runtime.GC() // one that was under way
-	type flatArgs struct {
-		Text string `json:"text"`
-		Ms   int    `json:"ms"`
-	}
-	const argsJSON = `{"text":"hello","ms":100}`
-	var warm flatArgs
-	json.Unmarshal([]byte(argsJSON), &warm)
-	srv := NewServer(Implementation{Name: "s", Version: "1"})
-	moved := make(chan bool, 1)
-	srv.AddTool(Tool{Name: "echo"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
-		var mark byte
-		before := uintptr(unsafe.Pointer(&mark))
-		var a flatArgs
-		if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
-			return nil, err
-		}
-		moved <- uintptr(unsafe.Pointer(&mark)) != before
-		return &CallToolResult{Content: []Content{TextContent(a.Text)}}, nil
-	})
-	ts := httptest.NewServer(NewHTTPHandler(srv))
-	defer ts.Close()
-	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	for _, v := range []string{Version20251125, Version20260728} {
-		cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v))
-		if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL, WithHTTPClient(fresh))); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 5 {
-			if _, err := cl.CallTool(context.Background(), "echo", json.RawMessage(argsJSON)); err != nil {
-				t.Fatal(err)
-			}
-			if <-moved {
-				t.Errorf("%s, call %d: the tool's json.Unmarshal copied its goroutine's stack", v, i)
-			}
-		}
-		cl.Close()
 	}
 }
 

@@ -904,45 +904,6 @@ func eachMember(raw []byte, fn func(key, value []byte)) bool {
 	}
 }
 
-// stackReserve is how much stack reserveStack makes room for: the deepest
-// path of a call (through the engine, JSON encoding and decoding, the
-// transport's write, an HTTP exchange) fits in it, and so does a request's
-// way to its handler. A goroutine that reserves it from a few frames deep
-// has an 8 KiB stack, which Go grows when a frame would come within 928
-// bytes of its end. Over HTTP, under net/http's frames (about 1.25 KB),
-// the path from ServeHTTP to a tool takes 2.4 KB and to the decoder of a
-// field of its arguments under json.Unmarshal 4.7 KB (flat arguments, on
-// both revisions): a handler of that kind runs on 8 KiB, which the
-// collector does not halve, as it does a larger stack that its goroutine
-// leaves mostly unused between requests. The engine's frames on that path
-// are kept small for it (serveRequest, dispatchRequest, callTool and
-// runLegacyShim do their work before and after the handler in frames of
-// their own): with them 1.2–1.6 KB larger, such a handler outgrew 8 KiB
-// and, after every collection, grew each connection's stack to 16 KiB
-// again, on fresh memory (BenchmarkHTTPBurst, after-big: about 400 page
-// faults a burst of 64, 120–230 since).
-const stackReserve = 4 << 10
-
-// reserveStack gives the calling goroutine's stack room for stackReserve
-// bytes more before an exchange's deep path is entered. A goroutine starts
-// on a small stack, and Go grows a stack by copying it to one twice the
-// size, which costs per frame on it. CallTool over HTTP, each call on a
-// fresh goroutine, profiled: the calling goroutine took 22 µs of CPU a
-// call and stack growth (the process's, mostly the caller's, ten and more
-// frames down) 12.5 µs; with the stack grown here, a few frames deep, 12.5
-// and 3.5 µs. On a stack already grown it costs about 0.1 µs, clearing the
-// frame.
-//
-// The argument and result are only there so that the compiler cannot drop
-// the frame: callers pass 0 and ignore the result.
-//
-//go:noinline
-func reserveStack(i int) byte {
-	var pad [stackReserve]byte
-	pad[i&(stackReserve-1)] = 1
-	return pad[(i>>1)&(stackReserve-1)]
-}
-
 // messagePool recycles the buffers messages are encoded into: the writer
 // returns a buffer once a stream transport has written it. A pool holds
 // pointers; the *[]byte that carried a buffer in goes to holderPool when

@@ -632,8 +632,6 @@ func (s *Server) listTools(params json.RawMessage) (any, error) {
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
-	// The tool runs below this frame, kept small: what comes before and
-	// after it is done in frames of their own (see stackReserve).
 	call, handler, err := s.findTool(params, info)
 	if err != nil {
 		return nil, err

@@ -361,7 +361,6 @@ type httpHandler struct {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reserveStack(0) // net/http's goroutine of a new connection, or one the collector shrank (see stackReserve)
 	if !admitRequest(h.cfg, w, r, h.isStopped()) {
 		return
 	}
@@ -3016,7 +3015,6 @@ const maxIdlePOSTWorkers = maxIdleConnsPerHost
 // maxIdlePOSTWorkers others wait, or the transport closes.
 func (t *HTTPTransport) postWorker(job postJob) {
 	defer t.wg.Done()
-	reserveStack(0)
 	var idle *time.Timer
 	for {
 		t.post(job.ctx, job.ex, &job.m, job.body, job.header)
