@@ -41,7 +41,6 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // Protocol revisions this package speaks.
@@ -268,11 +267,9 @@ func appendMarshalString(b []byte, s string) []byte { return appendString(b, s, 
 // set.
 func appendString(b []byte, s string, html bool) []byte {
 	b = append(b, '"')
-	// A read-only view of s, for word loads; nothing writes through it.
-	raw := unsafe.Slice(unsafe.StringData(s), len(s))
 	start, i := 0, 0
 	for i < len(s) {
-		i = plainRun(raw, i, html)
+		i = plainRun(s, i, html)
 		if i >= len(s) {
 			break
 		}
@@ -324,26 +321,34 @@ func appendString(b []byte, s string, html bool) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// plainRun returns the end of the run of plain bytes from raw[i] that
+// plainRun returns the end of the run of plain bytes from s[i] that
 // appendString copies whole, a word of eight bytes at a time: it stops
 // within eight bytes of the first byte that is not printable ASCII, or is
 // '"' or '\\', or with html '<', '>' or '&'. (A loop of its own for each
 // case: one loop that tested html in it ran at half the speed.)
-func plainRun(raw []byte, i int, html bool) int {
+func plainRun(s string, i int, html bool) int {
 	if html {
-		for ; i+8 <= len(raw); i += 8 {
-			if htmlSpecialBytes(binary.LittleEndian.Uint64(raw[i:])) != 0 {
+		for ; i+8 <= len(s); i += 8 {
+			if htmlSpecialBytes(word(s, i)) != 0 {
 				break
 			}
 		}
 		return i
 	}
-	for ; i+8 <= len(raw); i += 8 {
-		if specialBytes(binary.LittleEndian.Uint64(raw[i:])) != 0 {
+	for ; i+8 <= len(s); i += 8 {
+		if specialBytes(word(s, i)) != 0 {
 			break
 		}
 	}
 	return i
+}
+
+// word is the eight bytes of s from i as a little-endian word; the
+// compiler makes the shifts one load.
+func word(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // specialBytes is nonzero when one of the eight bytes of w is not
