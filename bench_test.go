@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -346,53 +345,39 @@ func BenchmarkJSONFloor(b *testing.B) {
 // BenchmarkPipeFloor is the carrier's own share of a pipe round trip: a
 // request line written to an OS pipe, read by an echo goroutine that
 // writes a response line back on a second pipe, read by the caller; no
-// JSON and no SDK. "spin" reads the way IOTransport does (spinReader where
-// the platform has it), "poller" through os.File alone. The echo call's
-// lines are the size of BenchmarkCallToolEcho/pipe/2025-11-25's.
+// JSON and no SDK. The echo call's lines are the size of
+// BenchmarkCallToolEcho/pipe/2025-11-25's.
 func BenchmarkPipeFloor(b *testing.B) {
 	request := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}` + "\n")
 	response := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}` + "\n")
-	for _, mode := range []string{"spin", "poller"} {
-		b.Run(mode, func(b *testing.B) {
-			reader := func(f *os.File) *bufio.Reader {
-				var r io.Reader = f
-				if mode == "spin" {
-					if sr := newSpinReader(f); sr != nil {
-						r = sr
-					}
-				}
-				return bufio.NewReaderSize(r, 64<<10)
+	upR, upW := osPipe(b)
+	downR, downW := osPipe(b)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		in := bufio.NewReaderSize(upR, 64<<10)
+		for {
+			if _, err := in.ReadSlice('\n'); err != nil {
+				return
 			}
-			upR, upW := osPipe(b)
-			downR, downW := osPipe(b)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				in := reader(upR)
-				for {
-					if _, err := in.ReadSlice('\n'); err != nil {
-						return
-					}
-					if _, err := downW.Write(response); err != nil {
-						return
-					}
-				}
-			}()
-			out := reader(downR)
-			for b.Loop() {
-				if _, err := upW.Write(request); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := out.ReadSlice('\n'); err != nil {
-					b.Fatal(err)
-				}
+			if _, err := downW.Write(response); err != nil {
+				return
 			}
-			upW.Close()
-			<-done
-			for _, f := range []*os.File{upR, downR, downW} {
-				f.Close()
-			}
-		})
+		}
+	}()
+	out := bufio.NewReaderSize(downR, 64<<10)
+	for b.Loop() {
+		if _, err := upW.Write(request); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := out.ReadSlice('\n'); err != nil {
+			b.Fatal(err)
+		}
+	}
+	upW.Close()
+	<-done
+	for _, f := range []*os.File{upR, downR, downW} {
+		f.Close()
 	}
 }
 

@@ -81,20 +81,9 @@ type IOTransport struct {
 
 // NewIOTransport returns a Transport that reads messages from r and writes
 // them to w, one per line. Close closes r and w if they are io.Closers.
-//
-// When r is an OS pipe (stdin, a child's stdout, os.Pipe) and the program
-// has more than one processor, a read that finds nothing tries again for
-// up to 200 µs, yielding the processor, before it waits: the answer to a
-// request usually comes within that span, and the thread need not sleep
-// and be woken for it. A reader that waits longer costs that much CPU once.
 func NewIOTransport(r io.Reader, w io.Writer) *IOTransport {
 	t := &IOTransport{r: bufio.NewReaderSize(r, 64<<10), w: w, maxSize: DefaultMaxMessageSize}
 	t.rf, t.file = r.(*os.File)
-	if t.file {
-		if sr := newSpinReader(t.rf); sr != nil {
-			t.r = bufio.NewReaderSize(sr, 64<<10)
-		}
-	}
 	for _, x := range []any{w, r} {
 		if c, ok := x.(io.Closer); ok {
 			t.closers = append(t.closers, c)
