@@ -826,8 +826,6 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 			rpcErr = &Error{Code: CodeInternalError, Message: err.Error()}
 		}
 		data = encodeError(req.id, rpcErr)
-	} else if data = encodeAppendedResult(req.id, result); data != nil {
-		// written in place
 	} else {
 		raw, merr := marshalResult(result)
 		if merr != nil {
@@ -838,24 +836,6 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 		}
 	}
 	c.queueWrite(outgoing{data: data, related: req.id, final: true, route: req.route}, false)
-}
-
-// encodeAppendedResult writes the response to a result that writes its own
-// JSON straight into the message; nil when result does not.
-func encodeAppendedResult(id ID, result any) []byte {
-	ra, ok := result.(resultAppender)
-	if !ok {
-		return nil
-	}
-	b := messageBuffer(256)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = id.appendJSON(b)
-	b = append(b, `,"result":`...)
-	if b, ok = ra.appendResult(b); !ok {
-		recycleMessage(b)
-		return nil
-	}
-	return append(b, '}')
 }
 
 // runHandler calls the dispatcher, turning a panic into an internal error.
@@ -878,10 +858,6 @@ func marshalResult(v any) (json.RawMessage, error) {
 		return r, nil
 	case nil:
 		return json.RawMessage("{}"), nil
-	case resultAppender:
-		if b, ok := r.appendResult(nil); ok {
-			return b, nil
-		}
 	}
 	return json.Marshal(v)
 }
@@ -1326,15 +1302,10 @@ var jsonAppenderPool = sync.Pool{New: func() any {
 	return a
 }}
 
-// appendJSON appends the JSON encoding of v to b, as json.Marshal writes it:
-// the usual shapes of arguments by appendFastJSON, anything else by a pooled
-// json.Encoder. b is a message buffer (messageBuffer), which goes back to the
-// pool when the encoding outgrows it.
+// appendJSON appends the JSON encoding of v to b, as json.Marshal writes it,
+// with a pooled json.Encoder. b is a message buffer (messageBuffer), which
+// goes back to the pool when the encoding outgrows it.
 func appendJSON(b []byte, v any) ([]byte, error) {
-	b, ok := appendFastJSON(b, v)
-	if ok {
-		return b, nil
-	}
 	a := jsonAppenderPool.Get().(*jsonAppender)
 	a.b = b
 	err := a.enc.Encode(v) // writes nothing on error

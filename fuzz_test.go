@@ -336,39 +336,3 @@ func FuzzAppendJSONString(f *testing.F) {
 	})
 }
 
-// FuzzAppendFastJSON: appendFastJSON writes json.Marshal's bytes for
-// structs, maps and slices of any strings and numbers, or refuses the value
-// (a NaN or an infinity) as json.Marshal fails on it.
-func FuzzAppendFastJSON(f *testing.F) {
-	f.Add("text", 1.5, int64(-3), true)
-	f.Add("<\u2028\xff>", 1e-7, int64(1)<<60, false)
-	f.Add("", 1e21, int64(0), false)
-	f.Add("\x00\\\"", -0.0, int64(-1)<<63, true)
-	f.Fuzz(func(t *testing.T, s string, x float64, n int64, ok bool) {
-		type args struct {
-			S   string         `json:"s"`
-			O   string         `json:"o,omitempty"`
-			X   float64        `json:"x"`
-			X32 float32        `json:"x32,omitempty"`
-			N   int64          `json:"n"`
-			U   uint32         `json:"u,omitempty"`
-			OK  bool           `json:"ok"`
-			M   map[string]any `json:"m"`
-			L   []any          `json:"l"`
-			P   *args          `json:"p,omitempty"`
-		}
-		v := args{S: s, O: s, X: x, X32: float32(x), N: n, U: uint32(n), OK: ok,
-			M: map[string]any{s: x, "n": int(n), "s": s}, L: []any{s, x, ok, nil}}
-		v.P = &args{S: s, X: -x}
-		want, wantErr := json.Marshal(v)
-		got, done := appendFastJSON([]byte("x"), v)
-		switch {
-		case !done && wantErr == nil:
-			t.Fatalf("appendFastJSON refused %+v, which json.Marshal encodes", v)
-		case done && wantErr != nil:
-			t.Fatalf("appendFastJSON encoded %+v, on which json.Marshal fails: %v", v, wantErr)
-		case done && string(got[1:]) != string(want):
-			t.Fatalf("appendFastJSON(%+v) = %s\njson.Marshal = %s", v, got[1:], want)
-		}
-	})
-}

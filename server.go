@@ -121,9 +121,8 @@ type Server struct {
 	info Implementation
 	cfg  *config
 
-	infoOnce   sync.Once
-	infoRaw    json.RawMessage // info, encoded once for every 2026-07-28 result
-	membersRaw string          // resultType and _meta of a complete 2026-07-28 result
+	infoOnce sync.Once
+	infoRaw  json.RawMessage // info, encoded once for every 2026-07-28 result
 
 	mu        sync.RWMutex
 	tools     registry[*serverTool]
@@ -448,11 +447,6 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 func (s *Server) modernResult(result any, mayCache bool) (any, error) {
 	_, cache := result.(cacheable)
 	cache = cache && mayCache
-	if r, ok := result.(*CallToolResult); ok && !cache && r.plain() {
-		// The common case, written once straight into the response: our
-		// own members, then the result's.
-		return modernToolResult{s.modernMembers(), r}, nil
-	}
 	raw, err := marshalResult(result)
 	if err != nil {
 		return nil, err
@@ -485,16 +479,8 @@ func (s *Server) modernResult(result any, mayCache bool) (any, error) {
 	return raw, nil
 }
 
-// modernMembers are the members a complete 2026-07-28 result starts with,
-// without braces: resultType and _meta with serverInfo.
-func (s *Server) modernMembers() string {
-	s.infoOnce.Do(s.encodeInfo)
-	return s.membersRaw
-}
-
 func (s *Server) encodeInfo() {
 	s.infoRaw, _ = json.Marshal(s.info)
-	s.membersRaw = `"resultType":"complete","_meta":{"` + metaServerInfo + `":` + string(s.infoRaw) + `}`
 }
 
 func (s *Server) infoJSON() json.RawMessage {
