@@ -390,4 +390,3 @@ func TestAppendJSONWritesWhatMarshalWrites(t *testing.T) {
 		t.Errorf("appendJSON(chan) = %q, %v; want the prefix alone and an error", got, err)
 	}
 }
-

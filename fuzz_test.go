@@ -335,4 +335,3 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
-
