@@ -266,13 +266,8 @@ func WithContext(ctx context.Context) HTTPHandlerOption {
 // any, also cuts long SSE responses; leave it 0 and let the MCP request
 // timeouts bound each call. Client only.
 //
-// The default is a client shared by the package's transports. It sends
-// plain http:// requests over HTTP/1.1 itself, on the goroutine that
-// makes the request, over kept-alive connections (up to 128 idle per
-// host); that saves net/http's hand-offs between goroutines, most of an
-// MCP call's cost on a loopback connection. https:// endpoints, endpoints
-// the environment's proxy settings (HTTP_PROXY, NO_PROXY) send through a
-// proxy, and redirects go through a clone of http.DefaultTransport.
+// The default is a client shared by the package's transports: a clone of
+// http.DefaultTransport that keeps up to 128 idle connections per host.
 func WithHTTPClient(client *http.Client) HTTPTransportOption {
 	return httpTransportOption(func(c *httpConfig) { c.client = client })
 }
@@ -2645,9 +2640,6 @@ type HTTPTransport struct {
 	post0  *http.Request // a POST to url without context, body or headers
 	urlErr error         // why url does not parse, if it does not
 	client *http.Client
-	// direct sends POSTs without client, when client is the default one
-	// and url one its http1Transport takes.
-	direct *http1Transport
 	log    *slog.Logger
 	maxMsg int
 
@@ -2678,45 +2670,47 @@ type HTTPTransport struct {
 	legacySession, legacyVersion string
 }
 
-// defaultHTTPClient is the client of the transports given none. Plain
-// http:// exchanges go over an http1Transport; the rest over a clone of
-// http.DefaultTransport. Both keep enough idle connections for many
-// concurrent calls to one server: DefaultTransport keeps 2 per host, so
-// each call past the second would dial, and close, a connection.
+// defaultHTTPClient is the client of the transports given none: a clone of
+// http.DefaultTransport (proxy settings, TLS, HTTP/2 as net/http does them)
+// that keeps enough idle connections for many concurrent calls to one
+// server: DefaultTransport keeps 2 per host, so each call past the second
+// would dial, and close, a connection.
 var defaultHTTPClient = sync.OnceValue(func() *http.Client {
-	var fallback http.RoundTripper = http.DefaultTransport
-	if base, ok := http.DefaultTransport.(*http.Transport); ok {
-		tr := base.Clone()
-		tr.MaxIdleConns = max(tr.MaxIdleConns, 2*maxIdleConnsPerHost)
-		tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
-		fallback = tr
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return &http.Client{} // the program replaced it: use what it gave
 	}
-	return &http.Client{Transport: newHTTP1Transport(fallback, maxIdleConnsPerHost)}
+	tr := base.Clone()
+	tr.MaxIdleConns = max(tr.MaxIdleConns, 2*maxIdleConnsPerHost)
+	tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	return &http.Client{Transport: tr}
 })
 
-// exchange is one request's POST in flight. A POST sent straight runs on
-// the transport's context and is interrupted through hook alone; one sent
-// through net/http has a context of its own, which cancel ends.
+// exchange is one request's POST in flight, with a context of its own that
+// abort ends.
 type exchange struct {
-	hook   connHook           // interrupts the POST's connection
-	cancel context.CancelFunc // guarded by hook.mu; nil on the straight road
+	mu          sync.Mutex
+	cancel      context.CancelFunc // the POST's context, once it has one
+	interrupted bool
 }
 
-// abort interrupts the exchange's POST and ends its context, if it has one.
+// abort ends the exchange's POST, now or as soon as it starts.
 func (ex *exchange) abort() {
-	ex.hook.interrupt()
+	ex.mu.Lock()
+	ex.interrupted = true
+	ex.mu.Unlock()
 	ex.end()
 }
 
-// withContext returns a context of ctx's for the exchange's POST through
-// net/http, which abort ends (at once if it has already been called).
+// withContext returns a context of ctx's for the exchange's POST, which
+// abort ends (at once if it has already been called).
 func (ex *exchange) withContext(ctx context.Context) context.Context {
 	ctx, cancel := context.WithCancel(ctx)
-	ex.hook.mu.Lock()
+	ex.mu.Lock()
 	prev := ex.cancel
 	ex.cancel = cancel
-	interrupted := ex.hook.interrupted
-	ex.hook.mu.Unlock()
+	interrupted := ex.interrupted
+	ex.mu.Unlock()
 	if prev != nil {
 		prev()
 	}
@@ -2729,9 +2723,9 @@ func (ex *exchange) withContext(ctx context.Context) context.Context {
 // end ends the exchange's context, if it has one: once its POST is done,
 // or aborted.
 func (ex *exchange) end() {
-	ex.hook.mu.Lock()
+	ex.mu.Lock()
 	cancel := ex.cancel
-	ex.hook.mu.Unlock()
+	ex.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
@@ -2742,9 +2736,9 @@ func (ex *exchange) aborted() bool {
 	if ex == nil {
 		return false
 	}
-	ex.hook.mu.Lock()
-	defer ex.hook.mu.Unlock()
-	return ex.hook.interrupted
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.interrupted
 }
 
 // NewHTTPTransport returns a client Transport for the Streamable HTTP
@@ -2763,54 +2757,20 @@ func NewHTTPTransport(url string, opts ...HTTPTransportOption) *HTTPTransport {
 		ctx: ctx, cancel: cancel, clientInbox: newClientInbox(), jobs: make(chan postJob),
 		exchanges: make(map[ID]*exchange), toolHeaders: make(map[string][]paramHeader),
 	}
-	if h1, ok := client.Transport.(*http1Transport); ok && cfg.client == nil && urlErr == nil && h1.takes(post0) {
-		t.direct = h1
-	}
 	return t
 }
 
-// send POSTs body: straight over the default client's http1Transport when
-// it takes the endpoint, which spares the http.Request, its body readers
-// and the copies http.Client makes of it; through the client otherwise,
-// and for a redirect, which the client follows.
-//
-// A response sent straight is in storage of the transport's pool, r: the
-// caller gives it back with r.recycle once done with the response.
-func (t *HTTPTransport) send(ctx context.Context, ex *exchange, body []byte, header http.Header) (resp *http.Response, r *h1Response, err error) {
-	if t.direct != nil {
-		var hook *connHook
-		if ex != nil {
-			hook = &ex.hook
-		}
-		r, err := t.direct.post(ctx, t.post0.URL, header, body, hook)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !isRedirect(r.resp.StatusCode) {
-			return &r.resp, r, nil
-		}
-		r.resp.Body.Close()
-		r.recycle()
-	}
+// send POSTs body through the client, on the exchange's context when it
+// has one.
+func (t *HTTPTransport) send(ctx context.Context, ex *exchange, body []byte, header http.Header) (*http.Response, error) {
 	if ex != nil {
 		ctx = ex.withContext(ctx)
 	}
 	req, err := t.newPOST(ctx, body, header)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mcp: bad endpoint URL: %w", err)
+		return nil, fmt.Errorf("mcp: bad endpoint URL: %w", err)
 	}
-	resp, err = t.client.Do(req)
-	return resp, nil, err
-}
-
-// isRedirect reports whether http.Client follows a response of this
-// status to a POST.
-func isRedirect(code int) bool {
-	switch code {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		return true
-	}
-	return false
+	return t.client.Do(req)
 }
 
 // newPOST is http.NewRequestWithContext(ctx, "POST", t.url, body) without
@@ -2934,9 +2894,8 @@ func (t *HTTPTransport) WriteMessage(msg []byte) error {
 }
 
 // writeOwned is WriteMessage for a message the transport may keep: the
-// engine's own, whose buffer it then never reuses. A POST sent straight
-// (not through net/http, which may still read a body after its response
-// came) gives the buffer back to the pool when done.
+// engine's own, whose buffer it then never reuses (net/http may still read
+// a body after its response came, so it is left to the collector).
 func (t *HTTPTransport) writeOwned(body []byte) error {
 	var m httpMessage // on the stack: only what the POST needs is kept
 	sniffMessage(body, &m)
@@ -2993,14 +2952,10 @@ type postJob struct {
 }
 
 // postWorkerIdle is how long a POST worker waits for the next POST before
-// it ends: as long as an idle connection is kept (http1IdleTimeout, and
-// net/http's default transport's IdleConnTimeout), so that calls that come
-// in bursts with pauses between them find the workers of the last burst.
-// A fresh worker starts on a small stack that its first POST grows, and
-// copies, on its way through the HTTP exchange and the JSON decoding: 64
-// parallel calls after a pause of a second took 0.6–2.5 ms more CPU with
-// fresh workers than with waiting ones (measured, 12–14 ms in all).
-const postWorkerIdle = http1IdleTimeout
+// it ends: as long as net/http's default transport keeps an idle
+// connection (IdleConnTimeout), so that calls that come in bursts with
+// pauses between them find the workers of the last burst.
+const postWorkerIdle = 90 * time.Second
 
 // maxIdleConnsPerHost is how many idle connections to one server the
 // default client keeps.
@@ -3158,7 +3113,7 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *sentMessage, 
 		t.fail(fmt.Errorf("mcp: bad endpoint URL: %w", t.urlErr))
 		return
 	}
-	resp, stored, err := t.send(ctx, ex, body, header)
+	resp, err := t.send(ctx, ex, body, header)
 	if err != nil {
 		if ctx.Err() != nil || ex.aborted() {
 			return // closed or aborted
@@ -3171,10 +3126,6 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *sentMessage, 
 	}
 	t.takeResponse(ctx, ex, m, resp, header)
 	resp.Body.Close()
-	if stored != nil {
-		stored.recycle()
-		recycleMessage(body) // written, and nothing of it is kept
-	}
 }
 
 // takeResponse acts on the response to a POST of m's.
@@ -3552,7 +3503,7 @@ func (t *HTTPTransport) Close() error {
 		t.closed = true
 		sid, version := t.sessionID, t.version
 		for _, ex := range t.exchanges {
-			ex.hook.interrupt() // under t.mu: see abortExchange
+			ex.abort() // under t.mu: see abortExchange
 		}
 		t.mu.Unlock()
 		t.cancel()

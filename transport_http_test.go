@@ -1247,16 +1247,16 @@ func (h *recordingHandler) sent(method string) bool {
 // On 2026-07-28 that alone cancels the handler (its cause says so) and no
 // notifications/cancelled is sent; on the older revisions the dropped
 // connection is no cancellation and the client POSTs
-// notifications/cancelled. It holds for POSTs sent straight (the default
-// client, interrupted through their connection) and through a user's
-// http.Client (cancelled through their request's context).
+// notifications/cancelled. It holds for POSTs through the default client
+// and through a user's http.Client (cancelled through their request's
+// context).
 func TestHTTPTimeoutAbortsExchange(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts []HTTPTransportOption
 	}{
-		{"straight", nil},
+		{"default client", nil},
 		{"user client", []HTTPTransportOption{WithHTTPClient(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})}},
 	} {
 		for _, v := range eras {
@@ -1275,9 +1275,6 @@ func testHTTPTimeoutAbortsExchange(t *testing.T, v string, opts []HTTPTransportO
 	defer ts.Close()
 	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v))
 	tr := NewHTTPTransport(ts.URL, opts...)
-	if (tr.direct != nil) != (opts == nil) {
-		t.Fatalf("straight road taken: %v", tr.direct != nil)
-	}
 	if err := cl.Connect(context.Background(), tr); err != nil {
 		t.Fatal(err)
 	}
@@ -2040,7 +2037,7 @@ func (rt handlerRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 
 // TestHTTPPOSTWorkersOutlastAPause: the goroutines that sent a burst of
 // parallel calls wait for the next burst as long as an idle connection is
-// kept (a fresh one would grow its stack again), then end; no more than
+// kept, then end; no more than
 // maxIdlePOSTWorkers wait at once, and none outlives Close.
 func TestHTTPPOSTWorkersOutlastAPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -2072,12 +2069,12 @@ func TestHTTPPOSTWorkersOutlastAPause(t *testing.T) {
 			t.Fatalf("%d POST workers after 16 parallel calls, want at least 16", n)
 		}
 		was := workers()
-		time.Sleep(http1IdleTimeout - time.Second)
+		time.Sleep(postWorkerIdle - time.Second)
 		if n := workers(); n != was {
 			t.Fatalf("%d POST workers left after a pause shorter than an idle connection is kept, want %d", n, was)
 		}
 		burst(16) // takes the waiting workers, and their count starts again
-		time.Sleep(http1IdleTimeout - time.Second)
+		time.Sleep(postWorkerIdle - time.Second)
 		if n := workers(); n != was {
 			t.Fatalf("%d POST workers after a second burst and a pause, want the %d of the first", n, was)
 		}
