@@ -23,6 +23,12 @@ import (
 // TestMain lets the test binary double as a stdio server for the tests that
 // need a real child process.
 func TestMain(m *testing.M) {
+	if os.Getenv("MCP_TEST_CLOSE_STDOUT") != "" {
+		// A server that closes its output and lives on until its input ends.
+		os.Stdout.Close()
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	if msg, ok := os.LookupEnv("MCP_TEST_CRASH"); ok {
 		// A server that fails as it starts, saying why on standard error.
 		fmt.Fprintln(os.Stderr, "starting up")

@@ -294,7 +294,10 @@ func NewInMemoryTransports() (clientSide, serverSide Transport) {
 // TerminateTimeout, then SIGKILL.
 type CommandTransport struct {
 	// CloseTimeout bounds the wait for the child to exit after its standard
-	// input is closed (default 5s).
+	// input is closed (default 5s). It also bounds how long a read that
+	// found the child's output closed waits for its exit status, and how
+	// long the child's standard error is read after it exited (a
+	// grandchild may hold it open).
 	CloseTimeout time.Duration
 	// TerminateTimeout bounds the wait after SIGTERM (default 5s).
 	TerminateTimeout time.Duration
@@ -385,26 +388,25 @@ func (t *CommandTransport) ReadMessage() ([]byte, error) {
 		return nil, errors.New("mcp: CommandTransport not started")
 	}
 	msg, err := t.IOTransport.ReadMessage()
-	if errors.Is(err, io.EOF) {
-		select {
-		case <-t.exited:
-			// Its last lines on standard error say why, most often.
-			waitFor(t.drained, t.CloseTimeout)
-			last := t.tail.String()
-			switch {
-			case t.waitErr != nil && last != "":
-				return nil, fmt.Errorf("server process exited: %w; its standard error ended with: %s", t.waitErr, last)
-			case t.waitErr != nil:
-				return nil, fmt.Errorf("server process exited: %w", t.waitErr)
-			case last != "":
-				return nil, errors.New("server process exited; its standard error ended with: " + last)
-			}
-			return nil, errors.New("server process exited")
-		case <-time.After(10 * time.Millisecond):
-		}
+	if !errors.Is(err, io.EOF) {
+		return msg, err
+	}
+	// The end of the child's output comes just before its exit, most
+	// often: its exit status and its last lines on standard error say why.
+	if !waitFor(t.exited, t.CloseTimeout) {
 		return nil, fmt.Errorf("server closed its standard output: %w", err)
 	}
-	return msg, err
+	waitFor(t.drained, t.CloseTimeout)
+	last := t.tail.String()
+	switch {
+	case t.waitErr != nil && last != "":
+		return nil, fmt.Errorf("server process exited: %w; its standard error ended with: %s", t.waitErr, last)
+	case t.waitErr != nil:
+		return nil, fmt.Errorf("server process exited: %w", t.waitErr)
+	case last != "":
+		return nil, errors.New("server process exited; its standard error ended with: " + last)
+	}
+	return nil, errors.New("server process exited")
 }
 
 // WriteMessage sends msg to the child's standard input.
@@ -434,7 +436,7 @@ func (t *CommandTransport) shutdown() error {
 		}
 	}
 	t.stdout.Close()
-	if !waitFor(t.drained, time.Second) {
+	if !waitFor(t.drained, t.CloseTimeout) {
 		// A grandchild still holds the pipe open; stop reading it.
 		t.stderr.Close()
 		<-t.drained

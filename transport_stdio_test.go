@@ -228,3 +228,19 @@ func TestCommandTransportSaysWhyTheChildExited(t *testing.T) {
 		t.Fatalf("Connect: %v\nwant an error containing %q", err, want)
 	}
 }
+
+// TestCommandTransportWaitsCloseTimeoutForTheExit: a child that closes its
+// output but lives on is reported as such once CloseTimeout has passed
+// without its exit, and Close still ends it.
+func TestCommandTransportWaitsCloseTimeoutForTheExit(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MCP_TEST_CLOSE_STDOUT=1")
+	tr := NewCommandTransport(cmd)
+	tr.CloseTimeout = 50 * time.Millisecond
+	cl := NewClient(Implementation{Name: "c", Version: "1"})
+	err := cl.Connect(context.Background(), tr)
+	if err == nil || !strings.Contains(err.Error(), "server closed its standard output: EOF") {
+		t.Fatalf("Connect: %v, want the closed output named", err)
+	}
+}
