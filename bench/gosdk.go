@@ -116,7 +116,7 @@ func (gosdk) Open(ctx context.Context, carrier, version string) (session, error)
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 			&mcp.StreamableHTTPOptions{Stateless: version >= "2026-07-28"})
 		ts := httptest.NewServer(h)
-		cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL}, opts)
+		cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: sharedHTTPClient}, opts)
 		if err != nil {
 			ts.CloseClientConnections()
 			ts.Close()

@@ -122,7 +122,7 @@ func (mcpgo) Open(ctx context.Context, carrier, version string) (session, error)
 		cleanup = func() { c.Close() }
 	case "http":
 		ts := httptest.NewServer(server.NewStreamableHTTPServer(mcpgoServer()))
-		c, err = client.NewStreamableHttpClient(ts.URL)
+		c, err = client.NewStreamableHttpClient(ts.URL, transport.WithHTTPBasicClient(sharedHTTPClient))
 		if err != nil {
 			ts.Close()
 			return nil, err

@@ -10,5 +10,8 @@ import (
 // eras on one endpoint.
 func oursHTTPHandler(s *mcp.Server) (http.Handler, error) { return mcp.NewHTTPHandler(s), nil }
 
-// oursHTTPTransport is the default Streamable HTTP client transport.
-func oursHTTPTransport(url string) (mcp.Transport, error) { return mcp.NewHTTPTransport(url), nil }
+// oursHTTPTransport is the Streamable HTTP client transport on the bench's
+// shared net/http client.
+func oursHTTPTransport(url string) (mcp.Transport, error) {
+	return mcp.NewHTTPTransport(url, mcp.WithHTTPClient(sharedHTTPClient)), nil
+}
