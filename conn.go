@@ -858,6 +858,8 @@ func marshalResult(v any) (json.RawMessage, error) {
 		return r, nil
 	case nil:
 		return json.RawMessage("{}"), nil
+	case *CallToolResult:
+		return json.Marshal(r.withTexts())
 	}
 	return json.Marshal(v)
 }

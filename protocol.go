@@ -300,6 +300,40 @@ type Content struct {
 	Meta              Meta            `json:"_meta,omitempty"`
 }
 
+// withTexts returns r ready for encoding/json: r itself, or, when a text
+// block's text is empty, a view of r that writes that text member anyway.
+// The protocol requires it, and peers that check the schema reject a text
+// block without one; Content's omitempty would drop it.
+func (r *CallToolResult) withTexts() any {
+	for i := range r.Content {
+		if c := &r.Content[i]; c.Type == "text" && c.Text == "" {
+			blocks := make([]textedContent, len(r.Content))
+			for j := range r.Content {
+				blocks[j] = textedContent(r.Content[j])
+			}
+			return struct {
+				*CallToolResult
+				Content []textedContent `json:"content"` // shadows r's
+			}{r, blocks}
+		}
+	}
+	return r
+}
+
+// textedContent is a Content that writes a text block's text even when it
+// is empty.
+type textedContent Content
+
+func (c textedContent) MarshalJSON() ([]byte, error) {
+	if c.Type != "text" || c.Text != "" {
+		return json.Marshal(Content(c))
+	}
+	return json.Marshal(struct {
+		Content
+		Text string `json:"text"` // shadows Content's, which omits ""
+	}{Content: Content(c)})
+}
+
 // TextContent returns a text content block.
 func TextContent(text string) Content { return Content{Type: "text", Text: text} }
 
