@@ -599,22 +599,32 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 	return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method}
 }
 
-func (s *Server) listTools(params json.RawMessage) (any, error) {
+// listPage serves one page of a list method: the page of reg that the
+// request's cursor names, each item as the result lists it.
+func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, item func(T) R) ([]R, string, error) {
 	var p listParams
 	if err := decodeParams(params, &p); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	page, next, err := s.tools.page("tools", p.Cursor, s.cfg.server.pageSize)
+	page, next, err := reg.page(kind, p.Cursor, s.cfg.server.pageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	items := make([]R, len(page))
+	for i, x := range page {
+		items[i] = item(x)
+	}
+	return items, next, nil
+}
+
+func (s *Server) listTools(params json.RawMessage) (any, error) {
+	items, next, err := listPage(s, &s.tools, "tools", params, func(st *serverTool) *Tool { return st.tool })
 	if err != nil {
 		return nil, err
 	}
-	res := &ListToolsResult{Tools: make([]*Tool, len(page)), NextCursor: next}
-	for i, st := range page {
-		res.Tools[i] = st.tool
-	}
-	return res, nil
+	return &ListToolsResult{Tools: items, NextCursor: next}, nil
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
@@ -959,39 +969,19 @@ func (s *Server) ResourceUpdated(uri string) {
 }
 
 func (s *Server) listResources(params json.RawMessage) (any, error) {
-	var p listParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	page, next, err := s.resources.page("resources", p.Cursor, s.cfg.server.pageSize)
+	items, next, err := listPage(s, &s.resources, "resources", params, func(sr *serverResource) *Resource { return sr.resource })
 	if err != nil {
 		return nil, err
 	}
-	res := &ListResourcesResult{Resources: make([]*Resource, len(page)), NextCursor: next}
-	for i, sr := range page {
-		res.Resources[i] = sr.resource
-	}
-	return res, nil
+	return &ListResourcesResult{Resources: items, NextCursor: next}, nil
 }
 
 func (s *Server) listResourceTemplates(params json.RawMessage) (any, error) {
-	var p listParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	page, next, err := s.templates.page("templates", p.Cursor, s.cfg.server.pageSize)
+	items, next, err := listPage(s, &s.templates, "templates", params, func(st *serverTemplate) *ResourceTemplate { return st.template })
 	if err != nil {
 		return nil, err
 	}
-	res := &ListResourceTemplatesResult{ResourceTemplates: make([]*ResourceTemplate, len(page)), NextCursor: next}
-	for i, st := range page {
-		res.ResourceTemplates[i] = st.template
-	}
-	return res, nil
+	return &ListResourceTemplatesResult{ResourceTemplates: items, NextCursor: next}, nil
 }
 
 // findResource returns the handler serving uri: the resource's, else the
@@ -1108,21 +1098,11 @@ func (s *Server) RemovePrompts(names ...string) {
 }
 
 func (s *Server) listPrompts(params json.RawMessage) (any, error) {
-	var p listParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	page, next, err := s.prompts.page("prompts", p.Cursor, s.cfg.server.pageSize)
+	items, next, err := listPage(s, &s.prompts, "prompts", params, func(sp *serverPrompt) *Prompt { return sp.prompt })
 	if err != nil {
 		return nil, err
 	}
-	res := &ListPromptsResult{Prompts: make([]*Prompt, len(page)), NextCursor: next}
-	for i, sp := range page {
-		res.Prompts[i] = sp.prompt
-	}
-	return res, nil
+	return &ListPromptsResult{Prompts: items, NextCursor: next}, nil
 }
 
 func (s *Server) getPrompt(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
