@@ -1,0 +1,173 @@
+package mcp
+
+import (
+	"slices"
+	"sync"
+)
+
+// EventStore keeps the SSE events of legacy sessions (2025-03-26 …
+// 2025-11-25) so that a client that lost a stream can resume it with
+// Last-Event-ID and miss nothing. The handler calls it on its write path,
+// holding the stream's lock: its methods must be quick and safe for
+// concurrent use.
+type EventStore interface {
+	// Append stores data as event index of a session's stream. A stream's
+	// indexes start at 1 and grow by one. data is never modified: the store
+	// may keep it without copying.
+	Append(sessionID, streamID string, index int64, data []byte)
+	// After returns the stream's events with an index above index, in
+	// order; ok is false when the store no longer holds all of them.
+	After(sessionID, streamID string, index int64) (events [][]byte, ok bool)
+	// StreamDone reports that every event of the stream reached the
+	// client: they may go.
+	StreamDone(sessionID, streamID string)
+	// SessionClosed reports that the session ended: all its events may go.
+	SessionClosed(sessionID string)
+}
+
+// MemoryEventStore is an [EventStore] in memory, bounded in bytes across
+// all sessions: when full it drops the oldest events, and a stream that
+// needs them can no longer be resumed.
+type MemoryEventStore struct {
+	max int
+
+	mu       sync.Mutex
+	size     int
+	count    int
+	sessions map[string]map[string]*storedStream
+	order    []storedRef // events in the order they came, for eviction
+	head     int
+}
+
+type storedStream struct {
+	first  int64 // index of events[0]
+	events [][]byte
+	size   int
+}
+
+type storedRef struct {
+	session, stream string
+	index           int64
+}
+
+// NewMemoryEventStore returns an empty MemoryEventStore holding at most
+// maxBytes of event data.
+func NewMemoryEventStore(maxBytes int) *MemoryEventStore {
+	return &MemoryEventStore{max: maxBytes, sessions: make(map[string]map[string]*storedStream)}
+}
+
+// Append implements EventStore.
+func (m *MemoryEventStore) Append(sessionID, streamID string, index int64, data []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	streams := m.sessions[sessionID]
+	if streams == nil {
+		streams = make(map[string]*storedStream)
+		m.sessions[sessionID] = streams
+	}
+	st := streams[streamID]
+	if st == nil {
+		st = &storedStream{first: index}
+		streams[streamID] = st
+	}
+	if len(st.events) == 0 || index != st.first+int64(len(st.events)) {
+		m.dropLocked(st)
+		st.first = index
+	}
+	st.events = append(st.events, data)
+	st.size += len(data)
+	m.size += len(data)
+	m.count++
+	m.order = append(m.order, storedRef{sessionID, streamID, index})
+	for m.size > m.max && m.head < len(m.order) {
+		m.evictLocked(m.order[m.head])
+		m.order[m.head] = storedRef{}
+		m.head++
+	}
+	m.compactIfSparseLocked()
+}
+
+// compactIfSparseLocked compacts the eviction queue once most of it names
+// events that are gone.
+func (m *MemoryEventStore) compactIfSparseLocked() {
+	if m.head > 1024 && m.head > len(m.order)/2 || len(m.order)-m.head > 2*m.count+1024 {
+		m.compactLocked()
+	}
+}
+
+func (m *MemoryEventStore) evictLocked(ref storedRef) {
+	st := m.sessions[ref.session][ref.stream]
+	if st == nil || len(st.events) == 0 || st.first != ref.index {
+		return // already gone
+	}
+	n := len(st.events[0])
+	st.events[0] = nil
+	st.events = st.events[1:]
+	st.first++
+	st.size -= n
+	m.size -= n
+	m.count--
+}
+
+func (m *MemoryEventStore) dropLocked(st *storedStream) {
+	m.size -= st.size
+	m.count -= len(st.events)
+	st.events, st.size = nil, 0
+}
+
+// compactLocked drops the eviction queue's entries for events that are
+// gone already.
+func (m *MemoryEventStore) compactLocked() {
+	live := make([]storedRef, 0, m.count)
+	for _, ref := range m.order[m.head:] {
+		st := m.sessions[ref.session][ref.stream]
+		if st != nil && ref.index >= st.first && ref.index < st.first+int64(len(st.events)) {
+			live = append(live, ref)
+		}
+	}
+	m.order, m.head = live, 0
+}
+
+// After implements EventStore.
+func (m *MemoryEventStore) After(sessionID, streamID string, index int64) ([][]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.sessions[sessionID][streamID]
+	if st == nil || len(st.events) == 0 {
+		return nil, st == nil || index >= st.first-1
+	}
+	if index+1 < st.first {
+		return nil, false
+	}
+	end := st.first + int64(len(st.events))
+	if index >= end {
+		return nil, true
+	}
+	return slices.Clone(st.events[index+1-st.first:]), true
+}
+
+// StreamDone implements EventStore.
+func (m *MemoryEventStore) StreamDone(sessionID, streamID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	streams := m.sessions[sessionID]
+	if st := streams[streamID]; st != nil {
+		m.dropLocked(st)
+		delete(streams, streamID)
+		if len(streams) == 0 {
+			delete(m.sessions, sessionID)
+		}
+		m.compactIfSparseLocked()
+	}
+}
+
+// SessionClosed implements EventStore.
+func (m *MemoryEventStore) SessionClosed(sessionID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, st := range m.sessions[sessionID] {
+		m.dropLocked(st)
+	}
+	delete(m.sessions, sessionID)
+	m.compactIfSparseLocked()
+}

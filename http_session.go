@@ -1,0 +1,330 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// requestSession finds the session a GET or DELETE names and marks it busy;
+// it answers the request itself when there is none.
+func (h *httpHandler) requestSession(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
+	sid := r.Header.Get(headerSessionID)
+	if sid == "" {
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the Mcp-Session-Id header is required")
+		return nil, false
+	}
+	sess := h.session(sid)
+	if sess == nil || !sess.begin() {
+		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
+		return nil, false
+	}
+	return sess, true
+}
+
+func (h *httpHandler) session(id string) *httpSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[id]
+}
+
+// newSession creates and registers a legacy session: a connection in push
+// mode, so that it holds no goroutine while idle, and an expiry timer.
+func (h *httpHandler) newSession() *httpSession {
+	s := &httpSession{h: h, id: rand.Text()}
+	s.ss, s.conn = h.srv.newSession(s)
+	s.conn.start(context.Background())
+	if d := h.cfg.sessionTimeout; d > 0 {
+		s.expiry = time.AfterFunc(d, s.expire)
+	}
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		s.conn.close(errors.New("the HTTP handler shut down"))
+		return nil
+	}
+	h.sessions[s.id] = s
+	h.sessionsPeak = max(h.sessionsPeak, len(h.sessions))
+	h.mu.Unlock()
+	h.srv.addSession(s.ss)
+	return s
+}
+
+func (h *httpHandler) forget(s *httpSession) {
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+		// A Go map keeps its peak size: after a burst of sessions has
+		// ended, copy the few left into a map of their size.
+		if n := len(h.sessions); h.sessionsPeak > 1024 && n < h.sessionsPeak/4 {
+			h.sessions = maps.Clone(h.sessions)
+			h.sessionsPeak = n
+		}
+	}
+	h.mu.Unlock()
+	h.srv.removeSession(s.ss)
+}
+
+// httpSession is a legacy session: one connection in push mode whose
+// messages are routed onto the streams of its HTTP requests. It is the
+// connection's transport.
+type httpSession struct {
+	h    *httpHandler
+	id   string
+	ss   *serverSession
+	conn *conn
+
+	mu         sync.Mutex
+	streams    map[string]*httpStream // POST streams that may still be resumed
+	delivered  []string               // ids of retained delivered streams, oldest first
+	standalone *httpStream
+	nextStream int64
+	active     int // HTTP requests in progress
+	lastActive time.Time
+	expiry     *time.Timer
+	closed     bool
+}
+
+func (s *httpSession) ReadMessage() ([]byte, error) { return nil, io.EOF }
+func (s *httpSession) WriteMessage(msg []byte) error {
+	return s.writeRouted(outgoing{data: bytes.Clone(msg)}) // msg stays the caller's
+}
+func (s *httpSession) pushesMessages() {}
+
+// Close ends the session; the connection calls it when it closes.
+func (s *httpSession) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	streams := make([]*httpStream, 0, len(s.streams)+1)
+	for _, st := range s.streams {
+		streams = append(streams, st)
+	}
+	if s.standalone != nil {
+		streams = append(streams, s.standalone)
+	}
+	s.streams = nil
+	if s.expiry != nil {
+		s.expiry.Stop()
+	}
+	s.mu.Unlock()
+	s.h.forget(s)
+	for _, st := range streams {
+		st.close()
+	}
+	if store := s.h.cfg.store; store != nil {
+		store.SessionClosed(s.id)
+	}
+	return nil
+}
+
+// writeRouted puts a message on the stream of the request it belongs to,
+// or, if none, on the standalone GET stream. It never blocks.
+func (s *httpSession) writeRouted(o outgoing) error {
+	st, _ := o.route.(*httpStream)
+	if st == nil {
+		if st = s.standaloneStream(); st == nil {
+			s.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", s.id)
+			return nil
+		}
+	}
+	st.push(o)
+	return nil
+}
+
+// begin marks the session busy with one more HTTP request; it reports false
+// when the session has ended.
+func (s *httpSession) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.active++
+	return true
+}
+
+// end marks one HTTP request of the session done and restarts the idle
+// clock when it was the last.
+func (s *httpSession) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	s.lastActive = time.Now()
+	if s.active == 0 && s.expiry != nil && !s.closed {
+		s.expiry.Reset(s.h.cfg.sessionTimeout)
+	}
+}
+
+// expire runs when the idle timer fires: a session that is still idle ends.
+func (s *httpSession) expire() {
+	s.mu.Lock()
+	if s.closed || s.active > 0 {
+		s.mu.Unlock()
+		return
+	}
+	if idle := time.Since(s.lastActive); !s.lastActive.IsZero() && idle < s.h.cfg.sessionTimeout {
+		s.expiry.Reset(s.h.cfg.sessionTimeout - idle)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.h.log.Debug("ending an idle HTTP session", "session", s.id)
+	s.conn.close(errors.New("the session expired"))
+}
+
+// primes reports whether the session's SSE streams start with a priming
+// event (2025-11-25, SEP-1699), which only helps when events are stored.
+func (s *httpSession) primes() bool {
+	if s.h.cfg.store == nil {
+		return false
+	}
+	s.ss.mu.Lock()
+	defer s.ss.mu.Unlock()
+	return s.ss.version >= Version20251125
+}
+
+// newStream creates the stream of a POST that awaits the responses to ids.
+func (s *httpSession) newStream(ids []ID) *httpStream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	if len(s.streams) >= maxRetainedStreams {
+		s.retireStreamsLocked()
+	}
+	s.nextStream++
+	st := newHTTPStream(s, strconv.FormatInt(s.nextStream, 10), ids, s.h.log)
+	if s.streams == nil {
+		s.streams = make(map[string]*httpStream)
+	}
+	s.streams[st.id] = st
+	return st
+}
+
+// maxRetainedStreams bounds the POST streams a session keeps; past it,
+// finished streams nobody resumed are forgotten first.
+const maxRetainedStreams = 64
+
+func (s *httpSession) retireStreamsLocked() {
+	for id, st := range s.streams {
+		if st.abandoned() {
+			delete(s.streams, id)
+			s.delivered = slices.DeleteFunc(s.delivered, func(d string) bool { return d == id })
+			if store := s.h.cfg.store; store != nil {
+				store.StreamDone(s.id, id)
+			}
+		}
+	}
+}
+
+// retainedStreams is how many delivered SSE streams a session keeps
+// resumable, in case the last events were lost with their connection.
+const retainedStreams = 4
+
+// retainStream keeps a delivered SSE stream resumable until newer ones push
+// it out.
+func (s *httpSession) retainStream(st *httpStream) {
+	s.mu.Lock()
+	if s.closed || s.streams[st.id] != st || slices.Contains(s.delivered, st.id) {
+		s.mu.Unlock()
+		return
+	}
+	s.delivered = append(s.delivered, st.id)
+	var old string
+	if len(s.delivered) > retainedStreams {
+		old = s.delivered[0]
+		s.delivered = slices.Delete(s.delivered, 0, 1)
+		delete(s.streams, old)
+	}
+	s.mu.Unlock()
+	if store := s.h.cfg.store; store != nil && old != "" {
+		store.StreamDone(s.id, old)
+	}
+}
+
+// removeStream forgets a stream whose every event reached the client;
+// stored says whether the event store holds any of them.
+func (s *httpSession) removeStream(st *httpStream, stored bool) {
+	s.mu.Lock()
+	if s.streams[st.id] == st {
+		delete(s.streams, st.id)
+	}
+	s.mu.Unlock()
+	if store := s.h.cfg.store; store != nil && stored {
+		store.StreamDone(s.id, st.id)
+	}
+}
+
+// standaloneStreamID is the stream id of the session's GET stream.
+const standaloneStreamID = "0"
+
+// standaloneStream returns the session's GET stream, creating it on first
+// use; nil when the session ended or has none.
+func (s *httpSession) standaloneStream() *httpStream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.h.cfg.noStandalone {
+		return nil
+	}
+	if s.standalone == nil {
+		s.standalone = newHTTPStream(s, standaloneStreamID, nil, s.h.log)
+		s.standalone.standalone = true
+		s.standalone.attached = false
+		s.standalone.sse = true
+	}
+	return s.standalone
+}
+
+func (s *httpSession) stream(id string) *httpStream {
+	if id == standaloneStreamID {
+		return s.standaloneStream()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams[id]
+}
+
+// noteCancel ends the POST stream of a request the client cancelled: the
+// engine answers a cancelled request with nothing, so its stream would
+// otherwise wait forever. A user handler of notifications/cancelled decides
+// for itself, so then the stream waits for the response.
+func (s *httpSession) noteCancel(params json.RawMessage) {
+	if s.h.srv.cfg.notifications["notifications/cancelled"] != nil {
+		return
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, ok := parseID(p.RequestID)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	streams := make([]*httpStream, 0, len(s.streams))
+	for _, st := range s.streams {
+		streams = append(streams, st)
+	}
+	s.mu.Unlock()
+	for _, st := range streams {
+		if st.settle(id) {
+			return
+		}
+	}
+}

@@ -1,0 +1,665 @@
+package mcp
+
+import (
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// streamBacklog is how many unwritten bytes a stream may hold for a client
+// that reads too slowly before the handler gives up on that connection
+// (the client may resume it from the event store).
+const streamBacklog = 8 << 20
+
+// standaloneBacklog bounds the messages held for a legacy session's GET
+// stream while none is open; the oldest go first.
+const standaloneBacklog = 1 << 20
+
+// streamEvent is one message of a stream, numbered for SSE event ids.
+type streamEvent struct {
+	index int64
+	data  []byte
+	final bool
+	// pooled: data is the engine's pooled buffer, which goes back to the
+	// pool once written (as a JSON answer); events that are stored or may
+	// wait long get a compact copy instead (compact).
+	pooled bool
+}
+
+// compact gives ev a buffer of its own, fit to its length, to keep.
+func (ev *streamEvent) compact() {
+	if ev.pooled {
+		ev.data, ev.pooled = ownable(ev.data), false
+	}
+}
+
+// httpStream is one response stream: a POST's (JSON or SSE), or a legacy
+// session's standalone GET stream. The engine pushes messages into it from
+// any goroutine without blocking; one HTTP handler goroutine at a time, the
+// attached writer, writes them out.
+type httpStream struct {
+	sess *httpSession // nil for a 2026-07-28 POST
+	id   string
+	log  *slog.Logger
+
+	mu sync.Mutex
+	// inline is set while the stream's request runs on the goroutine that
+	// will write the stream: the first message to go out before the answer
+	// starts a writer (inlineStarted).
+	inline        *inlineWriter // (its storage is the POST's, pooled)
+	pending       []streamEvent // pushed, not yet taken by the writer
+	pendBytes     int
+	wake          chan struct{} // the attached writer's signal
+	gen           int64         // the attached writer's generation
+	awaiting      []ID          // requests whose responses are still to come
+	retry         time.Duration
+	next          int64 // the last index assigned
+	written       int64 // the last index written to a client
+	standalone    bool
+	attached      bool
+	dispatched    bool // every request of the POST was dispatched
+	finished      bool // every response was pushed
+	closed        bool // the session or exchange ended
+	closeReq      bool // the handler asked to end the SSE stream early
+	sse           bool // the stream is (or was) written as SSE: its events are stored
+	hasErr        bool // a response was an error (a failed initialize)
+	inlineStarted bool
+}
+
+func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
+	// wake is made when the first writer must wait (take): a request
+	// answered before its stream is written never needs one.
+	return &httpStream{sess: sess, id: id, awaiting: awaiting, log: log, gen: 1, attached: true}
+}
+
+// writer returns the generation of the stream's current writer.
+func (s *httpStream) writer() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+func (s *httpStream) store() EventStore {
+	if s.sess == nil {
+		return nil
+	}
+	return s.sess.h.cfg.store
+}
+
+func (s *httpStream) signalLocked() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// push adds a message to the stream; the engine calls it from any goroutine
+// and it never blocks.
+func (s *httpStream) push(o outgoing) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || (s.finished && !s.standalone) {
+		s.log.Debug("dropping a message for a stream that has ended", "stream", s.id)
+		return
+	}
+	if len(o.data) == 0 {
+		// The engine's word that a cancelled request will not be answered:
+		// the stream stops waiting for it, and nothing is sent.
+		if o.final {
+			s.settleLocked(o.related)
+			s.signalLocked()
+		}
+		return
+	}
+	s.next++
+	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true}
+	if s.sse || s.standalone {
+		ev.compact() // it will be stored, or may wait long
+	}
+	// Only an SSE stream can be resumed: events of a stream that may still
+	// be answered with JSON are stored when, and if, it turns to SSE.
+	store := s.store()
+	if store != nil && s.sse {
+		store.Append(s.sess.id, s.id, ev.index, ev.data)
+	}
+	if o.final {
+		if _, isErr := errorCodeOf(ev.data); isErr { // not o.data: compact may have recycled it
+			s.hasErr = true
+		}
+		s.settleLocked(o.related)
+	}
+	switch {
+	case s.attached && s.pendBytes+len(ev.data) > streamBacklog && !s.standalone:
+		// The client reads too slowly: let the connection go rather than
+		// hold an unbounded backlog. It may resume from the store.
+		s.log.Warn("an HTTP client reads too slowly; dropping its stream", "stream", s.id, "backlog", s.pendBytes)
+		s.detachLocked()
+	case s.attached || s.standalone:
+		for s.standalone && len(s.pending) > 0 && s.pendBytes+len(ev.data) > standaloneBacklog {
+			s.log.Warn("dropping an undelivered message of the standalone stream", "session", s.sess.id)
+			s.pendBytes -= len(s.pending[0].data)
+			s.pending = s.pending[1:]
+		}
+		s.pending = append(s.pending, ev)
+		s.pendBytes += len(ev.data)
+	case store == nil || !s.sse:
+		s.log.Debug("dropping a message whose client stream is gone and cannot be resumed", "stream", s.id)
+	}
+	if !o.final {
+		s.startWriterLocked()
+	}
+	s.signalLocked()
+}
+
+// beginInline records that the stream's request is about to run on the
+// goroutine that would write the stream; iw starts a writer should one be
+// needed meanwhile.
+func (s *httpStream) beginInline(iw *inlineWriter) {
+	s.mu.Lock()
+	s.inline, s.inlineStarted = iw, false
+	s.mu.Unlock()
+}
+
+// runsInline tells the engine to run the stream's request on the goroutine
+// that delivers it.
+func (s *httpStream) runsInline() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inline != nil
+}
+
+// endInline records that the request ran; it reports whether a writer
+// goroutine was started meanwhile.
+func (s *httpStream) endInline() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	started := s.inlineStarted
+	s.inline, s.inlineStarted = nil, false
+	return started
+}
+
+// startWriterLocked starts the writer of a stream whose request runs
+// inline, once: something must go out before the answer.
+func (s *httpStream) startWriterLocked() {
+	if s.inline != nil && !s.inlineStarted {
+		s.inlineStarted = true
+		s.inline.start(s)
+	}
+}
+
+// startSSE records that the stream's writer answers with SSE: from now on
+// its events are stored for resumption, starting with those the writer
+// took (held, in order) and those still pending, which come after them.
+func (s *httpStream) startSSE(held []streamEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sse {
+		return
+	}
+	s.sse = true
+	for i := range held {
+		held[i].compact()
+	}
+	for i := range s.pending {
+		s.pending[i].compact()
+	}
+	store := s.store()
+	if store == nil {
+		return
+	}
+	for _, ev := range held {
+		store.Append(s.sess.id, s.id, ev.index, ev.data)
+	}
+	for _, ev := range s.pending {
+		store.Append(s.sess.id, s.id, ev.index, ev.data)
+	}
+}
+
+// settle counts the response to id as sent (or, for a cancelled request,
+// as never coming); it reports whether the stream awaited it.
+func (s *httpStream) settle(id ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok := s.settleLocked(id)
+	if ok {
+		s.signalLocked()
+	}
+	return ok
+}
+
+func (s *httpStream) settleLocked(id ID) bool {
+	i := slices.Index(s.awaiting, id)
+	if i < 0 {
+		return false
+	}
+	s.awaiting = slices.Delete(s.awaiting, i, i+1)
+	if s.dispatched && len(s.awaiting) == 0 {
+		s.finished = true
+	}
+	return true
+}
+
+// frameDone records that the POST body was handed to the engine: the
+// responses it will produce are those still awaited.
+func (s *httpStream) frameDone() {
+	s.mu.Lock()
+	s.dispatched = true
+	if len(s.awaiting) == 0 {
+		s.finished = true
+	}
+	s.signalLocked()
+	s.mu.Unlock()
+}
+
+func (s *httpStream) failed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hasErr
+}
+
+func (s *httpStream) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.signalLocked()
+	s.mu.Unlock()
+}
+
+// requestClose asks the writer to end the SSE stream now, with a retry
+// hint; the client resumes it from the event store.
+func (s *httpStream) requestClose(retry time.Duration) {
+	s.mu.Lock()
+	s.closeReq, s.retry = true, retry
+	s.startWriterLocked()
+	s.signalLocked()
+	s.mu.Unlock()
+}
+
+// abandoned reports whether the stream is finished with no writer: only a
+// resumption could still want it.
+func (s *httpStream) abandoned() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.finished && !s.attached
+}
+
+// streamState is what the writer learns from the stream at each turn.
+type streamState struct {
+	superseded bool // another writer took the stream over
+	finished   bool
+	closed     bool
+	closeReq   bool
+	retry      time.Duration
+	wake       chan struct{} // the writer's signal, while it may wait
+}
+
+// take hands the writer of generation gen everything pushed since its last
+// turn.
+func (s *httpStream) take(gen int64) ([]streamEvent, streamState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen || !s.attached {
+		return nil, streamState{superseded: true}
+	}
+	evs := s.pending
+	s.pending, s.pendBytes = nil, 0
+	st := streamState{finished: s.finished && !s.standalone, closed: s.closed, closeReq: s.closeReq, retry: s.retry}
+	s.closeReq = false
+	if !st.finished && !st.closed {
+		// The writer may wait for what comes next: made under the lock
+		// that pushes take, so that no signal is lost.
+		if s.wake == nil {
+			s.wake = make(chan struct{}, 1)
+		}
+		st.wake = s.wake
+	}
+	return evs, st
+}
+
+func (s *httpStream) markWritten(gen, index int64) {
+	s.mu.Lock()
+	if s.gen == gen && index > s.written {
+		s.written = index
+	}
+	s.mu.Unlock()
+}
+
+func (s *httpStream) writtenIndex() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.written
+}
+
+// detach lets the writer of generation gen go: its client is gone or too
+// slow. What it had not written stays in the event store, if any.
+func (s *httpStream) detach(gen int64) {
+	s.mu.Lock()
+	if s.gen == gen {
+		s.detachLocked()
+	}
+	s.mu.Unlock()
+}
+
+func (s *httpStream) detachLocked() {
+	s.attached = false
+	if !s.standalone {
+		s.pending, s.pendBytes = nil, 0
+	}
+	s.signalLocked()
+}
+
+// attachLocked makes a new writer the stream's; the previous one, if any,
+// notices that it was superseded (signalled on its own channel) and
+// returns; the new one gets a channel of its own when it first waits.
+func (s *httpStream) attachLocked() int64 {
+	s.signalLocked()
+	s.gen++
+	s.wake = nil
+	s.attached = true
+	return s.gen
+}
+
+// attachFresh attaches a new GET to the standalone stream unless one is
+// attached already.
+func (s *httpStream) attachFresh() (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.attached || s.closed {
+		return 0, false
+	}
+	return s.attachLocked(), true
+}
+
+// resume attaches a resuming GET to the stream and returns the events after
+// index to replay first; ok is false when the store no longer has them all.
+func (s *httpStream) resume(index int64) ([]streamEvent, int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	store := s.store()
+	if s.closed || store == nil || index > s.next {
+		return nil, 0, false
+	}
+	data, ok := store.After(s.sess.id, s.id, index)
+	if !ok || int64(len(data)) != s.next-index {
+		return nil, 0, false
+	}
+	replay := make([]streamEvent, len(data))
+	for i, d := range data {
+		replay[i] = streamEvent{index: index + 1 + int64(i), data: d}
+	}
+	s.pending, s.pendBytes = nil, 0 // all of it is in the replay
+	return replay, s.attachLocked(), true
+}
+
+// complete is called by a writer that wrote the stream's last response.
+// A written response may still be lost with a connection whose end the
+// server has not noticed yet, so a resumable (SSE) stream stays resumable
+// for a while; a JSON answer cannot be resumed and goes at once.
+func (s *httpStream) complete(gen int64, resumable bool) {
+	s.mu.Lock()
+	mine := s.gen == gen
+	if mine {
+		s.attached = false
+	}
+	stored := s.sse
+	s.mu.Unlock()
+	if !mine || s.sess == nil {
+		return
+	}
+	if resumable {
+		s.sess.retainStream(s)
+	} else {
+		s.sess.removeStream(s, stored)
+	}
+}
+
+// streamMode says how a writer serves a stream.
+type streamMode struct {
+	sse    bool          // SSE from the start: GET, subscriptions/listen, resumption
+	batch  bool          // a JSON answer is an array
+	modern bool          // a JSON error answer gets its 2026-07-28 HTTP status
+	prime  bool          // start SSE with a priming event (2025-11-25)
+	event  string        // the SSE event name, for the 2024-11-05 transport
+	intro  []byte        // written right after the headers: the 2024-11-05 endpoint event
+	replay []streamEvent // events to write first, when resuming
+}
+
+// serveStream writes stream s to w as its writer of generation gen, until
+// every response was written (it reports true), or the client went away,
+// was too slow, or another writer took over (false). It answers with JSON
+// when the responses come before anything else, and with SSE otherwise.
+func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *httpStream, gen int64, m streamMode) bool {
+	out := &sseWriter{w: w, rc: *http.NewResponseController(w), timeout: h.cfg.writeTimeout, event: m.event, ids: s.store() != nil, streamID: s.id}
+	var held []streamEvent
+	var keepAlive *time.Timer
+	var keepAliveC <-chan time.Time
+	defer func() {
+		if keepAlive != nil {
+			keepAlive.Stop()
+		}
+	}()
+	started := false
+	start := func(taken []streamEvent) error {
+		started = true
+		s.startSSE(taken)
+		hdr := w.Header()
+		hdr.Set("Content-Type", "text/event-stream")
+		hdr.Set("Cache-Control", "no-cache")
+		hdr.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		if h.cfg.keepAlive > 0 {
+			keepAlive = time.NewTimer(h.cfg.keepAlive)
+			keepAliveC = keepAlive.C
+		}
+		if len(m.intro) > 0 {
+			return out.write(m.intro)
+		}
+		if m.prime && out.ids {
+			return out.prime(s.writtenIndex())
+		}
+		return out.flush()
+	}
+	fail := func(err error) bool {
+		h.log.Debug("lost an HTTP client while writing its stream", "stream", s.id, "err", err)
+		s.detach(gen)
+		return false
+	}
+	if m.sse {
+		if err := start(nil); err != nil {
+			return fail(err)
+		}
+		if len(m.replay) > 0 {
+			if err := out.events(m.replay); err != nil {
+				return fail(err)
+			}
+			s.markWritten(gen, m.replay[len(m.replay)-1].index)
+		}
+	}
+	for {
+		evs, st := s.take(gen)
+		if st.superseded {
+			return false
+		}
+		wake := st.wake // set whenever the writer may wait
+		if !started && !st.closeReq && !slices.ContainsFunc(evs, func(e streamEvent) bool { return !e.final }) {
+			if held == nil {
+				held = evs // take hands the slice over
+			} else {
+				held = append(held, evs...)
+			}
+			evs = nil
+			switch {
+			case st.finished:
+				h.writeJSON(w, out, s, held, m)
+				s.complete(gen, false)
+				return true
+			case st.closed:
+				writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
+				return false
+			}
+		} else {
+			if !started {
+				evs = append(held, evs...)
+				held = nil
+				if err := start(evs); err != nil {
+					return fail(err)
+				}
+			}
+			if len(evs) > 0 {
+				if err := out.events(evs); err != nil {
+					return fail(err)
+				}
+				s.markWritten(gen, evs[len(evs)-1].index)
+				if keepAlive != nil {
+					keepAlive.Reset(h.cfg.keepAlive)
+				}
+			}
+			switch {
+			case st.finished:
+				s.complete(gen, out.ids)
+				return true
+			case st.closed:
+				return false
+			case st.closeReq:
+				out.retryHint(st.retry)
+				s.detach(gen)
+				return false
+			}
+		}
+		select {
+		case <-wake:
+		case <-r.Context().Done():
+			s.detach(gen)
+			return false
+		case <-keepAliveC:
+			if err := out.comment(); err != nil {
+				return fail(err)
+			}
+			keepAlive.Reset(h.cfg.keepAlive)
+		}
+	}
+}
+
+// writeJSON answers a POST whose responses all came before anything else:
+// one JSON object, or an array for a batch; 202 when there is nothing to
+// say.
+func (h *httpHandler) writeJSON(w http.ResponseWriter, out *sseWriter, s *httpStream, held []streamEvent, m streamMode) {
+	if len(held) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	var body []byte
+	if m.batch {
+		body = append(body, '[')
+		for i, ev := range held {
+			if i > 0 {
+				body = append(body, ',')
+			}
+			body = append(body, ev.data...)
+		}
+		body = append(body, ']')
+	} else {
+		body = held[0].data
+		for _, ev := range held[1:] {
+			h.log.Warn("dropping an extra response to a single request", "stream", s.id, "message", string(ev.data))
+		}
+	}
+	status := http.StatusOK
+	if m.modern {
+		if code, isErr := errorCodeOf(held[0].data); isErr {
+			status = modernStatus(code)
+		}
+	}
+	hdr := w.Header()
+	hdr["Content-Type"] = jsonContentType
+	if len(body) > 2048 {
+		// Below net/http's chunking buffer it counts the length itself.
+		hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
+	w.WriteHeader(status)
+	// No flush: net/http sends the headers and the body in one write when
+	// the handler returns.
+	out.setDeadline()
+	w.Write(body) // copies body, or writes it through
+	for _, ev := range held {
+		if ev.pooled {
+			recycleMessage(ev.data)
+		}
+	}
+}
+
+// jsonContentType is the Content-Type of JSON answers, shared: a header
+// value is only ever replaced, never modified in place.
+var jsonContentType = []string{"application/json"}
+
+// errorCodeOf reads the error code of an error response. It stops at the
+// first of result and error, so a large result is skipped over, not
+// scanned for an error it cannot hold.
+func errorCodeOf(data []byte) (int, bool) {
+	var errVal []byte
+	walkObject(data, func(key, val []byte) bool {
+		if string(key) == "error" {
+			errVal = val
+		}
+		return string(key) != "error" && string(key) != "result"
+	})
+	if errVal == nil || string(errVal) == "null" {
+		return 0, false
+	}
+	e, ok := decodeError(errVal)
+	if !ok {
+		return 0, false
+	}
+	return e.Code, true
+}
+
+// modernStatus maps the JSON-RPC error of a 2026-07-28 JSON response to its
+// HTTP status.
+func modernStatus(code int) int {
+	switch code {
+	case CodeMethodNotFound:
+		return http.StatusNotFound
+	case CodeHeaderMismatch, CodeMissingRequiredClientCapability, CodeUnsupportedProtocolVersion, CodeParseError, CodeInvalidRequest:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// inlineWriter is the writer a stream starts on its own goroutine when a
+// message must go out while the request runs on the HTTP goroutine.
+type inlineWriter struct {
+	// serveStream's arguments: the stream's, and of its mode what a
+	// single request's stream may have (not SSE from the start, no batch)
+	h             *httpHandler
+	w             http.ResponseWriter
+	r             *http.Request
+	gen           int64
+	done          chan struct{}
+	modern, prime bool
+	complete      bool // serveStream's result, once done is closed
+}
+
+// start runs the writer of s on a goroutine of its own.
+func (iw *inlineWriter) start(s *httpStream) {
+	iw.done = make(chan struct{})
+	go func() {
+		defer close(iw.done)
+		iw.complete = iw.h.serveStream(iw.w, iw.r, s, iw.gen, streamMode{modern: iw.modern, prime: iw.prime})
+	}()
+}
+
+// CloseStream ends the SSE stream that carries this request's messages
+// without ending the request, telling the client to come back after retry:
+// the 2025-11-25 polling pattern (SEP-1699), which frees the connection
+// during a long call. Everything sent meanwhile is kept and delivered when
+// the client resumes the stream. It does nothing unless the request came
+// over Streamable HTTP on revision 2025-11-25 with an event store.
+func (r *RequestInfo) CloseStream(retry time.Duration) {
+	s, ok := r.route.(*httpStream)
+	if !ok || s.sess == nil || s.store() == nil || r.modern || r.version < Version20251125 {
+		return
+	}
+	s.requestClose(retry)
+}

@@ -1,0 +1,186 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+)
+
+// ResourceUpdated tells the clients subscribed to uri that the resource
+// changed: the sessions that sent resources/subscribe for it, and the
+// 2026-07-28 subscriptions/listen streams that list it. It returns once the
+// notifications are queued.
+func (s *Server) ResourceUpdated(uri string) {
+	params, _ := json.Marshal(resourceURIParams{URI: uri})
+	s.broadcast("notifications/resources/updated", params,
+		func(ss *serverSession) bool { return ss.subscriptions[uri] },
+		func(f *SubscriptionFilter) bool { return slices.Contains(f.ResourceSubscriptions, uri) })
+}
+
+// subscribe serves resources/subscribe and resources/unsubscribe. A URI
+// must name a resource or match a template; unsubscribing from one not
+// subscribed to is not an error.
+func (ss *serverSession) subscribe(params json.RawMessage, on bool) (any, error) {
+	var p resourceURIParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if p.URI == "" {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: missing uri"}
+	}
+	if _, _, ok := ss.srv.findResource(p.URI); !ok && on {
+		return nil, resourceNotFound(p.URI, false)
+	}
+	ss.mu.Lock()
+	if on {
+		if ss.subscriptions == nil {
+			ss.subscriptions = make(map[string]bool)
+		}
+		ss.subscriptions[p.URI] = true
+	} else {
+		delete(ss.subscriptions, p.URI)
+	}
+	ss.mu.Unlock()
+	return json.RawMessage("{}"), nil
+}
+
+// addSession and removeSession track the connections a Server serves, for
+// the notifications that go to every client. Transports that run sessions
+// of their own (HTTP) call them too.
+func (s *Server) addSession(ss *serverSession) {
+	s.sessionsMu.Lock()
+	s.sessions[ss] = struct{}{}
+	s.sessionsMu.Unlock()
+}
+
+func (s *Server) removeSession(ss *serverSession) {
+	s.sessionsMu.Lock()
+	delete(s.sessions, ss)
+	s.sessionsMu.Unlock()
+}
+
+// listChanged tells clients that a list changed: kind is "tools",
+// "resources" or "prompts".
+func (s *Server) listChanged(kind string) {
+	s.broadcast("notifications/"+kind+"/list_changed", nil,
+		func(*serverSession) bool { return true },
+		func(f *SubscriptionFilter) bool {
+			switch kind {
+			case "tools":
+				return f.ToolsListChanged
+			case "resources":
+				return f.ResourcesListChanged
+			}
+			return f.PromptsListChanged
+		})
+}
+
+// broadcast sends a notification to every initialized session of the older
+// revisions for which sessionWants (called with the session locked) holds,
+// and to every listen stream whose honoured filter streamWants.
+func (s *Server) broadcast(method string, params json.RawMessage, sessionWants func(*serverSession) bool, streamWants func(*SubscriptionFilter) bool) {
+	s.sessionsMu.Lock()
+	sessions := make([]*serverSession, 0, len(s.sessions))
+	for ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	streams := make([]*listenStream, 0, len(s.listeners))
+	for l := range s.listeners {
+		if streamWants(&l.filter) {
+			streams = append(streams, l)
+		}
+	}
+	s.sessionsMu.Unlock()
+	for _, ss := range sessions {
+		ss.mu.Lock()
+		wants := ss.initialized && sessionWants(ss)
+		ss.mu.Unlock()
+		if wants {
+			if err := ss.conn.notify(method, params, ID{}, nil); err != nil {
+				s.cfg.logger.Debug("cannot notify a session", "method", method, "err", err)
+			}
+		}
+	}
+	for _, l := range streams {
+		l.send(method, params)
+	}
+}
+
+// listenStream is one 2026-07-28 subscriptions/listen in progress: its
+// notifications ride with the listen request (on HTTP, its response
+// stream) and carry its id as the subscription id.
+type listenStream struct {
+	conn   *conn
+	id     ID
+	route  any
+	filter SubscriptionFilter // what the server agreed to send
+	// ended is closed as soon as the client ends the stream, before the
+	// handler returns, so that nothing is sent after the client's cancel.
+	ended <-chan struct{}
+
+	// mu orders the acknowledgement before every other notification of the
+	// stream.
+	mu sync.Mutex
+}
+
+func (l *listenStream) send(method string, params json.RawMessage) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-l.ended:
+		return
+	default:
+	}
+	params = withMeta(params, []metaEntry{{key: metaSubscriptionID, value: l.id.appendJSON(nil)}})
+	if err := l.conn.notify(method, params, l.id, l.route); err != nil {
+		l.conn.log.Debug("cannot notify a listen stream", "method", method, "err", err)
+	}
+}
+
+// listen serves subscriptions/listen (2026-07-28): it acknowledges the
+// notifications it will send, then holds the request open until the client
+// ends it (notifications/cancelled on stdio, closing the stream on HTTP).
+func (s *Server) listen(ctx context.Context, req *inboundRequest) (any, error) {
+	var p listenParams
+	if err := decodeParams(req.params, &p); err != nil {
+		return nil, err
+	}
+	l := &listenStream{conn: req.conn, id: req.id, route: req.route, filter: s.honour(p.Notifications), ended: ctx.Done()}
+	l.mu.Lock()
+	s.sessionsMu.Lock()
+	s.listeners[l] = struct{}{}
+	s.sessionsMu.Unlock()
+	filter, _ := json.Marshal(listenParams{Notifications: l.filter})
+	ack := withMeta(filter, []metaEntry{{key: metaSubscriptionID, value: l.id.appendJSON(nil)}})
+	err := req.conn.notify("notifications/subscriptions/acknowledged", ack, l.id, l.route)
+	l.mu.Unlock()
+	defer func() {
+		s.sessionsMu.Lock()
+		delete(s.listeners, l)
+		s.sessionsMu.Unlock()
+	}()
+	if err != nil {
+		return nil, err
+	}
+	<-ctx.Done()
+	return withMeta(json.RawMessage("{}"), []metaEntry{{key: metaSubscriptionID, value: l.id.appendJSON(nil)}}), nil
+}
+
+// honour returns the part of a subscription filter the server serves: the
+// list changes of the features it offers, and the URIs that name a resource
+// or match a template, as resources/subscribe requires.
+func (s *Server) honour(want SubscriptionFilter) SubscriptionFilter {
+	var got SubscriptionFilter
+	for _, uri := range want.ResourceSubscriptions {
+		if _, _, ok := s.findResource(uri); ok && !slices.Contains(got.ResourceSubscriptions, uri) {
+			got.ResourceSubscriptions = append(got.ResourceSubscriptions, uri)
+		}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	got.ToolsListChanged = want.ToolsListChanged && s.offersTools
+	got.PromptsListChanged = want.PromptsListChanged && s.offersPrompts
+	got.ResourcesListChanged = want.ResourcesListChanged && s.offersResources
+	return got
+}

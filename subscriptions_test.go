@@ -1,0 +1,153 @@
+package mcp
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// changeRecorder turns notifications into values on a channel.
+type changeRecorder struct{ got chan string }
+
+func newChangeRecorder() *changeRecorder { return &changeRecorder{got: make(chan string, 64)} }
+
+func (r *changeRecorder) options() []ClientOption {
+	return []ClientOption{
+		WithToolListChangedHandler(func(context.Context) { r.got <- "tools" }),
+		WithPromptListChangedHandler(func(context.Context) { r.got <- "prompts" }),
+		WithResourceListChangedHandler(func(context.Context) { r.got <- "resources" }),
+		WithResourceUpdatedHandler(func(_ context.Context, uri string) { r.got <- "updated " + uri }),
+	}
+}
+
+func (r *changeRecorder) expect(t *testing.T, want string) {
+	t.Helper()
+	select {
+	case got := <-r.got:
+		if got != want {
+			t.Fatalf("got notification %q, want %q", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %q notification", want)
+	}
+}
+
+func TestListChangedAndSubscriptions(t *testing.T) {
+	t.Parallel()
+	eachEra(t, func(t *testing.T, version, carrier string) {
+		srv := featureServer()
+		rec := newChangeRecorder()
+		cl := connectOver(t, srv, carrier, version, rec.options()...)
+		ctx := context.Background()
+		// On 2026-07-28, changes travel on the listen stream, which
+		// Subscribe opens; on the older revisions they come anyway.
+		if err := cl.Subscribe(ctx, "test://static-text"); err != nil {
+			t.Fatal(err)
+		}
+		noop := func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil }
+		steps := []struct {
+			change func()
+			want   string
+		}{
+			{func() { srv.AddTool(Tool{Name: "added"}, noop) }, "tools"},
+			{func() { srv.RemoveTools("added") }, "tools"},
+			{func() { srv.RemoveTools("never-there") }, ""},
+			{func() { srv.AddPrompt(Prompt{Name: "p2"}, nil) }, "prompts"},
+			{func() { srv.RemovePrompts("p2") }, "prompts"},
+			{func() {
+				srv.AddResource(Resource{URI: "test://r2", Name: "r2"}, nil)
+			}, "resources"},
+			{func() { srv.RemoveResources("test://r2") }, "resources"},
+			{func() { srv.AddResourceTemplate(ResourceTemplate{URITemplate: "test://t2/{x}", Name: "t2"}, nil) }, "resources"},
+			{func() { srv.RemoveResourceTemplates("test://t2/{x}") }, "resources"},
+			{func() { srv.ResourceUpdated("test://static-binary") }, ""}, // not subscribed
+			{func() { srv.ResourceUpdated("test://static-text") }, "updated test://static-text"},
+		}
+		for _, step := range steps {
+			step.change()
+			if step.want != "" {
+				rec.expect(t, step.want)
+			}
+		}
+		// Unsubscribed, updates stop: the next notification is the tool
+		// change made after the update.
+		if err := cl.Unsubscribe(ctx, "test://static-text"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Subscribe(ctx, "test://items/7"); err != nil {
+			t.Fatal(err)
+		}
+		srv.ResourceUpdated("test://static-text")
+		srv.ResourceUpdated("test://items/7")
+		rec.expect(t, "updated test://items/7")
+		if err := cl.Subscribe(ctx, "test://nowhere"); err == nil {
+			t.Error("subscribing to a resource that does not exist succeeded")
+		}
+		srv.ResourceUpdated("test://items/7")
+		rec.expect(t, "updated test://items/7")
+	})
+}
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+func TestListenStreamOnTheWire(t *testing.T) {
+	t.Parallel()
+	srv := featureServer()
+	p := rawServer(t, srv)
+	p.send(`{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["test://static-text"]},` + modernMeta + `}}`)
+	p.expect(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["test://static-text"]},"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1"}}}`)
+	// Prompts were not asked for: their change is not sent.
+	srv.AddPrompt(Prompt{Name: "p2"}, nil)
+	srv.AddTool(Tool{Name: "added"}, nil)
+	p.expect(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1"}}}`)
+	srv.ResourceUpdated("test://static-text")
+	p.expect(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1"},"uri":"test://static-text"}}`)
+	// Cancelled, the stream ends without a response; the next message is
+	// the answer to the next request.
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub-1"}}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"prompts/list","params":{` + modernMeta + `}}`)
+	if msg := p.recv(); field(t, msg, "id") != float64(2) {
+		t.Fatalf("got %s", msg)
+	}
+	srv.AddTool(Tool{Name: "added-later"}, nil)
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"prompts/list","params":{` + modernMeta + `}}`)
+	if msg := p.recv(); field(t, msg, "id") != float64(3) {
+		t.Fatalf("a notification after the stream ended: %s", msg)
+	}
+}
+
+func TestListenHonoursWhatIsServed(t *testing.T) {
+	t.Parallel()
+	s := NewServer(Implementation{Name: "tools-only", Version: "1"})
+	s.AddTool(Tool{Name: "t"}, nil)
+	p := rawServer(t, s)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["x://y"]},` + modernMeta + `}}`)
+	p.expect(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":1}}}`)
+
+	empty := rawServer(t, NewServer(Implementation{Name: "empty", Version: "1"}))
+	empty.send(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+	if msg := empty.recv(); field(t, msg, "error.code") != float64(CodeMethodNotFound) {
+		t.Fatalf("listen on a server with nothing to change: %s", msg)
+	}
+}
+
+// TestListChangesWithoutSubscribe: on 2026-07-28 a client with list-change
+// handlers listens for the changes the server announces from the start.
+func TestListChangesWithoutSubscribe(t *testing.T) {
+	t.Parallel()
+	for _, carrier := range featureCarriers {
+		t.Run(carrier, func(t *testing.T) {
+			t.Parallel()
+			srv := NewServer(Implementation{Name: "tools-only", Version: "1"})
+			noop := func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil }
+			srv.AddTool(Tool{Name: "first"}, noop)
+			rec := newChangeRecorder()
+			cl := connectOver(t, srv, carrier, Version20260728, rec.options()...)
+			cl.listenForChanges(context.Background())
+			srv.AddTool(Tool{Name: "second"}, noop)
+			rec.expect(t, "tools")
+			srv.RemoveTools("first")
+			rec.expect(t, "tools")
+		})
+	}
+}
