@@ -2,9 +2,7 @@ package mcp
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -1005,101 +1002,6 @@ func (s *Server) checkCompletionRef(p *CompleteParams) error {
 		return fmt.Errorf("unknown reference type %q", p.Ref.Type)
 	}
 	return nil
-}
-
-// listParams are the params of the list methods.
-type listParams struct {
-	Cursor string `json:"cursor"`
-}
-
-// registry is an ordered set of named items: tools by name, resources by
-// URI, templates by their text, prompts by name. Lists follow registration
-// order, so that clients see the same order every time. Server.mu guards
-// it.
-type registry[T any] struct {
-	items   map[string]T
-	order   []registryKey // by seq
-	nextSeq uint64
-}
-
-// registryKey is an item's key and the sequence number of its
-// registration, by which a cursor says where a page ends.
-type registryKey struct {
-	key string
-	seq uint64
-}
-
-func (r *registry[T]) get(key string) (T, bool) {
-	item, ok := r.items[key]
-	return item, ok
-}
-
-// add adds or replaces an item; a replaced item keeps its place.
-func (r *registry[T]) add(key string, item T) {
-	if r.items == nil {
-		r.items = make(map[string]T)
-	}
-	if _, ok := r.items[key]; !ok {
-		r.nextSeq++
-		r.order = append(r.order, registryKey{key: key, seq: r.nextSeq})
-	}
-	r.items[key] = item
-}
-
-// remove removes the items with the given keys and reports whether there
-// was any.
-func (r *registry[T]) remove(keys []string) bool {
-	n := len(r.items)
-	for _, k := range keys {
-		delete(r.items, k)
-	}
-	if len(r.items) == n {
-		return false
-	}
-	r.order = slices.DeleteFunc(r.order, func(k registryKey) bool { _, ok := r.items[k.key]; return !ok })
-	return true
-}
-
-// page returns up to size items after the position cursor names, and the
-// cursor of the next page ("" after the last). A cursor holds the list's
-// kind and the sequence number of the last item it returned, so a page
-// resumes at the right place however items were added or removed since:
-// nothing still listed is skipped or repeated.
-func (r *registry[T]) page(kind, cursor string, size int) ([]T, string, error) {
-	start := 0
-	if cursor != "" {
-		last, ok := decodeCursor(kind, cursor)
-		if !ok {
-			return nil, "", &Error{Code: CodeInvalidParams, Message: "Invalid params: invalid cursor"}
-		}
-		start, _ = slices.BinarySearchFunc(r.order, last+1, func(k registryKey, seq uint64) int { return cmp.Compare(k.seq, seq) })
-	}
-	end := min(start+size, len(r.order))
-	items := make([]T, 0, end-start)
-	for _, k := range r.order[start:end] {
-		items = append(items, r.items[k.key])
-	}
-	if end == len(r.order) {
-		return items, "", nil
-	}
-	return items, encodeCursor(kind, r.order[end-1].seq), nil
-}
-
-func encodeCursor(kind string, last uint64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + strconv.FormatUint(last, 10)))
-}
-
-func decodeCursor(kind, cursor string) (last uint64, ok bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil {
-		return 0, false
-	}
-	text, ok := strings.CutPrefix(string(raw), kind+":")
-	if !ok {
-		return 0, false
-	}
-	last, err = strconv.ParseUint(text, 10, 64)
-	return last, err == nil
 }
 
 // withCacheHint adds ttlMs and cacheScope to a cacheable 2026-07-28 result.
