@@ -1,0 +1,218 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// A client connection over an OS pipe lets the caller waiting for a
+// response read it itself, when nobody else is reading: the response then
+// needs no hand-off from the reader's goroutine to the caller's, which on
+// a multi-core machine costs a thread wake-up on each side of the pipe.
+// The reading goroutine stops after a response when no call waits for
+// one; the next call's caller reads (readFor) until its own response has
+// come, and hands the reading back. Whenever nobody reads for
+// callerReadIdle, or a caller stops reading before its response came
+// (callerReadSpan, its context, its deadline), the reading goroutine
+// starts again, so that what the server sends unprompted is read without
+// waiting for a call.
+const (
+	readerRuns   = iota // the reading goroutine reads
+	readerFree          // nobody reads: readIdle runs
+	readerCaller        // a waiting caller reads (readFor)
+)
+
+// callerReadIdle is how long the reading may rest between a response and
+// the next call before the reading goroutine starts again (readIdleFor).
+const callerReadIdle = 100 * time.Microsecond
+
+// selfReading is a stream transport whose reads can be interrupted by a
+// deadline without losing data (IOTransport over an OS pipe).
+type selfReading interface {
+	setReadDeadline(at time.Time) bool
+	buffered() int
+}
+
+// pauseReading stops the reading goroutine after a response when no call
+// waits and nothing read waits to be handled; it reports whether the
+// goroutine is to return.
+func (c *conn) pauseReading() bool {
+	if c.t.(selfReading).buffered() > 0 || c.waiting() || !c.reading.CompareAndSwap(readerRuns, readerFree) {
+		return false
+	}
+	if c.waiting() && c.reading.CompareAndSwap(readerFree, readerRuns) {
+		// A call was sent in between and its caller found the reading
+		// still taken: read for it.
+		return false
+	}
+	c.readIdle.Reset(c.readIdleFor)
+	return true
+}
+
+// waiting reports whether a call waits for its response.
+func (c *conn) waiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
+// resumeReading starts the reading goroutine if nobody reads.
+func (c *conn) resumeReading() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1) // before the state changes hands: see serveOnReader
+	c.mu.Unlock()
+	if c.reading.CompareAndSwap(readerFree, readerRuns) {
+		go c.readLoop()
+		return
+	}
+	c.wg.Done()
+}
+
+// callerReadSpan is how long a caller reads for its own response before it
+// hands the reading to a goroutine and waits as any caller does: a call
+// that takes longer gains nothing from it, and a cancelled context is
+// noticed, at the latest, when the span ends.
+const callerReadSpan = time.Millisecond
+
+// readFor reads on the caller's goroutine until call is answered, for at
+// most callerReadSpan, or less if ctx or the call's deadline ends sooner;
+// then it hands the reading back. The caller's await takes it from there,
+// as if another goroutine had read. Progress for the call is delivered as
+// it is read.
+func (c *conn) readFor(ctx context.Context, call *pendingCall) {
+	// readIdle is left running: if it runs while this caller reads, it
+	// finds the reading taken and does nothing, and the caller sets it
+	// again when it hands the reading back. Stopping it here would cost a
+	// timer update a call.
+	t := c.t.(selfReading)
+	until := time.Now().Add(callerReadSpan)
+	if call.deadline != nil {
+		if next := call.deadline.next(); next.Before(until) {
+			until = next
+		}
+	}
+	if d, ok := ctx.Deadline(); ok && d.Before(until) {
+		until = d
+	}
+	t.setReadDeadline(until)
+	for ctx.Err() == nil {
+		select {
+		case <-call.done:
+			c.handReading(false)
+			return
+		default:
+		}
+		data, err := c.t.ReadMessage()
+		switch {
+		case err == nil:
+			c.readFrame(data, false)
+			call.deliverProgress()
+			continue
+		case errors.Is(err, ErrMessageTooLarge):
+			c.log.Warn("dropping an oversized message", "err", err)
+			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()}, nil)
+			continue
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		default:
+			c.close(err)
+			return
+		}
+		break
+	}
+	c.handReading(true)
+}
+
+// handReading ends a caller's reading: to the reading goroutine if other
+// calls wait, something read waits, or the caller was interrupted;
+// otherwise the next caller may read, or readIdle starts the goroutine.
+func (c *conn) handReading(interrupted bool) {
+	t := c.t.(selfReading)
+	t.setReadDeadline(time.Time{})
+	if !interrupted && t.buffered() == 0 && !c.waiting() {
+		c.reading.Store(readerFree)
+		if !c.waiting() || !c.reading.CompareAndSwap(readerFree, readerRuns) {
+			c.readIdle.Reset(c.readIdleFor)
+			return
+		}
+	} else {
+		c.reading.Store(readerRuns)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go c.readLoop()
+}
+
+// readerHandOff is how long a request may run on the reader's goroutine
+// before another goroutine takes over reading: the bound on how long a
+// connection may not read while serving a request in place.
+const readerHandOff = 50 * time.Microsecond
+
+// handOff lets a request run on the reader's goroutine: its timer starts a
+// new reader unless the request finished first, and the state says which
+// happened. A connection keeps one; each request sets its timer anew, and
+// nothing stops it.
+type handOff struct {
+	state atomic.Int32 // handOffRunning, handOffDone or handOffTaken
+	timer *time.Timer
+}
+
+const (
+	handOffDone = iota
+	handOffRunning
+	handOffTaken
+)
+
+// serveOnReader serves a request on the reader's goroutine. It reports
+// whether this goroutine is still the reader.
+func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundRequest) bool {
+	h := c.handOff
+	if h == nil {
+		h = &handOff{}
+		h.timer = time.AfterFunc(time.Hour, func() {
+			// Counted before the state changes hands, so that the old
+			// reader, which returns once it sees the change, never lets
+			// the count reach zero in between. A late run of an earlier
+			// request's timer may hand over early, never twice: the state
+			// decides once per request. A run after close (nothing stops
+			// the timer) counts nothing: close's wait may be over, and a
+			// closed connection reads no more.
+			c.mu.Lock()
+			if c.closed {
+				c.mu.Unlock()
+				return
+			}
+			c.wg.Add(1)
+			c.mu.Unlock()
+			if h.state.CompareAndSwap(handOffRunning, handOffTaken) {
+				go c.readLoop()
+			} else {
+				c.wg.Done()
+			}
+		})
+		h.timer.Stop()
+		c.handOff = h // before the timer runs: the next reader uses it
+	}
+	h.state.Store(handOffRunning)
+	h.timer.Reset(readerHandOff)
+	c.serveRequest(ctx, in, req)
+	// The timer is not stopped: when it runs, readerHandOff after the
+	// latest request began in place, it finds that request done (or the
+	// state taken) and does nothing. Stopping it would cost a timer update
+	// a request.
+	if h.state.CompareAndSwap(handOffRunning, handOffDone) {
+		return true
+	}
+	return false
+}
