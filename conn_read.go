@@ -61,13 +61,9 @@ func (c *conn) waiting() bool {
 
 // resumeReading starts the reading goroutine if nobody reads.
 func (c *conn) resumeReading() {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.holdReader() {
 		return
 	}
-	c.wg.Add(1) // before the state changes hands: see serveOnReader
-	c.mu.Unlock()
 	if c.reading.CompareAndSwap(readerFree, readerRuns) {
 		go c.readLoop()
 		return
@@ -144,14 +140,24 @@ func (c *conn) handReading(interrupted bool) {
 	} else {
 		c.reading.Store(readerRuns)
 	}
+	if c.holdReader() {
+		go c.readLoop()
+	}
+}
+
+// holdReader counts a reading goroutine about to start, unless the
+// connection is closed, when it reports false: counted before the reading
+// changes hands, so that the old reader, which returns once it sees the
+// change, never lets the count reach zero in between, and never after
+// close's wait may be over.
+func (c *conn) holdReader() bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed {
-		c.mu.Unlock()
-		return
+		return false
 	}
 	c.wg.Add(1)
-	c.mu.Unlock()
-	go c.readLoop()
+	return true
 }
 
 // readerHandOff is how long a request may run on the reader's goroutine
@@ -181,20 +187,12 @@ func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundR
 	if h == nil {
 		h = &handOff{}
 		h.timer = time.AfterFunc(time.Hour, func() {
-			// Counted before the state changes hands, so that the old
-			// reader, which returns once it sees the change, never lets
-			// the count reach zero in between. A late run of an earlier
-			// request's timer may hand over early, never twice: the state
-			// decides once per request. A run after close (nothing stops
-			// the timer) counts nothing: close's wait may be over, and a
-			// closed connection reads no more.
-			c.mu.Lock()
-			if c.closed {
-				c.mu.Unlock()
+			// A late run of an earlier request's timer may hand over
+			// early, never twice: the state decides once per request. A
+			// run after close (nothing stops the timer) starts nothing.
+			if !c.holdReader() {
 				return
 			}
-			c.wg.Add(1)
-			c.mu.Unlock()
 			if h.state.CompareAndSwap(handOffRunning, handOffTaken) {
 				go c.readLoop()
 			} else {
