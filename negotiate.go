@@ -120,8 +120,11 @@ func (c *Client) discover(ctx context.Context, version string, pinned bool) (boo
 			}
 		}
 		if pinned && rpcErr != nil {
-			return false, &VersionError{Offered: []string{version}, Err: err,
-				Detail: "it answered server/discover with an error, so it speaks only revisions before " + Version20260728 + ", which begin with initialize"}
+			ve := &VersionError{Offered: []string{version}, Err: err}
+			if rpcErr.Code == CodeMethodNotFound {
+				ve.Detail = "it does not know server/discover, so it speaks only revisions before " + Version20260728 + ", which begin with initialize"
+			}
+			return false, ve
 		}
 		if pinned || errors.Is(err, ErrClosed) {
 			return false, err
