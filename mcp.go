@@ -253,25 +253,17 @@ func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c =
 // (invalid UTF-8 becomes U+FFFD, U+2028 and U+2029 are escaped) but without
 // HTML escaping. Runs of plain ASCII are found eight bytes at a time and
 // copied whole.
-func appendJSONString(b []byte, s string) []byte { return appendString(b, s, false) }
-
-// appendMarshalString appends s exactly as json.Marshal writes it: as
-// appendJSONString does, and with <, > and & escaped for HTML.
-func appendMarshalString(b []byte, s string) []byte { return appendString(b, s, true) }
-
-// appendString is appendJSONString, and appendMarshalString when html is
-// set.
-func appendString(b []byte, s string, html bool) []byte {
+func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start, i := 0, 0
 	for i < len(s) {
-		i = plainRun(s, i, html)
+		i = plainRun(s, i)
 		if i >= len(s) {
 			break
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && (!html || c != '<' && c != '>' && c != '&') {
+			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
 				continue
 			}
@@ -320,17 +312,8 @@ const hexDigits = "0123456789abcdef"
 // plainRun returns the end of the run of plain bytes from s[i] that
 // appendString copies whole, a word of eight bytes at a time: it stops
 // within eight bytes of the first byte that is not printable ASCII, or is
-// '"' or '\\', or with html '<', '>' or '&'. (A loop of its own for each
-// case: one loop that tested html in it ran at half the speed.)
-func plainRun(s string, i int, html bool) int {
-	if html {
-		for ; i+8 <= len(s); i += 8 {
-			if htmlSpecialBytes(word(s, i)) != 0 {
-				break
-			}
-		}
-		return i
-	}
+// '"' or '\\'.
+func plainRun(s string, i int) int {
 	for ; i+8 <= len(s); i += 8 {
 		if specialBytes(word(s, i)) != 0 {
 			break
@@ -354,15 +337,6 @@ func specialBytes(w uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := w^(lo*'"'), w^(lo*'\\')
 	return (w | (w-lo*0x20)&^w | (quote-lo)&^quote | (backslash-lo)&^backslash) & hi
-}
-
-// htmlSpecialBytes is specialBytes that is also nonzero for '<', '>' and
-// '&'. Setting bit 2 of each byte makes '"' and '&' one byte, and setting
-// bit 1 '<' and '>': it makes as many tests as specialBytes.
-func htmlSpecialBytes(w uint64) uint64 {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	quoteAmp, ltGt, backslash := (w|lo*0x04)^(lo*'&'), (w|lo*0x02)^(lo*'>'), w^(lo*'\\')
-	return (w | (w-lo*0x20)&^w | (quoteAmp-lo)&^quoteAmp | (ltGt-lo)&^ltGt | (backslash-lo)&^backslash) & hi
 }
 
 // wireMessage is the JSON-RPC envelope every message is decoded into, once.
