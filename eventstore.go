@@ -1,28 +1,35 @@
 package mcp
 
 import (
+	"context"
 	"slices"
 	"sync"
 )
 
 // EventStore keeps the SSE events of legacy sessions (2025-03-26 …
 // 2025-11-25) so that a client that lost a stream can resume it with
-// Last-Event-ID and miss nothing. The handler calls it on its write path,
-// holding the stream's lock: its methods must be quick and safe for
-// concurrent use.
+// Last-Event-ID and miss nothing. It is used by the server's HTTP handler,
+// which never holds a lock while calling it, so a store may sit across the
+// network. Its methods must be safe for concurrent use; ctx ends with the
+// session, or for After with the resuming request. The handler logs the
+// errors they return.
 type EventStore interface {
 	// Append stores data as event index of a session's stream. A stream's
-	// indexes start at 1 and grow by one. data is never modified: the store
-	// may keep it without copying.
-	Append(sessionID, streamID string, index int64, data []byte)
+	// Appends come one at a time, in increasing order of index; data is
+	// never modified, so the store may keep it without copying. A resume
+	// that needs an event whose Append failed is refused.
+	Append(ctx context.Context, sessionID, streamID string, index int64, data []byte) error
 	// After returns the stream's events with an index above index, in
-	// order; ok is false when the store no longer holds all of them.
-	After(sessionID, streamID string, index int64) (events [][]byte, ok bool)
-	// StreamDone reports that every event of the stream reached the
-	// client: they may go.
-	StreamDone(sessionID, streamID string)
-	// SessionClosed reports that the session ended: all its events may go.
-	SessionClosed(sessionID string)
+	// order, among them every event whose Append succeeded before the call;
+	// ok is false when the store no longer holds all of them. The resume
+	// is refused when ok is false or err is not nil.
+	After(ctx context.Context, sessionID, streamID string, index int64) (events [][]byte, ok bool, err error)
+	// StreamDone reports, after the stream's last Append, that no client
+	// will resume it: its events may go.
+	StreamDone(ctx context.Context, sessionID, streamID string) error
+	// SessionClosed reports, once and after the session's last Append,
+	// that the session ended: all its events may go.
+	SessionClosed(ctx context.Context, sessionID string) error
 }
 
 // MemoryEventStore is an [EventStore] in memory, bounded in bytes across
@@ -57,7 +64,7 @@ func NewMemoryEventStore(maxBytes int) *MemoryEventStore {
 }
 
 // Append implements EventStore.
-func (m *MemoryEventStore) Append(sessionID, streamID string, index int64, data []byte) {
+func (m *MemoryEventStore) Append(_ context.Context, sessionID, streamID string, index int64, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	streams := m.sessions[sessionID]
@@ -85,6 +92,7 @@ func (m *MemoryEventStore) Append(sessionID, streamID string, index int64, data 
 		m.head++
 	}
 	m.compactIfSparseLocked()
+	return nil
 }
 
 // compactIfSparseLocked compacts the eviction queue once most of it names
@@ -129,25 +137,25 @@ func (m *MemoryEventStore) compactLocked() {
 }
 
 // After implements EventStore.
-func (m *MemoryEventStore) After(sessionID, streamID string, index int64) ([][]byte, bool) {
+func (m *MemoryEventStore) After(_ context.Context, sessionID, streamID string, index int64) ([][]byte, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.sessions[sessionID][streamID]
 	if st == nil || len(st.events) == 0 {
-		return nil, st == nil || index >= st.first-1
+		return nil, st == nil || index >= st.first-1, nil
 	}
 	if index+1 < st.first {
-		return nil, false
+		return nil, false, nil
 	}
 	end := st.first + int64(len(st.events))
 	if index >= end {
-		return nil, true
+		return nil, true, nil
 	}
-	return slices.Clone(st.events[index+1-st.first:]), true
+	return slices.Clone(st.events[index+1-st.first:]), true, nil
 }
 
 // StreamDone implements EventStore.
-func (m *MemoryEventStore) StreamDone(sessionID, streamID string) {
+func (m *MemoryEventStore) StreamDone(_ context.Context, sessionID, streamID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	streams := m.sessions[sessionID]
@@ -159,10 +167,11 @@ func (m *MemoryEventStore) StreamDone(sessionID, streamID string) {
 		}
 		m.compactIfSparseLocked()
 	}
+	return nil
 }
 
 // SessionClosed implements EventStore.
-func (m *MemoryEventStore) SessionClosed(sessionID string) {
+func (m *MemoryEventStore) SessionClosed(_ context.Context, sessionID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, st := range m.sessions[sessionID] {
@@ -170,4 +179,5 @@ func (m *MemoryEventStore) SessionClosed(sessionID string) {
 	}
 	delete(m.sessions, sessionID)
 	m.compactIfSparseLocked()
+	return nil
 }

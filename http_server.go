@@ -578,7 +578,7 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
 			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: Last-Event-ID "+strconv.Quote(last)+" names no stream of this session")
 			return
 		}
-		replay, gen, ok := st.resume(index)
+		replay, gen, ok := st.resume(r.Context(), index)
 		if !ok {
 			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the events after "+strconv.Quote(last)+" are no longer available")
 			return

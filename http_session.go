@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,6 +42,8 @@ func (h *httpHandler) session(id string) *httpSession {
 // mode, so that it holds no goroutine while idle, and an expiry timer.
 func (h *httpHandler) newSession() *httpSession {
 	s := &httpSession{h: h, id: rand.Text()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.storeHolds.Store(1) // the session's own, until it closes
 	s.ss, s.conn = h.srv.newSession(s)
 	s.conn.start(context.Background())
 	if d := h.cfg.sessionTimeout; d > 0 {
@@ -92,6 +95,13 @@ type httpSession struct {
 	lastActive time.Time
 	expiry     *time.Timer
 	closed     bool
+
+	// ctx ends with the session: the event store's calls use it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// storeHolds counts the session itself and its event store calls in
+	// flight: the last to go tells the store that the session closed.
+	storeHolds atomic.Int32
 }
 
 func (s *httpSession) ReadMessage() ([]byte, error) { return nil, io.EOF }
@@ -124,10 +134,32 @@ func (s *httpSession) Close() error {
 	for _, st := range streams {
 		st.close()
 	}
-	if store := s.h.cfg.store; store != nil {
-		store.SessionClosed(s.id)
-	}
+	s.cancel()
+	s.releaseStore()
 	return nil
+}
+
+// holdStore keeps the session's end from reaching the event store until
+// releaseStore; it reports false when the store heard of it already.
+func (s *httpSession) holdStore() bool {
+	for n := s.storeHolds.Load(); n > 0; n = s.storeHolds.Load() {
+		if s.storeHolds.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *httpSession) releaseStore() {
+	if s.storeHolds.Add(-1) > 0 {
+		return
+	}
+	if store := s.h.cfg.store; store != nil {
+		// The session's context has ended; this call must still be made.
+		if err := store.SessionClosed(context.WithoutCancel(s.ctx), s.id); err != nil {
+			s.h.log.Warn("the event store failed to drop a closed session's events", "session", s.id, "err", err)
+		}
+	}
 }
 
 // writeRouted puts a message on the stream of the request it belongs to,
@@ -199,12 +231,13 @@ func (s *httpSession) primes() bool {
 // newStream creates the stream of a POST that awaits the responses to ids.
 func (s *httpSession) newStream(ids []ID) *httpStream {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil
 	}
+	var retired []*httpStream
 	if len(s.streams) >= maxRetainedStreams {
-		s.retireStreamsLocked()
+		retired = s.retireStreamsLocked()
 	}
 	s.nextStream++
 	st := newHTTPStream(s, strconv.FormatInt(s.nextStream, 10), ids, s.h.log)
@@ -212,6 +245,10 @@ func (s *httpSession) newStream(ids []ID) *httpStream {
 		s.streams = make(map[string]*httpStream)
 	}
 	s.streams[st.id] = st
+	s.mu.Unlock()
+	for _, old := range retired {
+		old.forget()
+	}
 	return st
 }
 
@@ -219,16 +256,15 @@ func (s *httpSession) newStream(ids []ID) *httpStream {
 // finished streams nobody resumed are forgotten first.
 const maxRetainedStreams = 64
 
-func (s *httpSession) retireStreamsLocked() {
+func (s *httpSession) retireStreamsLocked() (retired []*httpStream) {
 	for id, st := range s.streams {
 		if st.abandoned() {
 			delete(s.streams, id)
 			s.delivered = slices.DeleteFunc(s.delivered, func(d string) bool { return d == id })
-			if store := s.h.cfg.store; store != nil {
-				store.StreamDone(s.id, id)
-			}
+			retired = append(retired, st)
 		}
 	}
+	return retired
 }
 
 // retainedStreams is how many delivered SSE streams a session keeps
@@ -244,29 +280,26 @@ func (s *httpSession) retainStream(st *httpStream) {
 		return
 	}
 	s.delivered = append(s.delivered, st.id)
-	var old string
+	var old *httpStream
 	if len(s.delivered) > retainedStreams {
-		old = s.delivered[0]
+		old = s.streams[s.delivered[0]]
+		delete(s.streams, s.delivered[0])
 		s.delivered = slices.Delete(s.delivered, 0, 1)
-		delete(s.streams, old)
 	}
 	s.mu.Unlock()
-	if store := s.h.cfg.store; store != nil && old != "" {
-		store.StreamDone(s.id, old)
+	if old != nil {
+		old.forget()
 	}
 }
 
-// removeStream forgets a stream whose every event reached the client;
-// stored says whether the event store holds any of them.
-func (s *httpSession) removeStream(st *httpStream, stored bool) {
+// removeStream forgets a stream whose every event reached the client.
+func (s *httpSession) removeStream(st *httpStream) {
 	s.mu.Lock()
 	if s.streams[st.id] == st {
 		delete(s.streams, st.id)
 	}
 	s.mu.Unlock()
-	if store := s.h.cfg.store; store != nil && stored {
-		store.StreamDone(s.id, st.id)
-	}
+	st.forget()
 }
 
 // standaloneStreamID is the stream id of the session's GET stream.

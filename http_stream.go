@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -38,8 +39,10 @@ func (ev *streamEvent) compact() {
 
 // httpStream is one response stream: a POST's (JSON or SSE), or a legacy
 // session's standalone GET stream. The engine pushes messages into it from
-// any goroutine without blocking; one HTTP handler goroutine at a time, the
-// attached writer, writes them out.
+// any goroutine without waiting for the client; one HTTP handler goroutine
+// at a time, the attached writer, writes them out. The events of an SSE
+// stream are queued for the event store under the lock and stored, in
+// order, outside it (storeUpTo).
 type httpStream struct {
 	sess *httpSession // nil for a 2026-07-28 POST
 	id   string
@@ -67,6 +70,11 @@ type httpStream struct {
 	sse           bool // the stream is (or was) written as SSE: its events are stored
 	hasErr        bool // a response was an error (a failed initialize)
 	inlineStarted bool
+
+	unstored []streamEvent // events queued for the store, in order
+	storing  bool          // a goroutine is storing the head of unstored
+	drained  chan struct{} // closed when it is done, if anyone waits
+	lost     int64         // the last index whose Append failed
 }
 
 func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
@@ -96,14 +104,24 @@ func (s *httpStream) signalLocked() {
 	}
 }
 
-// push adds a message to the stream; the engine calls it from any goroutine
-// and it never blocks.
+// push adds a message to the stream; the engine calls it from any goroutine.
+// It never waits for the client, only, once the lock is released, for the
+// event store to keep the event.
 func (s *httpStream) push(o outgoing) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	index := s.pushLocked(o)
+	s.mu.Unlock()
+	if index > 0 {
+		s.storeUpTo(s.sess.ctx, index)
+	}
+}
+
+// pushLocked adds a message to the stream; it returns the index of an event
+// queued for the store, or 0.
+func (s *httpStream) pushLocked(o outgoing) (queued int64) {
 	if s.closed || (s.finished && !s.standalone) {
 		s.log.Debug("dropping a message for a stream that has ended", "stream", s.id)
-		return
+		return 0
 	}
 	if len(o.data) == 0 {
 		// The engine's word that a cancelled request will not be answered:
@@ -112,7 +130,7 @@ func (s *httpStream) push(o outgoing) {
 			s.settleLocked(o.related)
 			s.signalLocked()
 		}
-		return
+		return 0
 	}
 	s.next++
 	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true}
@@ -123,7 +141,8 @@ func (s *httpStream) push(o outgoing) {
 	// be answered with JSON are stored when, and if, it turns to SSE.
 	store := s.store()
 	if store != nil && s.sse {
-		store.Append(s.sess.id, s.id, ev.index, ev.data)
+		s.unstored = append(s.unstored, ev)
+		queued = ev.index
 	}
 	if o.final {
 		if _, isErr := errorCodeOf(ev.data); isErr { // not o.data: compact may have recycled it
@@ -152,6 +171,7 @@ func (s *httpStream) push(o outgoing) {
 		s.startWriterLocked()
 	}
 	s.signalLocked()
+	return queued
 }
 
 // beginInline records that the stream's request is about to run on the
@@ -193,11 +213,12 @@ func (s *httpStream) startWriterLocked() {
 // startSSE records that the stream's writer answers with SSE: from now on
 // its events are stored for resumption, starting with those the writer
 // took (held, in order) and those still pending, which come after them.
-func (s *httpStream) startSSE(held []streamEvent) {
+// It returns the index up to which it queued events for the store, or 0.
+func (s *httpStream) startSSE(held []streamEvent) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sse {
-		return
+		return 0
 	}
 	s.sse = true
 	for i := range held {
@@ -206,15 +227,96 @@ func (s *httpStream) startSSE(held []streamEvent) {
 	for i := range s.pending {
 		s.pending[i].compact()
 	}
+	if s.store() == nil || len(held)+len(s.pending) == 0 {
+		return 0
+	}
+	s.unstored = append(append(s.unstored, held...), s.pending...)
+	return s.next
+}
+
+// storeUpTo returns once the stream's events up to index are stored, or
+// ctx ends, reporting the last index whose Append failed. It stores them
+// itself, in order and outside every lock, unless another goroutine is
+// storing: then it waits for that one. Each stores only up to its own
+// index, so nobody stores for others forever.
+func (s *httpStream) storeUpTo(ctx context.Context, index int64) (lost int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.unstored) > 0 && s.unstored[0].index <= index {
+		if s.storing {
+			if s.drained == nil {
+				s.drained = make(chan struct{})
+			}
+			drained := s.drained
+			s.mu.Unlock()
+			select {
+			case <-drained:
+			case <-ctx.Done():
+				s.mu.Lock()
+				return s.lost, false
+			}
+			s.mu.Lock()
+			continue
+		}
+		n := 0
+		for n < len(s.unstored) && s.unstored[n].index <= index {
+			n++
+		}
+		evs := s.unstored[:n]
+		s.storing = true
+		s.mu.Unlock()
+		failed := s.appendEvents(evs)
+		s.mu.Lock()
+		s.storing = false
+		s.lost = max(s.lost, failed)
+		s.unstored = slices.Delete(s.unstored, 0, n) // pushes only appended meanwhile
+		if s.drained != nil {
+			close(s.drained)
+			s.drained = nil
+		}
+	}
+	return s.lost, true
+}
+
+// appendEvents hands evs to the event store with the session's context and
+// returns the last index it failed to keep. Nothing is stored once the
+// session ended: the store forgets all of it.
+func (s *httpStream) appendEvents(evs []streamEvent) (failed int64) {
+	sess := s.sess
+	if !sess.holdStore() {
+		return 0
+	}
+	defer sess.releaseStore()
+	for _, ev := range evs {
+		err := sess.h.cfg.store.Append(sess.ctx, sess.id, s.id, ev.index, ev.data)
+		if sess.ctx.Err() != nil {
+			return 0
+		}
+		if err != nil {
+			s.log.Warn("cannot store an SSE event; a resume that needs it will fail", "session", sess.id, "stream", s.id, "index", ev.index, "err", err)
+			failed = ev.index
+		}
+	}
+	return failed
+}
+
+// forget tells the event store, once the stream's events are stored, that
+// no client will need them again. The stream has ended: nothing more comes.
+func (s *httpStream) forget() {
+	s.mu.Lock()
+	sse, last := s.sse, s.next
+	s.mu.Unlock()
 	store := s.store()
-	if store == nil {
+	if store == nil || !sse {
 		return
 	}
-	for _, ev := range held {
-		store.Append(s.sess.id, s.id, ev.index, ev.data)
+	sess := s.sess
+	if _, ok := s.storeUpTo(sess.ctx, last); !ok || !sess.holdStore() {
+		return
 	}
-	for _, ev := range s.pending {
-		store.Append(s.sess.id, s.id, ev.index, ev.data)
+	defer sess.releaseStore()
+	if err := store.StreamDone(sess.ctx, sess.id, s.id); err != nil && sess.ctx.Err() == nil {
+		s.log.Warn("the event store failed to drop a stream's events", "session", sess.id, "stream", s.id, "err", err)
 	}
 }
 
@@ -373,24 +475,39 @@ func (s *httpStream) attachFresh() (int64, bool) {
 }
 
 // resume attaches a resuming GET to the stream and returns the events after
-// index to replay first; ok is false when the store no longer has them all.
-func (s *httpStream) resume(index int64) ([]streamEvent, int64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// index to replay first; ok is false when the store no longer has them all
+// or cannot say. Once attached, the GET gets every later event live; those
+// before are read from the store with ctx once all of them were stored.
+func (s *httpStream) resume(ctx context.Context, index int64) ([]streamEvent, int64, bool) {
 	store := s.store()
-	if s.closed || store == nil || index > s.next {
+	s.mu.Lock()
+	if s.closed || store == nil || index > s.next || index < s.lost {
+		s.mu.Unlock()
 		return nil, 0, false
-	}
-	data, ok := store.After(s.sess.id, s.id, index)
-	if !ok || int64(len(data)) != s.next-index {
-		return nil, 0, false
-	}
-	replay := make([]streamEvent, len(data))
-	for i, d := range data {
-		replay[i] = streamEvent{index: index + 1 + int64(i), data: d}
 	}
 	s.pending, s.pendBytes = nil, 0 // all of it is in the replay
-	return replay, s.attachLocked(), true
+	gen, last := s.attachLocked(), s.next
+	s.mu.Unlock()
+	if index == last {
+		return nil, gen, true
+	}
+	if lost, ok := s.storeUpTo(ctx, last); !ok || index < lost {
+		s.detach(gen)
+		return nil, 0, false
+	}
+	data, ok, err := store.After(ctx, s.sess.id, s.id, index)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("cannot read SSE events to resume a stream", "session", s.sess.id, "stream", s.id, "err", err)
+	}
+	if err != nil || !ok || int64(len(data)) < last-index {
+		s.detach(gen)
+		return nil, 0, false
+	}
+	replay := make([]streamEvent, last-index) // later events come live
+	for i := range replay {
+		replay[i] = streamEvent{index: index + 1 + int64(i), data: data[i]}
+	}
+	return replay, gen, true
 }
 
 // complete is called by a writer that wrote the stream's last response.
@@ -403,7 +520,6 @@ func (s *httpStream) complete(gen int64, resumable bool) {
 	if mine {
 		s.attached = false
 	}
-	stored := s.sse
 	s.mu.Unlock()
 	if !mine || s.sess == nil {
 		return
@@ -411,7 +527,7 @@ func (s *httpStream) complete(gen int64, resumable bool) {
 	if resumable {
 		s.sess.retainStream(s)
 	} else {
-		s.sess.removeStream(s, stored)
+		s.sess.removeStream(s)
 	}
 }
 
@@ -435,15 +551,20 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 	var held []streamEvent
 	var keepAlive *time.Timer
 	var keepAliveC <-chan time.Time
+	var queued int64 // the last event queued for the store on turning SSE
 	defer func() {
 		if keepAlive != nil {
 			keepAlive.Stop()
+		}
+		if queued > 0 {
+			// Stored after they were written, unless a later push did it.
+			s.storeUpTo(s.sess.ctx, queued)
 		}
 	}()
 	started := false
 	start := func(taken []streamEvent) error {
 		started = true
-		s.startSSE(taken)
+		queued = s.startSSE(taken)
 		hdr := w.Header()
 		hdr.Set("Content-Type", "text/event-stream")
 		hdr.Set("Cache-Control", "no-cache")
