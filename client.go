@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,8 +200,7 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 		c.mu.Unlock()
 		return errors.New("mcp: client already connected")
 	}
-	conn := newConn(t, c.cfg, c)
-	conn.callerReads, conn.readIdleFor = true, cmp.Or(c.cfg.client.readIdle, callerReadIdle)
+	conn := newConn(t, c.cfg, c, callerReads)
 	c.conn = conn
 	c.mu.Unlock()
 	if err := conn.start(ctx); err != nil {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,11 +123,7 @@ type conn struct {
 
 	baseCtx    context.Context
 	cancelBase context.CancelCauseFunc
-	// oneRequest: the connection exists for one inbound request (a
-	// 2026-07-28 POST's), which takes baseCtx as its own context rather
-	// than a child of it: a context, its Done channel and its parent's
-	// map of children fewer a request.
-	oneRequest bool
+	oneRequest bool // see connMode
 
 	mu          sync.Mutex
 	closed      bool
@@ -175,10 +172,25 @@ type conn struct {
 	armed                 deadlines // deadlines armed and not yet released, and free ones
 }
 
-// newConn makes a connection over t. Its tables are made on first use and
-// a push transport gets no writer channels: a 2026-07-28 HTTP POST makes a
-// connection for one request, which should cost little.
-func newConn(t Transport, cfg *config, disp dispatcher) *conn {
+// connMode configures a connection when it is made.
+type connMode uint8
+
+const (
+	// oneRequest: the connection exists for one inbound request (a
+	// 2026-07-28 POST's), which takes baseCtx as its own context rather
+	// than a child of it: a context, its Done channel and its parent's
+	// map of children fewer a request.
+	oneRequest connMode = 1 << iota
+	// callerReads: a client's callers may read their own responses, where
+	// the transport allows it (see readFor).
+	callerReads
+)
+
+// newConn makes a connection over t. Its tables are made on first use. A
+// push transport's connection is ready at once, with no reader, no writer
+// and no writer channels: a 2026-07-28 HTTP POST makes a connection for one
+// request, which should cost little.
+func newConn(t Transport, cfg *config, disp dispatcher, mode connMode) *conn {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &conn{
 		t:          t,
@@ -187,9 +199,15 @@ func newConn(t Transport, cfg *config, disp dispatcher) *conn {
 		log:        cfg.logger,
 		baseCtx:    ctx,
 		cancelBase: cancel,
+		oneRequest: mode&oneRequest != 0,
 		done:       make(chan struct{}),
 	}
-	if _, push := t.(pushTransport); !push {
+	if mode&callerReads != 0 {
+		c.callerReads, c.readIdleFor = true, cmp.Or(cfg.client.readIdle, callerReadIdle)
+	}
+	if _, push := t.(pushTransport); push {
+		c.direct = true
+	} else {
 		c.wwake = make(chan struct{}, 1)
 		c.wspace = make(chan struct{})
 		c.jobs = make(chan job)
@@ -197,7 +215,8 @@ func newConn(t Transport, cfg *config, disp dispatcher) *conn {
 	return c
 }
 
-// start launches the reader and the writer.
+// start launches the reader and the writer of a connection whose transport
+// is not a push transport.
 func (c *conn) start(ctx context.Context) error {
 	if s, ok := c.t.(starter); ok {
 		if err := s.start(ctx, c.log); err != nil {
@@ -206,10 +225,6 @@ func (c *conn) start(ctx context.Context) error {
 	}
 	if s, ok := c.t.(sizeLimited); ok {
 		s.setMaxMessageSize(c.cfg.maxMessageSize)
-	}
-	if _, ok := c.t.(pushTransport); ok {
-		c.direct = true
-		return nil
 	}
 	if p, ok := c.t.(inboundPusher); ok {
 		p.pushInto(func(data []byte) { c.handleOwnedFrame(data) })
@@ -337,7 +352,7 @@ func idOf(data []byte) ID {
 }
 
 func (c *conn) handleBatch(data []byte, route any) {
-	if !c.batchOK.Load() {
+	if !c.batchesAllowed() {
 		c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: JSON-RPC batches are accepted only on protocol revision 2025-03-26"}, route)
 		return
 	}
@@ -752,6 +767,21 @@ func (c *conn) cancelInboundLocked(id ID, reason string) bool {
 	in.cancel(&CancelledError{Reason: reason})
 	return true
 }
+
+// cancelInbound is cancelInboundLocked for a caller without the lock.
+func (c *conn) cancelInbound(id ID, reason string) {
+	c.mu.Lock()
+	c.cancelInboundLocked(id, reason)
+	c.mu.Unlock()
+}
+
+// cancelHandlers cancels the context of every handler, running or to come,
+// and leaves the connection open: what the handlers answer is still written.
+func (c *conn) cancelHandlers(cause error) { c.cancelBase(cause) }
+
+// batchesAllowed reports whether the peer may send JSON-RPC batches: only
+// on protocol revision 2025-03-26.
+func (c *conn) batchesAllowed() bool { return c.batchOK.Load() }
 
 // enqueueNotificationLocked queues a notification handler. It occupies a
 // dispatch slot until it has run; handlers run one at a time, in order, on a
