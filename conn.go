@@ -60,37 +60,9 @@ type outgoing struct {
 	route   any
 }
 
-// routedWriter is implemented by transports that route each message onto a
-// stream (Streamable HTTP). The message is handed over as the engine's
-// pooled buffer: the transport copies what it keeps (ownable) and may give
-// the buffer back to the pool once written.
-type routedWriter interface {
-	writeRouted(o outgoing) error // one message: a slice would be allocated for each
-}
-
-// pushTransport is implemented by transports whose owner pushes inbound
-// messages into the engine itself (Streamable HTTP, where each POST's
-// handler goroutine delivers its body): the engine then starts no reader and
-// no writer goroutine, so an idle connection holds none, and writes go
-// straight to writeRouted, which must be safe for concurrent use and must
-// not block on a slow peer.
-type pushTransport interface {
-	routedWriter
-	pushesMessages()
-}
-
-// messageKeeper is implemented by transports that can take ownership of a
-// message to write (an HTTP POST outlives its WriteMessage): the engine
-// hands its buffer over with writeOwned, and never reuses it, instead of
-// WriteMessage copying it. The transport gives the buffer back to the pool
-// (recycleMessage) once done with it, or leaves it to the collector.
-type messageKeeper interface {
-	writeOwned(msg []byte) error
-}
-
 // ownable returns a message buffer to hand to a transport that keeps it (a
-// messageKeeper, a routedWriter): the buffer itself, or an exact copy when
-// it is a pooled buffer mostly empty (the pool then gets it back).
+// pushTransport, an exchangeTransport): the buffer itself, or an exact copy
+// when it is a pooled buffer mostly empty (the pool then gets it back).
 func ownable(msg []byte) []byte {
 	if cap(msg) <= maxPooledMessage && cap(msg) > 2*len(msg) {
 		own := bytes.Clone(msg)
@@ -98,20 +70,6 @@ func ownable(msg []byte) []byte {
 		return own
 	}
 	return msg
-}
-
-// inboundPusher is implemented by client transports whose streams each
-// run on a goroutine of their own (Streamable HTTP): they hand what they
-// read to the engine directly, one hop shorter than through ReadMessage,
-// which then only reports the end of the connection.
-type inboundPusher interface {
-	pushInto(deliver func(data []byte))
-}
-
-// exchangeAborter is implemented by transports whose requests each have an
-// exchange that can be abandoned (an HTTP POST).
-type exchangeAborter interface {
-	abortExchange(id ID)
 }
 
 // conn is the engine: one peer over one Transport.
@@ -158,9 +116,9 @@ type conn struct {
 	wflushed chan struct{} // closed when the goroutine writing stops, if anyone waits
 	done     chan struct{}
 	wg       sync.WaitGroup
-	direct   bool     // a pushTransport: no reader, no writer goroutine
-	jobs     chan job // hands a request to a parked worker (stream transports)
-	handOff  *handOff // the current reader's, for a request run in place
+	push     pushTransport // t, when it is one: no reader, no writer goroutine
+	jobs     chan job      // hands a request to a parked worker (stream transports)
+	handOff  *handOff      // the current reader's, for a request run in place
 	// A client's callers may read their own responses (see readFor):
 	// callerReads asks for it, selfRead says the transport allows it.
 	callerReads, selfRead bool
@@ -205,8 +163,8 @@ func newConn(t Transport, cfg *config, disp dispatcher, mode connMode) *conn {
 	if mode&callerReads != 0 {
 		c.callerReads, c.readIdleFor = true, cmp.Or(cfg.client.readIdle, callerReadIdle)
 	}
-	if _, push := t.(pushTransport); push {
-		c.direct = true
+	if p, ok := t.(pushTransport); ok {
+		c.push = p
 	} else {
 		c.wwake = make(chan struct{}, 1)
 		c.wspace = make(chan struct{})
@@ -219,17 +177,14 @@ func newConn(t Transport, cfg *config, disp dispatcher, mode connMode) *conn {
 // is not a push transport.
 func (c *conn) start(ctx context.Context) error {
 	if s, ok := c.t.(starter); ok {
-		if err := s.start(ctx, c.log); err != nil {
+		if err := s.start(ctx, c.log, c.cfg.maxMessageSize); err != nil {
 			return err
 		}
 	}
-	if s, ok := c.t.(sizeLimited); ok {
-		s.setMaxMessageSize(c.cfg.maxMessageSize)
+	if x, ok := c.t.(exchangeTransport); ok {
+		x.pushInto(func(data []byte) { c.handleOwnedFrame(data) })
 	}
-	if p, ok := c.t.(inboundPusher); ok {
-		p.pushInto(func(data []byte) { c.handleOwnedFrame(data) })
-	}
-	if r, ok := c.t.(selfReading); ok && c.callerReads && r.setReadDeadline(time.Time{}) {
+	if p, ok := c.t.(pipeTransport); ok && c.callerReads && p.setReadDeadline(time.Time{}) {
 		c.selfRead = true
 		c.readIdle = time.AfterFunc(time.Hour, c.resumeReading)
 		c.readIdle.Stop()
@@ -287,7 +242,7 @@ func (c *conn) readFrame(data []byte, inPlace bool) (reader, response bool) {
 			return c.dispatchRequest(id, m.Method, m.Params, nil, inPlace), false
 		}
 	}
-	c.handleMessage(&m, nil)
+	c.handleMessage(&m, nil, false)
 	return true, kind == kindResponse
 }
 
@@ -311,7 +266,7 @@ func (c *conn) handleFrame(data []byte, route any) {
 		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: " + err.Error()}, route)
 		return
 	}
-	c.handleMessage(&m, route)
+	c.handleMessage(&m, route, false)
 }
 
 // handleOwnedFrame is handleFrame for a single message whose bytes are the
@@ -322,7 +277,7 @@ func (c *conn) handleOwnedFrame(data []byte) {
 		c.handleFrame(data, nil) // a batch, or an error to answer
 		return
 	}
-	c.handleMessage(&m, nil)
+	c.handleMessage(&m, nil, false)
 }
 
 // decodeSingle decodes data into m when it is one well-formed message
@@ -375,11 +330,13 @@ func (c *conn) handleBatch(data []byte, route any) {
 			c.queueError(idOf(item), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be batched"}, route)
 			continue
 		}
-		c.handleMessage(&m, route)
+		c.handleMessage(&m, route, false)
 	}
 }
 
-func (c *conn) handleMessage(m *wireMessage, route any) {
+// handleMessage routes one decoded message. inPlace: a request may run on
+// the calling goroutine (see dispatchRequest).
+func (c *conn) handleMessage(m *wireMessage, route any, inPlace bool) {
 	kind, why := m.kind()
 	switch kind {
 	case kindResponse:
@@ -390,7 +347,7 @@ func (c *conn) handleMessage(m *wireMessage, route any) {
 			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: the id must be a string or an integer"}, route)
 			return
 		}
-		c.dispatchRequest(id, m.Method, m.Params, route, false)
+		c.dispatchRequest(id, m.Method, m.Params, route, inPlace)
 	case kindNotification:
 		c.routeNotification(m.Method, m.Params)
 	default:
@@ -441,24 +398,26 @@ func (c *conn) routeResponse(m *wireMessage) {
 }
 
 // dispatchRequest admits an inbound request past the cap and the duplicate
-// check, then runs it on a worker goroutine, or in place when onReader says
-// the reader delivered it and nothing else is running or waiting to be
-// read. It reports false when the reading was handed to another goroutine.
+// check, then runs it on a worker goroutine, or in place when inPlace
+// allows it: on a push connection always (the caller, an HTTP handler, would
+// otherwise only wait for the answer), on a reader when nothing else is
+// running or waiting to be read. It reports false when the reading was
+// handed to another goroutine.
 //
 // initialize is served before anything after it is read, so that the
 // lifecycle takes effect in the order the peer sent it: a request that
 // follows initialize on the wire finds the session initialized, and its
 // answer is queued after initialize's. Serving it runs no user code.
-func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, onReader bool) bool {
+func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, inPlace bool) bool {
 	ctx, in, req := c.claimRequest(id, method, params, route)
 	if req == nil {
 		return true
 	}
-	if r, ok := route.(inlineRoute); (ok && r.runsInline()) || method == "initialize" {
+	if method == "initialize" || (inPlace && c.push != nil) {
 		c.serveRequest(ctx, in, req)
 		return true
 	}
-	return c.scheduleRequest(ctx, in, req, onReader)
+	return c.scheduleRequest(ctx, in, req, inPlace)
 }
 
 // claimRequest claims a slot and the id of an inbound request, or answers
@@ -505,9 +464,9 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 
 // scheduleRequest runs an admitted request that does not run inline: on
 // the reading goroutine, a parked worker or a new goroutine.
-func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest, onReader bool) bool {
-	if onReader && in.alone && c.jobs != nil {
-		if p, ok := c.t.(inPlacer); ok && p.inPlaceOK() {
+func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest, inPlace bool) bool {
+	if inPlace && in.alone && c.jobs != nil {
+		if p, ok := c.t.(pipeTransport); ok && p.inPlaceOK() {
 			return c.serveOnReader(ctx, in, req)
 		}
 	}
@@ -532,12 +491,6 @@ func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboun
 		go c.work(j)
 	}
 	return true
-}
-
-// inPlacer is a stream transport that says when a request may run on the
-// reading goroutine (IOTransport over an OS pipe with nothing more waiting).
-type inPlacer interface {
-	inPlaceOK() bool
 }
 
 // job is one admitted request on its way to a worker.
@@ -575,13 +528,6 @@ func (c *conn) work(j job) {
 	}
 }
 
-// inlineRoute is implemented by routes whose request may run on the
-// goroutine that delivered it, which would otherwise only wait for the
-// answer: the HTTP handler of a POST that carries one request.
-type inlineRoute interface {
-	runsInline() bool
-}
-
 func (c *conn) atCapLocked() bool {
 	return c.cfg.maxInFlight > 0 && c.occupied >= c.cfg.maxInFlight
 }
@@ -614,7 +560,7 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 	in.cancel(nil)
 	if cancelled {
 		c.log.Debug("dropping the response to a cancelled request", "id", req.id.String(), "method", req.method)
-		if _, routed := c.t.(routedWriter); routed {
+		if c.push != nil {
 			// No response, but a stream waiting on one must still end.
 			c.queueWrite(outgoing{related: req.id, final: true, route: req.route}, false)
 		}
@@ -1132,8 +1078,8 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 // awaited; if it cannot be queued it is only logged. initialize is never
 // cancelled.
 func (c *conn) abandon(call *pendingCall, o *callOptions, reason string) {
-	if a, ok := c.t.(exchangeAborter); ok {
-		a.abortExchange(call.id)
+	if x, ok := c.t.(exchangeTransport); ok {
+		x.abortExchange(call.id)
 	}
 	if call.method == "initialize" {
 		return

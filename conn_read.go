@@ -29,18 +29,11 @@ const (
 // the next call before the reading goroutine starts again (readIdleFor).
 const callerReadIdle = 100 * time.Microsecond
 
-// selfReading is a stream transport whose reads can be interrupted by a
-// deadline without losing data (IOTransport over an OS pipe).
-type selfReading interface {
-	setReadDeadline(at time.Time) bool
-	buffered() int
-}
-
 // pauseReading stops the reading goroutine after a response when no call
 // waits and nothing read waits to be handled; it reports whether the
 // goroutine is to return.
 func (c *conn) pauseReading() bool {
-	if c.t.(selfReading).buffered() > 0 || c.waiting() || !c.reading.CompareAndSwap(readerRuns, readerFree) {
+	if c.t.(pipeTransport).buffered() > 0 || c.waiting() || !c.reading.CompareAndSwap(readerRuns, readerFree) {
 		return false
 	}
 	if c.waiting() && c.reading.CompareAndSwap(readerFree, readerRuns) {
@@ -87,7 +80,7 @@ func (c *conn) readFor(ctx context.Context, call *pendingCall) {
 	// finds the reading taken and does nothing, and the caller sets it
 	// again when it hands the reading back. Stopping it here would cost a
 	// timer update a call.
-	t := c.t.(selfReading)
+	t := c.t.(pipeTransport)
 	until := time.Now().Add(callerReadSpan)
 	if call.deadline != nil {
 		if next := call.deadline.next(); next.Before(until) {
@@ -129,7 +122,7 @@ func (c *conn) readFor(ctx context.Context, call *pendingCall) {
 // calls wait, something read waits, or the caller was interrupted;
 // otherwise the next caller may read, or readIdle starts the goroutine.
 func (c *conn) handReading(interrupted bool) {
-	t := c.t.(selfReading)
+	t := c.t.(pipeTransport)
 	t.setReadDeadline(time.Time{})
 	if !interrupted && t.buffered() == 0 && !c.waiting() {
 		c.reading.Store(readerFree)

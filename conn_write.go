@@ -13,14 +13,14 @@ const writeBacklog = 8 << 20
 // writeBacklog, so a peer that stops reading slows its handlers instead of
 // growing memory.
 func (c *conn) queueWrite(o outgoing, control bool) error {
-	if c.direct {
+	if c.push != nil {
 		c.mu.Lock()
 		closed := c.closed
 		c.mu.Unlock()
 		if closed {
 			return c.closedErr()
 		}
-		return c.t.(routedWriter).writeRouted(o)
+		return c.push.writeRouted(o)
 	}
 	for {
 		c.wmu.Lock()
@@ -81,7 +81,7 @@ func (c *conn) writerIdleLocked() {
 // flushWrites writes whatever is queued, on this goroutine, or waits for the
 // goroutine that is writing; it returns early if the connection closes.
 func (c *conn) flushWrites() {
-	if c.direct {
+	if c.push != nil {
 		return // writes are not queued
 	}
 	var batch []outgoing
@@ -178,11 +178,8 @@ func (c *conn) writeLoop() {
 
 // writeOne writes a single message, as writeBatch would.
 func (c *conn) writeOne(o outgoing) error {
-	if _, ok := c.t.(routedWriter); ok {
-		return c.writeBatch([]outgoing{o}, nil)
-	}
-	if k, ok := c.t.(messageKeeper); ok {
-		return k.writeOwned(o.data)
+	if x, ok := c.t.(exchangeTransport); ok {
+		return x.writeOwned(o.data)
 	}
 	if err := c.t.WriteMessage(o.data); err != nil {
 		return err
@@ -192,29 +189,21 @@ func (c *conn) writeOne(o outgoing) error {
 }
 
 func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
-	if rw, ok := c.t.(routedWriter); ok {
+	if x, ok := c.t.(exchangeTransport); ok {
 		for _, o := range batch {
-			if err := rw.writeRouted(o); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if k, ok := c.t.(messageKeeper); ok {
-		for _, o := range batch {
-			if err := k.writeOwned(o.data); err != nil {
+			if err := x.writeOwned(o.data); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	var err error
-	if bw, ok := c.t.(batchWriter); ok && len(batch) > 1 && frames != nil {
+	if p, ok := c.t.(pipeTransport); ok && len(batch) > 1 && frames != nil {
 		*frames = (*frames)[:0]
 		for _, o := range batch {
 			*frames = append(*frames, o.data)
 		}
-		err = bw.writeBatch(*frames)
+		err = p.writeBatch(*frames)
 		clear(*frames)
 	} else {
 		for _, o := range batch {

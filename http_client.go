@@ -162,12 +162,10 @@ func (t *HTTPTransport) newPOST(ctx context.Context, body []byte, header http.He
 	return req, nil
 }
 
-func (t *HTTPTransport) start(_ context.Context, log *slog.Logger) error {
-	t.log = log
+func (t *HTTPTransport) start(_ context.Context, log *slog.Logger, maxMessageSize int) error {
+	t.log, t.maxMsg = log, maxMessageSize
 	return nil
 }
-
-func (t *HTTPTransport) setMaxMessageSize(n int) { t.maxMsg = n }
 
 // clientInbox is where a client HTTP transport's streams queue the
 // messages ReadMessage returns, and how the connection fails.

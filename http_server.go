@@ -420,7 +420,7 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 		stop := context.AfterFunc(r.Context(), gone)
 		defer stop()
 	}
-	c.handleMessage(&m.wire, st)
+	c.handleMessage(&m.wire, st, true)
 	started := st.endInline()
 	st.frameDone()
 	if started {
@@ -435,7 +435,7 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 // must answer with an error) as the body.
 func deliverPOST(c pushConn, body []byte, msgs []*httpMessage, batch bool, route any) {
 	if !batch && msgs[0].decoded {
-		c.handleMessage(&msgs[0].wire, route)
+		c.handleMessage(&msgs[0].wire, route, false)
 		return
 	}
 	c.handleFrame(body, route)
@@ -470,7 +470,6 @@ func (t *streamTransport) ReadMessage() ([]byte, error) { return nil, io.EOF }
 func (t *streamTransport) WriteMessage(msg []byte) error {
 	return t.writeRouted(outgoing{data: bytes.Clone(msg)}) // msg stays the caller's
 }
-func (t *streamTransport) pushesMessages() {}
 
 // Close ends the stream, or the session; the connection calls it when it
 // closes.

@@ -7,8 +7,9 @@ package mcp
 // inbound request it relates to. The handler touches the connection in no
 // other way.
 type pushConn interface {
-	// handleMessage takes one decoded message.
-	handleMessage(m *wireMessage, route any)
+	// handleMessage takes one decoded message; inline runs a request on
+	// the calling goroutine, which waits for its answer anyway.
+	handleMessage(m *wireMessage, route any, inline bool)
 	// handleFrame takes the bytes of a message or a batch, which it
 	// answers with an error when they are not well formed.
 	handleFrame(data []byte, route any)
@@ -21,6 +22,16 @@ type pushConn interface {
 	batchesAllowed() bool
 	// close ends the connection and closes its transport.
 	close(cause error)
+}
+
+// pushTransport is the transport of a pushConn. Its owner pushes inbound
+// messages into the engine, so the engine runs no reader and no writer
+// goroutine, and each write is done inline by writeRouted, which must be
+// safe for concurrent use and must not block on a slow peer. The message is
+// handed over as the engine's pooled buffer: the transport copies what it
+// keeps (ownable) and may give the buffer back to the pool once written.
+type pushTransport interface {
+	writeRouted(o outgoing) error
 }
 
 // pushSession makes a server session whose messages go on HTTP streams,

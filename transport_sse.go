@@ -162,11 +162,9 @@ func NewSSETransport(url string, opts ...HTTPTransportOption) *SSETransport {
 		ctx: ctx, cancel: cancel, clientInbox: newClientInbox()}
 }
 
-func (t *SSETransport) setMaxMessageSize(n int) { t.maxMsg = n }
-
 // start opens the event stream and waits for the endpoint event.
-func (t *SSETransport) start(ctx context.Context, log *slog.Logger) error {
-	t.log = log
+func (t *SSETransport) start(ctx context.Context, log *slog.Logger, maxMessageSize int) error {
+	t.log, t.maxMsg = log, maxMessageSize
 	req, err := http.NewRequestWithContext(t.ctx, http.MethodGet, t.url, nil)
 	if err != nil {
 		return err

@@ -44,22 +44,43 @@ var ErrMessageTooLarge = errors.New("mcp: message too large")
 // [WithMaxMessageSize].
 const DefaultMaxMessageSize = 16 << 20
 
-// batchWriter is implemented by transports that can send several messages in
-// one write; the engine's writer uses it to coalesce under load.
-type batchWriter interface {
-	writeBatch(msgs [][]byte) error
-}
+// A transport of this package may implement one of the unexported
+// interfaces below, which the engine looks for.
 
-// sizeLimited is implemented by transports that enforce a message size limit
-// the engine configures.
-type sizeLimited interface {
-	setMaxMessageSize(n int)
-}
-
-// starter is implemented by transports that must start something (a child
-// process, say) before the first message.
+// starter is implemented by transports that must start something before
+// the first message (a child process, an HTTP event stream): a connection
+// calls start once, with its logger and its limit on one incoming message,
+// and fails if start fails.
 type starter interface {
-	start(ctx context.Context, log *slog.Logger) error
+	start(ctx context.Context, log *slog.Logger, maxMessageSize int) error
+}
+
+// pipeTransport is implemented by transports over a byte stream
+// (IOTransport). The engine's writer writes what is queued in one
+// writeBatch. A request may run on the reading goroutine while inPlaceOK
+// says so. Where setReadDeadline works (an OS pipe), a client's caller may
+// read its own response (readFor): a read it interrupts loses nothing, and
+// buffered says whether anything read waits to be returned.
+type pipeTransport interface {
+	writeBatch(msgs [][]byte) error
+	inPlaceOK() bool
+	setReadDeadline(at time.Time) bool
+	buffered() int
+}
+
+// exchangeTransport is implemented by client transports that send each
+// message in an exchange of its own and read on goroutines of their own
+// (Streamable HTTP). The engine hands each message over with writeOwned and
+// never reuses its buffer; the transport gives it back to the pool
+// (recycleMessage) once done, or leaves it to the collector. The transport
+// hands what it reads to the function pushInto gives it, on the goroutine
+// that read it, one hop shorter than through ReadMessage, which then only
+// reports the end of the connection. abortExchange abandons the exchange
+// of a request the engine gave up on.
+type exchangeTransport interface {
+	writeOwned(msg []byte) error
+	pushInto(push func(data []byte))
+	abortExchange(id ID)
 }
 
 // IOTransport speaks newline-delimited JSON over a reader and a writer: one
@@ -101,6 +122,11 @@ func StdioTransport() *IOTransport {
 	// print) behind EBADF; leave them open.
 	t.closers = nil
 	return t
+}
+
+func (t *IOTransport) start(_ context.Context, _ *slog.Logger, maxMessageSize int) error {
+	t.setMaxMessageSize(maxMessageSize)
+	return nil
 }
 
 func (t *IOTransport) setMaxMessageSize(n int) {
@@ -320,7 +346,7 @@ func NewCommandTransport(cmd *exec.Cmd) *CommandTransport {
 	return &CommandTransport{cmd: cmd, CloseTimeout: 5 * time.Second, TerminateTimeout: 5 * time.Second}
 }
 
-func (t *CommandTransport) start(ctx context.Context, log *slog.Logger) error {
+func (t *CommandTransport) start(ctx context.Context, log *slog.Logger, maxMessageSize int) error {
 	if t.cmd.Stdin != nil || t.cmd.Stdout != nil {
 		return errors.New("mcp: NewCommandTransport: cmd.Stdin and cmd.Stdout must be unset")
 	}
@@ -364,6 +390,7 @@ func (t *CommandTransport) start(ctx context.Context, log *slog.Logger) error {
 	}
 	t.stdin, t.stdout, t.stderr = inW, outR, errR
 	t.IOTransport = NewIOTransport(outR, inW)
+	t.IOTransport.setMaxMessageSize(maxMessageSize)
 	t.IOTransport.closeFn = t.shutdown
 	t.exited = make(chan struct{})
 	t.drained = make(chan struct{})
