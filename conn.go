@@ -75,25 +75,33 @@ func ownable(msg []byte) []byte {
 // conn is the engine: one peer over one Transport.
 type conn struct {
 	t    Transport
+	push pushTransport // t, when it is one: no reader, no writer goroutine
 	cfg  *config
 	disp dispatcher
 	log  *slog.Logger
 
+	// baseCtx is the parent of every handler's context.
 	baseCtx    context.Context
 	cancelBase context.CancelCauseFunc
 	oneRequest bool // see connMode
+	batchOK    atomic.Bool
+	done       chan struct{}  // closed by close
+	wg         sync.WaitGroup // the engine's goroutines and running handlers
 
-	mu          sync.Mutex
-	closed      bool
-	closeErr    error
-	nextID      int64
-	pending     map[ID]*pendingCall
-	progress    map[ID]*pendingCall // progress token → waiting call
-	inbound     map[ID]*inboundCall
+	mu sync.Mutex // guards the call tables, the dispatch slots and the end
+	// The call tables: our calls waiting for answers, and the peer's
+	// requests in flight.
+	nextID   int64
+	pending  map[ID]*pendingCall
+	progress map[ID]*pendingCall // progress token → waiting call
+	inbound  map[ID]*inboundCall
+	// The dispatch slots, taken by requests and queued notifications.
 	occupied    int
 	notifyQueue []func()
 	notifying   bool
 	shed        int64
+	closed      bool
+	closeErr    error
 	// inputEnded is set when the peer's input ended (endOfInput): nothing
 	// more is read and no call may be sent, but the connection stays open
 	// until the handlers' answers are written. drained is closed when the
@@ -105,29 +113,11 @@ type conn struct {
 	handling atomic.Int32
 	ending   atomic.Bool
 
-	wmu      sync.Mutex
-	wqueue   []outgoing
-	wbytes   int
-	wwake    chan struct{}
-	wspace   chan struct{} // closed when the backlog drains, if anyone waits
-	wwaiters int
-	wbusy    bool // a goroutine is writing
-	wclosed  bool
-	wflushed chan struct{} // closed when the goroutine writing stops, if anyone waits
-	done     chan struct{}
-	wg       sync.WaitGroup
-	push     pushTransport // t, when it is one: no reader, no writer goroutine
-	jobs     chan job      // hands a request to a parked worker (stream transports)
-	handOff  *handOff      // the current reader's, for a request run in place
-	// A client's callers may read their own responses (see readFor):
-	// callerReads asks for it, selfRead says the transport allows it.
-	callerReads, selfRead bool
-	readIdleFor           time.Duration // how long the reading may rest
-	reading               atomic.Int32  // readerRuns, readerFree or readerCaller
-	readIdle              *time.Timer   // starts the reader when nobody reads
-	idle                  atomic.Int32  // workers parked on jobs
-	batchOK               atomic.Bool
-	armed                 deadlines // deadlines armed and not yet released, and free ones
+	w     writer       // the serialised writer (conn_write.go)
+	r     reader       // who reads (conn_read.go)
+	jobs  chan job     // hands a request to a parked worker (stream transports)
+	idle  atomic.Int32 // workers parked on jobs
+	armed deadlines    // deadlines armed and not yet released, and free ones
 }
 
 // connMode configures a connection when it is made.
@@ -161,13 +151,13 @@ func newConn(t Transport, cfg *config, disp dispatcher, mode connMode) *conn {
 		done:       make(chan struct{}),
 	}
 	if mode&callerReads != 0 {
-		c.callerReads, c.readIdleFor = true, cmp.Or(cfg.client.readIdle, callerReadIdle)
+		c.r.callerReads, c.r.idleFor = true, cmp.Or(cfg.client.readIdle, callerReadIdle)
 	}
 	if p, ok := t.(pushTransport); ok {
 		c.push = p
 	} else {
-		c.wwake = make(chan struct{}, 1)
-		c.wspace = make(chan struct{})
+		c.w.wake = make(chan struct{}, 1)
+		c.w.space = make(chan struct{})
 		c.jobs = make(chan job)
 	}
 	return c
@@ -184,10 +174,13 @@ func (c *conn) start(ctx context.Context) error {
 	if x, ok := c.t.(exchangeTransport); ok {
 		x.pushInto(func(data []byte) { c.handleOwnedFrame(data) })
 	}
-	if p, ok := c.t.(pipeTransport); ok && c.callerReads && p.setReadDeadline(time.Time{}) {
-		c.selfRead = true
-		c.readIdle = time.AfterFunc(time.Hour, c.resumeReading)
-		c.readIdle.Stop()
+	if c.r.callerReads {
+		// Kept where the transport allows it.
+		p, ok := c.t.(pipeTransport)
+		if c.r.callerReads = ok && p.setReadDeadline(time.Time{}); c.r.callerReads {
+			c.r.idle = time.AfterFunc(time.Hour, c.resumeReading)
+			c.r.idle.Stop()
+		}
 	}
 	c.wg.Add(2)
 	go c.readLoop()
@@ -220,7 +213,7 @@ func (c *conn) readLoop() {
 		if !reader {
 			return // another goroutine reads now
 		}
-		if response && c.selfRead && c.pauseReading() {
+		if response && c.r.callerReads && c.pauseReading() {
 			return // the next caller reads, or resumeReading
 		}
 	}
@@ -894,9 +887,9 @@ func (c *conn) close(cause error) {
 	clear(c.progress)
 	c.mu.Unlock()
 
-	c.wmu.Lock()
-	c.wclosed = true
-	c.wmu.Unlock()
+	c.w.mu.Lock()
+	c.w.closed = true
+	c.w.mu.Unlock()
 
 	err := &closedError{cause}
 	for _, call := range pending {
@@ -1027,7 +1020,7 @@ func (c *conn) forget(call *pendingCall) bool {
 
 func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (json.RawMessage, error) {
 	dl := call.deadline
-	if c.selfRead && c.reading.Load() == readerFree && c.reading.CompareAndSwap(readerFree, readerCaller) {
+	if c.r.callerReads && c.r.state.Load() == readerFree && c.r.state.CompareAndSwap(readerFree, readerCaller) {
 		c.readFor(ctx, call)
 	}
 	for {

@@ -21,27 +21,38 @@ import (
 // waiting for a call.
 const (
 	readerRuns   = iota // the reading goroutine reads
-	readerFree          // nobody reads: readIdle runs
+	readerFree          // nobody reads: the idle timer runs
 	readerCaller        // a waiting caller reads (readFor)
 )
 
+// reader is who reads a stream connection.
+type reader struct {
+	state atomic.Int32 // readerRuns, readerFree or readerCaller
+	// callerReads: a client's callers read their own responses (readFor),
+	// when asked for (connMode) and the transport allows it.
+	callerReads bool
+	idleFor     time.Duration // how long the reading may rest
+	idle        *time.Timer   // starts the reader when nobody reads
+	handOff     *handOff      // the current reader's, for a request run in place
+}
+
 // callerReadIdle is how long the reading may rest between a response and
-// the next call before the reading goroutine starts again (readIdleFor).
+// the next call before the reading goroutine starts again (reader.idleFor).
 const callerReadIdle = 100 * time.Microsecond
 
 // pauseReading stops the reading goroutine after a response when no call
 // waits and nothing read waits to be handled; it reports whether the
 // goroutine is to return.
 func (c *conn) pauseReading() bool {
-	if c.t.(pipeTransport).buffered() > 0 || c.waiting() || !c.reading.CompareAndSwap(readerRuns, readerFree) {
+	if c.t.(pipeTransport).buffered() > 0 || c.waiting() || !c.r.state.CompareAndSwap(readerRuns, readerFree) {
 		return false
 	}
-	if c.waiting() && c.reading.CompareAndSwap(readerFree, readerRuns) {
+	if c.waiting() && c.r.state.CompareAndSwap(readerFree, readerRuns) {
 		// A call was sent in between and its caller found the reading
 		// still taken: read for it.
 		return false
 	}
-	c.readIdle.Reset(c.readIdleFor)
+	c.r.idle.Reset(c.r.idleFor)
 	return true
 }
 
@@ -57,7 +68,7 @@ func (c *conn) resumeReading() {
 	if !c.holdReader() {
 		return
 	}
-	if c.reading.CompareAndSwap(readerFree, readerRuns) {
+	if c.r.state.CompareAndSwap(readerFree, readerRuns) {
 		go c.readLoop()
 		return
 	}
@@ -76,8 +87,8 @@ const callerReadSpan = time.Millisecond
 // as if another goroutine had read. Progress for the call is delivered as
 // it is read.
 func (c *conn) readFor(ctx context.Context, call *pendingCall) {
-	// readIdle is left running: if it runs while this caller reads, it
-	// finds the reading taken and does nothing, and the caller sets it
+	// The idle timer is left running: if it runs while this caller reads,
+	// it finds the reading taken and does nothing, and the caller sets it
 	// again when it hands the reading back. Stopping it here would cost a
 	// timer update a call.
 	t := c.t.(pipeTransport)
@@ -120,18 +131,18 @@ func (c *conn) readFor(ctx context.Context, call *pendingCall) {
 
 // handReading ends a caller's reading: to the reading goroutine if other
 // calls wait, something read waits, or the caller was interrupted;
-// otherwise the next caller may read, or readIdle starts the goroutine.
+// otherwise the next caller may read, or the idle timer starts the goroutine.
 func (c *conn) handReading(interrupted bool) {
 	t := c.t.(pipeTransport)
 	t.setReadDeadline(time.Time{})
 	if !interrupted && t.buffered() == 0 && !c.waiting() {
-		c.reading.Store(readerFree)
-		if !c.waiting() || !c.reading.CompareAndSwap(readerFree, readerRuns) {
-			c.readIdle.Reset(c.readIdleFor)
+		c.r.state.Store(readerFree)
+		if !c.waiting() || !c.r.state.CompareAndSwap(readerFree, readerRuns) {
+			c.r.idle.Reset(c.r.idleFor)
 			return
 		}
 	} else {
-		c.reading.Store(readerRuns)
+		c.r.state.Store(readerRuns)
 	}
 	if c.holdReader() {
 		go c.readLoop()
@@ -176,7 +187,7 @@ const (
 // serveOnReader serves a request on the reader's goroutine. It reports
 // whether this goroutine is still the reader.
 func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundRequest) bool {
-	h := c.handOff
+	h := c.r.handOff
 	if h == nil {
 		h = &handOff{}
 		h.timer = time.AfterFunc(time.Hour, func() {
@@ -193,7 +204,7 @@ func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundR
 			}
 		})
 		h.timer.Stop()
-		c.handOff = h // before the timer runs: the next reader uses it
+		c.r.handOff = h // before the timer runs: the next reader uses it
 	}
 	h.state.Store(handOffRunning)
 	h.timer.Reset(readerHandOff)

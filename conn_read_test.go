@@ -100,9 +100,9 @@ func TestCallerReadingEndsWithItsContext(t *testing.T) {
 // it when the caller's span ended first (a loaded machine, -race).
 func waitReadingRests(t *testing.T, cl *Client) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); cl.conn.reading.Load() != readerFree; {
+	for deadline := time.Now().Add(10 * time.Second); cl.conn.r.state.Load() != readerFree; {
 		if time.Now().After(deadline) {
-			t.Fatalf("between calls the reading stays in state %d, want %d (free)", cl.conn.reading.Load(), readerFree)
+			t.Fatalf("between calls the reading stays in state %d, want %d (free)", cl.conn.r.state.Load(), readerFree)
 		}
 		time.Sleep(callerReadSpan / 4)
 	}
@@ -130,7 +130,7 @@ func TestCallerHandsOverALongCall(t *testing.T) {
 		// Answer only once the caller has handed the reading over: from
 		// free, with the resting reader never woken, the only way the
 		// reading goroutine runs again.
-		for cl.conn.reading.Load() != readerRuns {
+		for cl.conn.r.state.Load() != readerRuns {
 			time.Sleep(callerReadSpan / 4)
 		}
 		close(release)
