@@ -220,10 +220,10 @@ func (c *conn) readLoop() {
 }
 
 // readFrame is handleFrame on a reading goroutine, where a single request
-// may run in place if inPlace allows; it reports false when the reading
+// may run inline if inline allows; it reports false when the reading
 // was handed to another goroutine meanwhile, and whether data was a
 // response.
-func (c *conn) readFrame(data []byte, inPlace bool) (reader, response bool) {
+func (c *conn) readFrame(data []byte, inline bool) (reader, response bool) {
 	var m wireMessage
 	if !decodeSingle(data, false, &m) {
 		c.handleFrame(data, nil) // a batch, or an error to answer
@@ -232,7 +232,7 @@ func (c *conn) readFrame(data []byte, inPlace bool) (reader, response bool) {
 	kind, _ := m.kind()
 	if kind == kindRequest {
 		if id, ok := parseID(m.ID); ok {
-			return c.dispatchRequest(id, m.Method, m.Params, nil, inPlace), false
+			return c.dispatchRequest(id, m.Method, m.Params, nil, inline), false
 		}
 	}
 	c.handleMessage(&m, nil, false)
@@ -327,9 +327,9 @@ func (c *conn) handleBatch(data []byte, route any) {
 	}
 }
 
-// handleMessage routes one decoded message. inPlace: a request may run on
+// handleMessage routes one decoded message. inline: a request may run on
 // the calling goroutine (see dispatchRequest).
-func (c *conn) handleMessage(m *wireMessage, route any, inPlace bool) {
+func (c *conn) handleMessage(m *wireMessage, route any, inline bool) {
 	kind, why := m.kind()
 	switch kind {
 	case kindResponse:
@@ -340,7 +340,7 @@ func (c *conn) handleMessage(m *wireMessage, route any, inPlace bool) {
 			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: the id must be a string or an integer"}, route)
 			return
 		}
-		c.dispatchRequest(id, m.Method, m.Params, route, inPlace)
+		c.dispatchRequest(id, m.Method, m.Params, route, inline)
 	case kindNotification:
 		c.routeNotification(m.Method, m.Params)
 	default:
@@ -391,8 +391,8 @@ func (c *conn) routeResponse(m *wireMessage) {
 }
 
 // dispatchRequest admits an inbound request past the cap and the duplicate
-// check, then runs it on a worker goroutine, or in place when inPlace
-// allows it: on a push connection always (the caller, an HTTP handler, would
+// check, then runs it on a worker goroutine, or inline, on the calling
+// goroutine, when inline allows it: on a push connection always (the caller, an HTTP handler, would
 // otherwise only wait for the answer), on a reader when nothing else is
 // running or waiting to be read. It reports false when the reading was
 // handed to another goroutine.
@@ -401,16 +401,16 @@ func (c *conn) routeResponse(m *wireMessage) {
 // lifecycle takes effect in the order the peer sent it: a request that
 // follows initialize on the wire finds the session initialized, and its
 // answer is queued after initialize's. Serving it runs no user code.
-func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, inPlace bool) bool {
+func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, inline bool) bool {
 	ctx, in, req := c.claimRequest(id, method, params, route)
 	if req == nil {
 		return true
 	}
-	if method == "initialize" || (inPlace && c.push != nil) {
+	if method == "initialize" || (inline && c.push != nil) {
 		c.serveRequest(ctx, in, req)
 		return true
 	}
-	return c.scheduleRequest(ctx, in, req, inPlace)
+	return c.scheduleRequest(ctx, in, req, inline)
 }
 
 // claimRequest claims a slot and the id of an inbound request, or answers
@@ -455,11 +455,12 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	return ctx, in, &rec.req
 }
 
-// scheduleRequest runs an admitted request that does not run inline: on
-// the reading goroutine, a parked worker or a new goroutine.
-func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest, inPlace bool) bool {
-	if inPlace && in.alone && c.jobs != nil {
-		if p, ok := c.t.(pipeTransport); ok && p.inPlaceOK() {
+// scheduleRequest runs an admitted request: inline on the reading goroutine
+// when inline allows it and it is alone, else on a parked worker or a new
+// goroutine.
+func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest, inline bool) bool {
+	if inline && in.alone && c.jobs != nil {
+		if p, ok := c.t.(pipeTransport); ok && p.inlineOK() {
 			return c.serveOnReader(ctx, in, req)
 		}
 	}
@@ -1028,13 +1029,13 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		var elapsed time.Duration
 		select {
 		case <-call.done:
-			call.deliverProgress()
+			call.runProgress()
 			if call.err != nil {
 				return nil, call.err
 			}
 			return call.result, nil
 		case <-call.progressSignal():
-			call.deliverProgress()
+			call.runProgress()
 			continue
 		case <-dl.C():
 			var ok bool
@@ -1046,7 +1047,7 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		if !c.forget(call) {
 			// The response won the race; take it.
 			<-call.done
-			call.deliverProgress()
+			call.runProgress()
 			if call.err != nil {
 				return nil, call.err
 			}

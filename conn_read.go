@@ -33,7 +33,7 @@ type reader struct {
 	callerReads bool
 	idleFor     time.Duration // how long the reading may rest
 	idle        *time.Timer   // starts the reader when nobody reads
-	handOff     *handOff      // the current reader's, for a request run in place
+	handOff     *handOff      // the current reader's, for a request run inline
 }
 
 // callerReadIdle is how long the reading may rest between a response and
@@ -113,7 +113,7 @@ func (c *conn) readFor(ctx context.Context, call *pendingCall) {
 		switch {
 		case err == nil:
 			c.readFrame(data, false)
-			call.deliverProgress()
+			call.runProgress()
 			continue
 		case errors.Is(err, ErrMessageTooLarge):
 			c.log.Warn("dropping an oversized message", "err", err)
@@ -166,7 +166,7 @@ func (c *conn) holdReader() bool {
 
 // readerHandOff is how long a request may run on the reader's goroutine
 // before another goroutine takes over reading: the bound on how long a
-// connection may not read while serving a request in place.
+// connection may not read while serving a request inline.
 const readerHandOff = 50 * time.Microsecond
 
 // handOff lets a request run on the reader's goroutine: its timer starts a
@@ -210,7 +210,7 @@ func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundR
 	h.timer.Reset(readerHandOff)
 	c.serveRequest(ctx, in, req)
 	// The timer is not stopped: when it runs, readerHandOff after the
-	// latest request began in place, it finds that request done (or the
+	// latest request began inline, it finds that request done (or the
 	// state taken) and does nothing. Stopping it would cost a timer update
 	// a request.
 	if h.state.CompareAndSwap(handOffRunning, handOffDone) {

@@ -166,8 +166,8 @@ func (c *conn) wakeWriter() {
 // writeLoop is the serialised writer for whatever could not be written at
 // once: it takes everything queued and writes it as one batch, so
 // concurrent senders share writes and flushes. Only one goroutine writes at
-// a time (busy); an inline writer that finds a queue when it is done wakes
-// this loop.
+// a time (busy); a caller that wrote inline and finds a queue when it is
+// done wakes this loop.
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
 	var batch []outgoing

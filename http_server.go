@@ -388,14 +388,14 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 	// after this returns, when m is back in its pool: it keeps the id.)
 	id := m.id
 	gone := func() { c.cancelInbound(id, "the client closed the HTTP stream") }
-	complete := h.deliverAndServe(w, r, c, body, msgs, false, one, st, streamMode{sse: m.method == "subscriptions/listen", modern: true}, gone)
+	complete := h.serveMessages(w, r, c, body, msgs, false, one, st, streamMode{sse: m.method == "subscriptions/listen", modern: true}, gone)
 	if !complete {
 		gone()
 	}
 	c.close(errHTTPExchangeDone)
 }
 
-// deliverAndServe hands a POST's body to the engine and writes the stream
+// serveMessages hands a POST's body to the engine and writes the stream
 // of its answers; it reports whether every answer was written (see
 // serveStream). A single request runs on this goroutine, which would
 // otherwise only wait for it, and its answer is then written here; unless
@@ -405,11 +405,11 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 //
 // one is the POST's pooled storage, which holds the inline writer; nil for
 // a batch.
-func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c pushConn, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, st *httpStream, mode streamMode, gone func()) bool {
+func (h *httpHandler) serveMessages(w http.ResponseWriter, r *http.Request, c pushConn, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, st *httpStream, mode streamMode, gone func()) bool {
 	gen := st.writer()
 	m := msgs[0]
 	if batch || one == nil || mode.sse || !m.decoded || m.kind != kindRequest {
-		deliverPOST(c, body, msgs, batch, st)
+		pushBody(c, body, msgs, batch, st)
 		st.frameDone()
 		return h.serveStream(w, r, st, gen, mode)
 	}
@@ -430,10 +430,10 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 	return h.serveStream(w, r, st, gen, mode)
 }
 
-// deliverPOST hands a POST body to the engine: a single message as the
+// pushBody hands a POST body to the engine: a single message as the
 // envelope already decoded, anything else (a batch, a message the engine
 // must answer with an error) as the body.
-func deliverPOST(c pushConn, body []byte, msgs []*httpMessage, batch bool, route any) {
+func pushBody(c pushConn, body []byte, msgs []*httpMessage, batch bool, route any) {
 	if !batch && msgs[0].decoded {
 		c.handleMessage(&msgs[0].wire, route, false)
 		return
@@ -557,7 +557,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 		}
 	}
 	if !answered {
-		deliverPOST(sess.conn, body, msgs, batch, nil)
+		pushBody(sess.conn, body, msgs, batch, nil)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -569,7 +569,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 	if created {
 		w.Header().Set(headerSessionID, sess.id)
 	}
-	complete := h.deliverAndServe(w, r, sess.conn, body, msgs, batch, one, st, streamMode{batch: batch, prime: sess.primes()}, nil)
+	complete := h.serveMessages(w, r, sess.conn, body, msgs, batch, one, st, streamMode{batch: batch, prime: sess.primes()}, nil)
 	if created && (!complete || st.failed()) {
 		sess.conn.close(errors.New("initialize failed"))
 	}
