@@ -172,7 +172,7 @@ func (c *conn) start(ctx context.Context) error {
 		}
 	}
 	if x, ok := c.t.(exchangeTransport); ok {
-		x.pushInto(func(data []byte) { c.handleOwnedFrame(data) })
+		x.pushInto(func(data []byte) { c.readFrame(data, true, false) })
 	}
 	if c.r.callerReads {
 		// Kept where the transport allows it.
@@ -209,7 +209,7 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		reader, response := c.readFrame(data, true)
+		reader, response := c.readFrame(data, false, true)
 		if !reader {
 			return // another goroutine reads now
 		}
@@ -219,13 +219,14 @@ func (c *conn) readLoop() {
 	}
 }
 
-// readFrame is handleFrame on a reading goroutine, where a single request
-// may run inline if inline allows; it reports false when the reading
-// was handed to another goroutine meanwhile, and whether data was a
-// response.
-func (c *conn) readFrame(data []byte, inline bool) (reader, response bool) {
+// readFrame is handleFrame for a frame the transport read, where a single
+// request may run inline if inline allows. owned: data is the engine's to
+// keep, and the message is sliced from it, not from a copy. It reports
+// false when the reading was handed to another goroutine meanwhile, and
+// whether data was a response.
+func (c *conn) readFrame(data []byte, owned, inline bool) (reader, response bool) {
 	var m wireMessage
-	if !decodeSingle(data, false, &m) {
+	if !decodeSingle(data, owned, &m) {
 		c.handleFrame(data, nil) // a batch, or an error to answer
 		return true, false
 	}
@@ -260,17 +261,6 @@ func (c *conn) handleFrame(data []byte, route any) {
 		return
 	}
 	c.handleMessage(&m, route, false)
-}
-
-// handleOwnedFrame is handleFrame for a single message whose bytes are the
-// engine's to keep: its members are sliced from it, not from a copy.
-func (c *conn) handleOwnedFrame(data []byte) {
-	var m wireMessage
-	if !decodeSingle(data, true, &m) {
-		c.handleFrame(data, nil) // a batch, or an error to answer
-		return
-	}
-	c.handleMessage(&m, nil, false)
 }
 
 // decodeSingle decodes data into m when it is one well-formed message
@@ -860,13 +850,15 @@ type closedError struct{ cause error }
 func (e *closedError) Error() string   { return ErrClosed.Error() + ": " + e.cause.Error() }
 func (e *closedError) Unwrap() []error { return []error{ErrClosed, e.cause} }
 
+// closedErr is the error of a call on a closed connection; nil while the
+// connection is open.
 func (c *conn) closedErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closeErr != nil {
-		return &closedError{c.closeErr}
+	if !c.closed {
+		return nil
 	}
-	return ErrClosed
+	return &closedError{c.closeErr}
 }
 
 // close ends the connection once: every pending call fails with an error
@@ -1088,10 +1080,4 @@ func (c *conn) abandon(call *pendingCall, o *callOptions, reason string) {
 	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, true); err != nil {
 		c.log.Warn("could not tell the peer that a request was abandoned", "id", call.id.String(), "err", err)
 	}
-}
-
-func (c *conn) pendingCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.pending)
 }

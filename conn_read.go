@@ -112,7 +112,7 @@ func (c *conn) readFor(ctx context.Context, call *pendingCall) {
 		data, err := c.t.ReadMessage()
 		switch {
 		case err == nil:
-			c.readFrame(data, false)
+			c.readFrame(data, false, false)
 			call.runProgress()
 			continue
 		case errors.Is(err, ErrMessageTooLarge):

@@ -28,11 +28,8 @@ const writeBacklog = 8 << 20
 // growing memory.
 func (c *conn) queueWrite(o outgoing, control bool) error {
 	if c.push != nil {
-		c.mu.Lock()
-		closed := c.closed
-		c.mu.Unlock()
-		if closed {
-			return c.closedErr()
+		if err := c.closedErr(); err != nil {
+			return err
 		}
 		return c.push.writeRouted(o)
 	}
@@ -47,7 +44,7 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 			// the message to the writer, saving a goroutine switch.
 			c.w.busy = true
 			c.w.mu.Unlock()
-			err := c.writeOne(o)
+			err := c.writeBatch([]outgoing{o}, nil)
 			c.w.mu.Lock()
 			c.writerIdleLocked()
 			more := len(c.w.queue) > 0
@@ -190,18 +187,8 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// writeOne writes a single message, as writeBatch would.
-func (c *conn) writeOne(o outgoing) error {
-	if x, ok := c.t.(exchangeTransport); ok {
-		return x.writeOwned(o.data)
-	}
-	if err := c.t.WriteMessage(o.data); err != nil {
-		return err
-	}
-	recycleMessage(o.data)
-	return nil
-}
-
+// writeBatch writes the messages of batch, in one write where the transport
+// can (frames is the caller's buffer, reused; nil for a single message).
 func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 	if x, ok := c.t.(exchangeTransport); ok {
 		for _, o := range batch {
