@@ -83,8 +83,8 @@ type conn struct {
 	// baseCtx is the parent of every handler's context.
 	baseCtx    context.Context
 	cancelBase context.CancelCauseFunc
-	oneRequest bool // see connMode
-	batchOK    atomic.Bool
+	oneRequest bool           // see connMode
+	batchOK    atomic.Bool    // see batchesAllowed
 	done       chan struct{}  // closed by close
 	wg         sync.WaitGroup // the engine's goroutines and running handlers
 
@@ -381,11 +381,11 @@ func (c *conn) routeResponse(m *wireMessage) {
 }
 
 // dispatchRequest admits an inbound request past the cap and the duplicate
-// check, then runs it on a worker goroutine, or inline, on the calling
-// goroutine, when inline allows it: on a push connection always (the caller, an HTTP handler, would
-// otherwise only wait for the answer), on a reader when nothing else is
-// running or waiting to be read. It reports false when the reading was
-// handed to another goroutine.
+// check, then runs it on a worker goroutine, or inline on the calling
+// goroutine when inline allows it: on a push connection always (the caller,
+// an HTTP handler, would otherwise only wait for the answer), on a reader
+// when nothing else is running or waiting to be read. It reports false when
+// the reading was handed to another goroutine.
 //
 // initialize is served before anything after it is read, so that the
 // lifecycle takes effect in the order the peer sent it: a request that

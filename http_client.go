@@ -248,8 +248,8 @@ func (t *HTTPTransport) receive(ctx context.Context, msg []byte) bool {
 	return false
 }
 
-// answer hands the engine an error response to request id on the server's behalf:
-// the HTTP exchange failed before a JSON-RPC answer came.
+// answer hands the engine an error response to request id on the server's
+// behalf: the HTTP exchange failed before a JSON-RPC answer came.
 func (t *HTTPTransport) answer(ctx context.Context, id ID, e *Error) {
 	t.receive(ctx, encodeError(id, e))
 }

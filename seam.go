@@ -34,8 +34,8 @@ type pushTransport interface {
 	writeRouted(o outgoing) error
 }
 
-// pushSession makes a server session whose messages go on HTTP streams,
-// ready to take messages.
+// pushSession makes a server session over HTTP streams, ready for the
+// handler to push messages into.
 func (s *Server) pushSession(t *streamTransport, mode connMode) (*serverSession, pushConn) {
 	return s.newSession(t, mode)
 }

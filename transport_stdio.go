@@ -44,8 +44,8 @@ var ErrMessageTooLarge = errors.New("mcp: message too large")
 // [WithMaxMessageSize].
 const DefaultMaxMessageSize = 16 << 20
 
-// A transport of this package may implement one of the unexported
-// interfaces below, which the engine looks for.
+// The engine looks for the unexported interfaces below on the transports of
+// this package.
 
 // starter is implemented by transports that must start something before
 // the first message (a child process, an HTTP event stream): a connection
