@@ -249,15 +249,15 @@ func (t *IOTransport) WriteMessage(msg []byte) error {
 	return t.writeBatch([][]byte{msg})
 }
 
-// directWriteSize is the message size from which a message is written as
+// copyLimit is the message size from which a message is written as
 // is, followed by its newline, instead of being copied into the write
 // buffer: copying costs more than the extra write, and the buffer stays small.
-const directWriteSize = 64 << 10
+const copyLimit = 64 << 10
 
 func (t *IOTransport) writeBatch(msgs [][]byte) error {
 	t.wbuf = t.wbuf[:0]
 	for _, m := range msgs {
-		if len(m) < directWriteSize {
+		if len(m) < copyLimit {
 			t.wbuf = append(t.wbuf, m...)
 			t.wbuf = append(t.wbuf, '\n')
 			continue
