@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,8 +200,7 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 		c.mu.Unlock()
 		return errors.New("mcp: client already connected")
 	}
-	conn := newConn(t, c.cfg, c)
-	conn.callerReads, conn.readIdleFor = true, cmp.Or(c.cfg.client.readIdle, callerReadIdle)
+	conn := newConn(t, c.cfg, c, callerReads)
 	c.conn = conn
 	c.mu.Unlock()
 	if err := conn.start(ctx); err != nil {
@@ -452,7 +450,7 @@ func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
 	// The params are written by hand: json.Marshal would validate and
 	// compact the encoded arguments once more. The arguments are encoded
-	// straight into them (appendJSON), not into a copy of their own.
+	// into the params themselves (appendJSON), not into a copy of their own.
 	// The request copies params: its buffer goes back to the pool after.
 	given, isRaw := rawJSONOf(args)
 	params := messageBuffer(len(name) + len(given) + 32)

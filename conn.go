@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,37 +60,9 @@ type outgoing struct {
 	route   any
 }
 
-// routedWriter is implemented by transports that route each message onto a
-// stream (Streamable HTTP). The message is handed over as the engine's
-// pooled buffer: the transport copies what it keeps (ownable) and may give
-// the buffer back to the pool once written.
-type routedWriter interface {
-	writeRouted(o outgoing) error // one message: a slice would be allocated for each
-}
-
-// pushTransport is implemented by transports whose owner pushes inbound
-// messages into the engine itself (Streamable HTTP, where each POST's
-// handler goroutine delivers its body): the engine then starts no reader and
-// no writer goroutine, so an idle connection holds none, and writes go
-// straight to writeRouted, which must be safe for concurrent use and must
-// not block on a slow peer.
-type pushTransport interface {
-	routedWriter
-	pushesMessages()
-}
-
-// messageKeeper is implemented by transports that can take ownership of a
-// message to write (an HTTP POST outlives its WriteMessage): the engine
-// hands its buffer over with writeOwned, and never reuses it, instead of
-// WriteMessage copying it. The transport gives the buffer back to the pool
-// (recycleMessage) once done with it, or leaves it to the collector.
-type messageKeeper interface {
-	writeOwned(msg []byte) error
-}
-
 // ownable returns a message buffer to hand to a transport that keeps it (a
-// messageKeeper, a routedWriter): the buffer itself, or an exact copy when
-// it is a pooled buffer mostly empty (the pool then gets it back).
+// pushTransport, an exchangeTransport): the buffer itself, or an exact copy
+// when it is a pooled buffer mostly empty (the pool then gets it back).
 func ownable(msg []byte) []byte {
 	if cap(msg) <= maxPooledMessage && cap(msg) > 2*len(msg) {
 		own := bytes.Clone(msg)
@@ -99,46 +72,36 @@ func ownable(msg []byte) []byte {
 	return msg
 }
 
-// inboundPusher is implemented by client transports whose streams each
-// run on a goroutine of their own (Streamable HTTP): they hand what they
-// read to the engine directly, one hop shorter than through ReadMessage,
-// which then only reports the end of the connection.
-type inboundPusher interface {
-	pushInto(deliver func(data []byte))
-}
-
-// exchangeAborter is implemented by transports whose requests each have an
-// exchange that can be abandoned (an HTTP POST).
-type exchangeAborter interface {
-	abortExchange(id ID)
-}
-
 // conn is the engine: one peer over one Transport.
 type conn struct {
 	t    Transport
+	push pushTransport // t, when it is one: no reader, no writer goroutine
 	cfg  *config
 	disp dispatcher
 	log  *slog.Logger
 
+	// baseCtx is the parent of every handler's context.
 	baseCtx    context.Context
 	cancelBase context.CancelCauseFunc
-	// oneRequest: the connection exists for one inbound request (a
-	// 2026-07-28 POST's), which takes baseCtx as its own context rather
-	// than a child of it: a context, its Done channel and its parent's
-	// map of children fewer a request.
-	oneRequest bool
+	oneRequest bool           // see connMode
+	batchOK    atomic.Bool    // see batchesAllowed
+	done       chan struct{}  // closed by close
+	wg         sync.WaitGroup // the engine's goroutines and running handlers
 
-	mu          sync.Mutex
-	closed      bool
-	closeErr    error
-	nextID      int64
-	pending     map[ID]*pendingCall
-	progress    map[ID]*pendingCall // progress token → waiting call
-	inbound     map[ID]*inboundCall
+	mu sync.Mutex // guards the call tables, the dispatch slots and the end
+	// The call tables: our calls waiting for answers, and the peer's
+	// requests in flight.
+	nextID   int64
+	pending  map[ID]*pendingCall
+	progress map[ID]*pendingCall // progress token → waiting call
+	inbound  map[ID]*inboundCall
+	// The dispatch slots, taken by requests and queued notifications.
 	occupied    int
 	notifyQueue []func()
 	notifying   bool
 	shed        int64
+	closed      bool
+	closeErr    error
 	// inputEnded is set when the peer's input ended (endOfInput): nothing
 	// more is read and no call may be sent, but the connection stays open
 	// until the handlers' answers are written. drained is closed when the
@@ -150,35 +113,32 @@ type conn struct {
 	handling atomic.Int32
 	ending   atomic.Bool
 
-	wmu      sync.Mutex
-	wqueue   []outgoing
-	wbytes   int
-	wwake    chan struct{}
-	wspace   chan struct{} // closed when the backlog drains, if anyone waits
-	wwaiters int
-	wbusy    bool // a goroutine is writing
-	wclosed  bool
-	wflushed chan struct{} // closed when the goroutine writing stops, if anyone waits
-	done     chan struct{}
-	wg       sync.WaitGroup
-	direct   bool     // a pushTransport: no reader, no writer goroutine
-	jobs     chan job // hands a request to a parked worker (stream transports)
-	handOff  *handOff // the current reader's, for a request run in place
-	// A client's callers may read their own responses (see readFor):
-	// callerReads asks for it, selfRead says the transport allows it.
-	callerReads, selfRead bool
-	readIdleFor           time.Duration // how long the reading may rest
-	reading               atomic.Int32  // readerRuns, readerFree or readerCaller
-	readIdle              *time.Timer   // starts the reader when nobody reads
-	idle                  atomic.Int32  // workers parked on jobs
-	batchOK               atomic.Bool
-	armed                 deadlines // deadlines armed and not yet released, and free ones
+	w     writer       // the serialised writer (conn_write.go)
+	r     reader       // who reads (conn_read.go)
+	jobs  chan job     // hands a request to a parked worker (stream transports)
+	idle  atomic.Int32 // workers parked on jobs
+	armed deadlines    // deadlines armed and not yet released, and free ones
 }
 
-// newConn makes a connection over t. Its tables are made on first use and
-// a push transport gets no writer channels: a 2026-07-28 HTTP POST makes a
-// connection for one request, which should cost little.
-func newConn(t Transport, cfg *config, disp dispatcher) *conn {
+// connMode configures a connection when it is made.
+type connMode uint8
+
+const (
+	// oneRequest: the connection exists for one inbound request (a
+	// 2026-07-28 POST's), which takes baseCtx as its own context rather
+	// than a child of it: a context, its Done channel and its parent's
+	// map of children fewer a request.
+	oneRequest connMode = 1 << iota
+	// callerReads: a client's callers may read their own responses, where
+	// the transport allows it (see readFor).
+	callerReads
+)
+
+// newConn makes a connection over t. Its tables are made on first use. A
+// push transport's connection is ready at once, with no reader, no writer
+// and no writer channels: a 2026-07-28 HTTP POST makes a connection for one
+// request, which should cost little.
+func newConn(t Transport, cfg *config, disp dispatcher, mode connMode) *conn {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &conn{
 		t:          t,
@@ -187,37 +147,40 @@ func newConn(t Transport, cfg *config, disp dispatcher) *conn {
 		log:        cfg.logger,
 		baseCtx:    ctx,
 		cancelBase: cancel,
+		oneRequest: mode&oneRequest != 0,
 		done:       make(chan struct{}),
 	}
-	if _, push := t.(pushTransport); !push {
-		c.wwake = make(chan struct{}, 1)
-		c.wspace = make(chan struct{})
+	if mode&callerReads != 0 {
+		c.r.callerReads, c.r.idleFor = true, cmp.Or(cfg.client.readIdle, callerReadIdle)
+	}
+	if p, ok := t.(pushTransport); ok {
+		c.push = p
+	} else {
+		c.w.wake = make(chan struct{}, 1)
+		c.w.space = make(chan struct{})
 		c.jobs = make(chan job)
 	}
 	return c
 }
 
-// start launches the reader and the writer.
+// start launches the reader and the writer of a connection whose transport
+// is not a push transport.
 func (c *conn) start(ctx context.Context) error {
 	if s, ok := c.t.(starter); ok {
-		if err := s.start(ctx, c.log); err != nil {
+		if err := s.start(ctx, c.log, c.cfg.maxMessageSize); err != nil {
 			return err
 		}
 	}
-	if s, ok := c.t.(sizeLimited); ok {
-		s.setMaxMessageSize(c.cfg.maxMessageSize)
+	if x, ok := c.t.(exchangeTransport); ok {
+		x.pushInto(func(data []byte) { c.readFrame(data, true, false) })
 	}
-	if _, ok := c.t.(pushTransport); ok {
-		c.direct = true
-		return nil
-	}
-	if p, ok := c.t.(inboundPusher); ok {
-		p.pushInto(func(data []byte) { c.handleOwnedFrame(data) })
-	}
-	if r, ok := c.t.(selfReading); ok && c.callerReads && r.setReadDeadline(time.Time{}) {
-		c.selfRead = true
-		c.readIdle = time.AfterFunc(time.Hour, c.resumeReading)
-		c.readIdle.Stop()
+	if c.r.callerReads {
+		// Kept where the transport allows it.
+		p, ok := c.t.(pipeTransport)
+		if c.r.callerReads = ok && p.setReadDeadline(time.Time{}); c.r.callerReads {
+			c.r.idle = time.AfterFunc(time.Hour, c.resumeReading)
+			c.r.idle.Stop()
+		}
 	}
 	c.wg.Add(2)
 	go c.readLoop()
@@ -246,33 +209,34 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		reader, response := c.readFrame(data, true)
+		reader, response := c.readFrame(data, false, true)
 		if !reader {
 			return // another goroutine reads now
 		}
-		if response && c.selfRead && c.pauseReading() {
+		if response && c.r.callerReads && c.pauseReading() {
 			return // the next caller reads, or resumeReading
 		}
 	}
 }
 
-// readFrame is handleFrame on a reading goroutine, where a single request
-// may run in place if inPlace allows; it reports false when the reading
-// was handed to another goroutine meanwhile, and whether data was a
-// response.
-func (c *conn) readFrame(data []byte, inPlace bool) (reader, response bool) {
+// readFrame is handleFrame for a frame the transport read, where a single
+// request may run inline if inline allows. owned: data is the engine's to
+// keep, and the message is sliced from it, not from a copy. It reports
+// false when the reading was handed to another goroutine meanwhile, and
+// whether data was a response.
+func (c *conn) readFrame(data []byte, owned, inline bool) (reader, response bool) {
 	var m wireMessage
-	if !decodeSingle(data, false, &m) {
+	if !decodeSingle(data, owned, &m) {
 		c.handleFrame(data, nil) // a batch, or an error to answer
 		return true, false
 	}
 	kind, _ := m.kind()
 	if kind == kindRequest {
 		if id, ok := parseID(m.ID); ok {
-			return c.dispatchRequest(id, m.Method, m.Params, nil, inPlace), false
+			return c.dispatchRequest(id, m.Method, m.Params, nil, inline), false
 		}
 	}
-	c.handleMessage(&m, nil)
+	c.handleMessage(&m, nil, false)
 	return true, kind == kindResponse
 }
 
@@ -296,18 +260,7 @@ func (c *conn) handleFrame(data []byte, route any) {
 		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: " + err.Error()}, route)
 		return
 	}
-	c.handleMessage(&m, route)
-}
-
-// handleOwnedFrame is handleFrame for a single message whose bytes are the
-// engine's to keep: its members are sliced from it, not from a copy.
-func (c *conn) handleOwnedFrame(data []byte) {
-	var m wireMessage
-	if !decodeSingle(data, true, &m) {
-		c.handleFrame(data, nil) // a batch, or an error to answer
-		return
-	}
-	c.handleMessage(&m, nil)
+	c.handleMessage(&m, route, false)
 }
 
 // decodeSingle decodes data into m when it is one well-formed message
@@ -337,7 +290,7 @@ func idOf(data []byte) ID {
 }
 
 func (c *conn) handleBatch(data []byte, route any) {
-	if !c.batchOK.Load() {
+	if !c.batchesAllowed() {
 		c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: JSON-RPC batches are accepted only on protocol revision 2025-03-26"}, route)
 		return
 	}
@@ -360,11 +313,13 @@ func (c *conn) handleBatch(data []byte, route any) {
 			c.queueError(idOf(item), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be batched"}, route)
 			continue
 		}
-		c.handleMessage(&m, route)
+		c.handleMessage(&m, route, false)
 	}
 }
 
-func (c *conn) handleMessage(m *wireMessage, route any) {
+// handleMessage routes one decoded message. inline: a request may run on
+// the calling goroutine (see dispatchRequest).
+func (c *conn) handleMessage(m *wireMessage, route any, inline bool) {
 	kind, why := m.kind()
 	switch kind {
 	case kindResponse:
@@ -375,7 +330,7 @@ func (c *conn) handleMessage(m *wireMessage, route any) {
 			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: the id must be a string or an integer"}, route)
 			return
 		}
-		c.dispatchRequest(id, m.Method, m.Params, route, false)
+		c.dispatchRequest(id, m.Method, m.Params, route, inline)
 	case kindNotification:
 		c.routeNotification(m.Method, m.Params)
 	default:
@@ -426,24 +381,26 @@ func (c *conn) routeResponse(m *wireMessage) {
 }
 
 // dispatchRequest admits an inbound request past the cap and the duplicate
-// check, then runs it on a worker goroutine, or in place when onReader says
-// the reader delivered it and nothing else is running or waiting to be
-// read. It reports false when the reading was handed to another goroutine.
+// check, then runs it on a worker goroutine, or inline on the calling
+// goroutine when inline allows it: on a push connection always (the caller,
+// an HTTP handler, would otherwise only wait for the answer), on a reader
+// when nothing else is running or waiting to be read. It reports false when
+// the reading was handed to another goroutine.
 //
 // initialize is served before anything after it is read, so that the
 // lifecycle takes effect in the order the peer sent it: a request that
 // follows initialize on the wire finds the session initialized, and its
 // answer is queued after initialize's. Serving it runs no user code.
-func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, onReader bool) bool {
+func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, inline bool) bool {
 	ctx, in, req := c.claimRequest(id, method, params, route)
 	if req == nil {
 		return true
 	}
-	if r, ok := route.(inlineRoute); (ok && r.runsInline()) || method == "initialize" {
+	if method == "initialize" || (inline && c.push != nil) {
 		c.serveRequest(ctx, in, req)
 		return true
 	}
-	return c.scheduleRequest(ctx, in, req, onReader)
+	return c.scheduleRequest(ctx, in, req, inline)
 }
 
 // claimRequest claims a slot and the id of an inbound request, or answers
@@ -488,11 +445,12 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	return ctx, in, &rec.req
 }
 
-// scheduleRequest runs an admitted request that does not run inline: on
-// the reading goroutine, a parked worker or a new goroutine.
-func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest, onReader bool) bool {
-	if onReader && in.alone && c.jobs != nil {
-		if p, ok := c.t.(inPlacer); ok && p.inPlaceOK() {
+// scheduleRequest runs an admitted request: inline on the reading goroutine
+// when inline allows it and it is alone, else on a parked worker or a new
+// goroutine.
+func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest, inline bool) bool {
+	if inline && in.alone && c.jobs != nil {
+		if p, ok := c.t.(pipeTransport); ok && p.inlineOK() {
 			return c.serveOnReader(ctx, in, req)
 		}
 	}
@@ -517,12 +475,6 @@ func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboun
 		go c.work(j)
 	}
 	return true
-}
-
-// inPlacer is a stream transport that says when a request may run on the
-// reading goroutine (IOTransport over an OS pipe with nothing more waiting).
-type inPlacer interface {
-	inPlaceOK() bool
 }
 
 // job is one admitted request on its way to a worker.
@@ -560,13 +512,6 @@ func (c *conn) work(j job) {
 	}
 }
 
-// inlineRoute is implemented by routes whose request may run on the
-// goroutine that delivered it, which would otherwise only wait for the
-// answer: the HTTP handler of a POST that carries one request.
-type inlineRoute interface {
-	runsInline() bool
-}
-
 func (c *conn) atCapLocked() bool {
 	return c.cfg.maxInFlight > 0 && c.occupied >= c.cfg.maxInFlight
 }
@@ -599,7 +544,7 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 	in.cancel(nil)
 	if cancelled {
 		c.log.Debug("dropping the response to a cancelled request", "id", req.id.String(), "method", req.method)
-		if _, routed := c.t.(routedWriter); routed {
+		if c.push != nil {
 			// No response, but a stream waiting on one must still end.
 			c.queueWrite(outgoing{related: req.id, final: true, route: req.route}, false)
 		}
@@ -753,6 +698,21 @@ func (c *conn) cancelInboundLocked(id ID, reason string) bool {
 	return true
 }
 
+// cancelInbound is cancelInboundLocked for a caller without the lock.
+func (c *conn) cancelInbound(id ID, reason string) {
+	c.mu.Lock()
+	c.cancelInboundLocked(id, reason)
+	c.mu.Unlock()
+}
+
+// cancelHandlers cancels the context of every handler, running or to come,
+// and leaves the connection open: what the handlers answer is still written.
+func (c *conn) cancelHandlers(cause error) { c.cancelBase(cause) }
+
+// batchesAllowed reports whether the peer may send JSON-RPC batches: only
+// on protocol revision 2025-03-26.
+func (c *conn) batchesAllowed() bool { return c.batchOK.Load() }
+
 // enqueueNotificationLocked queues a notification handler. It occupies a
 // dispatch slot until it has run; handlers run one at a time, in order, on a
 // goroutine that exists only while the queue is non-empty.
@@ -890,13 +850,15 @@ type closedError struct{ cause error }
 func (e *closedError) Error() string   { return ErrClosed.Error() + ": " + e.cause.Error() }
 func (e *closedError) Unwrap() []error { return []error{ErrClosed, e.cause} }
 
+// closedErr is the error of a call on a closed connection; nil while the
+// connection is open.
 func (c *conn) closedErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closeErr != nil {
-		return &closedError{c.closeErr}
+	if !c.closed {
+		return nil
 	}
-	return ErrClosed
+	return &closedError{c.closeErr}
 }
 
 // close ends the connection once: every pending call fails with an error
@@ -918,9 +880,9 @@ func (c *conn) close(cause error) {
 	clear(c.progress)
 	c.mu.Unlock()
 
-	c.wmu.Lock()
-	c.wclosed = true
-	c.wmu.Unlock()
+	c.w.mu.Lock()
+	c.w.closed = true
+	c.w.mu.Unlock()
 
 	err := &closedError{cause}
 	for _, call := range pending {
@@ -1051,7 +1013,7 @@ func (c *conn) forget(call *pendingCall) bool {
 
 func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (json.RawMessage, error) {
 	dl := call.deadline
-	if c.selfRead && c.reading.Load() == readerFree && c.reading.CompareAndSwap(readerFree, readerCaller) {
+	if c.r.callerReads && c.r.state.Load() == readerFree && c.r.state.CompareAndSwap(readerFree, readerCaller) {
 		c.readFor(ctx, call)
 	}
 	for {
@@ -1059,13 +1021,13 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		var elapsed time.Duration
 		select {
 		case <-call.done:
-			call.deliverProgress()
+			call.runProgress()
 			if call.err != nil {
 				return nil, call.err
 			}
 			return call.result, nil
 		case <-call.progressSignal():
-			call.deliverProgress()
+			call.runProgress()
 			continue
 		case <-dl.C():
 			var ok bool
@@ -1077,7 +1039,7 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		if !c.forget(call) {
 			// The response won the race; take it.
 			<-call.done
-			call.deliverProgress()
+			call.runProgress()
 			if call.err != nil {
 				return nil, call.err
 			}
@@ -1102,8 +1064,8 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 // awaited; if it cannot be queued it is only logged. initialize is never
 // cancelled.
 func (c *conn) abandon(call *pendingCall, o *callOptions, reason string) {
-	if a, ok := c.t.(exchangeAborter); ok {
-		a.abortExchange(call.id)
+	if x, ok := c.t.(exchangeTransport); ok {
+		x.abortExchange(call.id)
 	}
 	if call.method == "initialize" {
 		return
@@ -1118,10 +1080,4 @@ func (c *conn) abandon(call *pendingCall, o *callOptions, reason string) {
 	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, true); err != nil {
 		c.log.Warn("could not tell the peer that a request was abandoned", "id", call.id.String(), "err", err)
 	}
-}
-
-func (c *conn) pendingCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.pending)
 }

@@ -21,34 +21,38 @@ import (
 // waiting for a call.
 const (
 	readerRuns   = iota // the reading goroutine reads
-	readerFree          // nobody reads: readIdle runs
+	readerFree          // nobody reads: the idle timer runs
 	readerCaller        // a waiting caller reads (readFor)
 )
 
-// callerReadIdle is how long the reading may rest between a response and
-// the next call before the reading goroutine starts again (readIdleFor).
-const callerReadIdle = 100 * time.Microsecond
-
-// selfReading is a stream transport whose reads can be interrupted by a
-// deadline without losing data (IOTransport over an OS pipe).
-type selfReading interface {
-	setReadDeadline(at time.Time) bool
-	buffered() int
+// reader is who reads a stream connection.
+type reader struct {
+	state atomic.Int32 // readerRuns, readerFree or readerCaller
+	// callerReads: a client's callers read their own responses (readFor),
+	// when asked for (connMode) and the transport allows it.
+	callerReads bool
+	idleFor     time.Duration // how long the reading may rest
+	idle        *time.Timer   // starts the reader when nobody reads
+	handOff     *handOff      // the current reader's, for a request run inline
 }
+
+// callerReadIdle is how long the reading may rest between a response and
+// the next call before the reading goroutine starts again (reader.idleFor).
+const callerReadIdle = 100 * time.Microsecond
 
 // pauseReading stops the reading goroutine after a response when no call
 // waits and nothing read waits to be handled; it reports whether the
 // goroutine is to return.
 func (c *conn) pauseReading() bool {
-	if c.t.(selfReading).buffered() > 0 || c.waiting() || !c.reading.CompareAndSwap(readerRuns, readerFree) {
+	if c.t.(pipeTransport).buffered() > 0 || c.waiting() || !c.r.state.CompareAndSwap(readerRuns, readerFree) {
 		return false
 	}
-	if c.waiting() && c.reading.CompareAndSwap(readerFree, readerRuns) {
+	if c.waiting() && c.r.state.CompareAndSwap(readerFree, readerRuns) {
 		// A call was sent in between and its caller found the reading
 		// still taken: read for it.
 		return false
 	}
-	c.readIdle.Reset(c.readIdleFor)
+	c.r.idle.Reset(c.r.idleFor)
 	return true
 }
 
@@ -64,7 +68,7 @@ func (c *conn) resumeReading() {
 	if !c.holdReader() {
 		return
 	}
-	if c.reading.CompareAndSwap(readerFree, readerRuns) {
+	if c.r.state.CompareAndSwap(readerFree, readerRuns) {
 		go c.readLoop()
 		return
 	}
@@ -83,11 +87,11 @@ const callerReadSpan = time.Millisecond
 // as if another goroutine had read. Progress for the call is delivered as
 // it is read.
 func (c *conn) readFor(ctx context.Context, call *pendingCall) {
-	// readIdle is left running: if it runs while this caller reads, it
-	// finds the reading taken and does nothing, and the caller sets it
+	// The idle timer is left running: if it runs while this caller reads,
+	// it finds the reading taken and does nothing, and the caller sets it
 	// again when it hands the reading back. Stopping it here would cost a
 	// timer update a call.
-	t := c.t.(selfReading)
+	t := c.t.(pipeTransport)
 	until := time.Now().Add(callerReadSpan)
 	if call.deadline != nil {
 		if next := call.deadline.next(); next.Before(until) {
@@ -108,8 +112,8 @@ func (c *conn) readFor(ctx context.Context, call *pendingCall) {
 		data, err := c.t.ReadMessage()
 		switch {
 		case err == nil:
-			c.readFrame(data, false)
-			call.deliverProgress()
+			c.readFrame(data, false, false)
+			call.runProgress()
 			continue
 		case errors.Is(err, ErrMessageTooLarge):
 			c.log.Warn("dropping an oversized message", "err", err)
@@ -127,18 +131,18 @@ func (c *conn) readFor(ctx context.Context, call *pendingCall) {
 
 // handReading ends a caller's reading: to the reading goroutine if other
 // calls wait, something read waits, or the caller was interrupted;
-// otherwise the next caller may read, or readIdle starts the goroutine.
+// otherwise the next caller may read, or the idle timer starts the goroutine.
 func (c *conn) handReading(interrupted bool) {
-	t := c.t.(selfReading)
+	t := c.t.(pipeTransport)
 	t.setReadDeadline(time.Time{})
 	if !interrupted && t.buffered() == 0 && !c.waiting() {
-		c.reading.Store(readerFree)
-		if !c.waiting() || !c.reading.CompareAndSwap(readerFree, readerRuns) {
-			c.readIdle.Reset(c.readIdleFor)
+		c.r.state.Store(readerFree)
+		if !c.waiting() || !c.r.state.CompareAndSwap(readerFree, readerRuns) {
+			c.r.idle.Reset(c.r.idleFor)
 			return
 		}
 	} else {
-		c.reading.Store(readerRuns)
+		c.r.state.Store(readerRuns)
 	}
 	if c.holdReader() {
 		go c.readLoop()
@@ -162,7 +166,7 @@ func (c *conn) holdReader() bool {
 
 // readerHandOff is how long a request may run on the reader's goroutine
 // before another goroutine takes over reading: the bound on how long a
-// connection may not read while serving a request in place.
+// connection may not read while serving a request inline.
 const readerHandOff = 50 * time.Microsecond
 
 // handOff lets a request run on the reader's goroutine: its timer starts a
@@ -183,7 +187,7 @@ const (
 // serveOnReader serves a request on the reader's goroutine. It reports
 // whether this goroutine is still the reader.
 func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundRequest) bool {
-	h := c.handOff
+	h := c.r.handOff
 	if h == nil {
 		h = &handOff{}
 		h.timer = time.AfterFunc(time.Hour, func() {
@@ -200,13 +204,13 @@ func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundR
 			}
 		})
 		h.timer.Stop()
-		c.handOff = h // before the timer runs: the next reader uses it
+		c.r.handOff = h // before the timer runs: the next reader uses it
 	}
 	h.state.Store(handOffRunning)
 	h.timer.Reset(readerHandOff)
 	c.serveRequest(ctx, in, req)
 	// The timer is not stopped: when it runs, readerHandOff after the
-	// latest request began in place, it finds that request done (or the
+	// latest request began inline, it finds that request done (or the
 	// state taken) and does nothing. Stopping it would cost a timer update
 	// a request.
 	if h.state.CompareAndSwap(handOffRunning, handOffDone) {

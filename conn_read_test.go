@@ -100,9 +100,9 @@ func TestCallerReadingEndsWithItsContext(t *testing.T) {
 // it when the caller's span ended first (a loaded machine, -race).
 func waitReadingRests(t *testing.T, cl *Client) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); cl.conn.reading.Load() != readerFree; {
+	for deadline := time.Now().Add(10 * time.Second); cl.conn.r.state.Load() != readerFree; {
 		if time.Now().After(deadline) {
-			t.Fatalf("between calls the reading stays in state %d, want %d (free)", cl.conn.reading.Load(), readerFree)
+			t.Fatalf("between calls the reading stays in state %d, want %d (free)", cl.conn.r.state.Load(), readerFree)
 		}
 		time.Sleep(callerReadSpan / 4)
 	}
@@ -130,7 +130,7 @@ func TestCallerHandsOverALongCall(t *testing.T) {
 		// Answer only once the caller has handed the reading over: from
 		// free, with the resting reader never woken, the only way the
 		// reading goroutine runs again.
-		for cl.conn.reading.Load() != readerRuns {
+		for cl.conn.r.state.Load() != readerRuns {
 			time.Sleep(callerReadSpan / 4)
 		}
 		close(release)
@@ -168,12 +168,12 @@ func TestCallerReadingEndsAtItsDeadline(t *testing.T) {
 	}
 }
 
-// TestARequestServedInPlaceNeverStopsTheReading: over an OS pipe a request
+// TestARequestServedInlineNeverStopsTheReading: over an OS pipe a request
 // that arrives on an idle connection runs on the reader's goroutine; one
 // that blocks must not stop the connection from reading, so a second call
 // that releases it is served, and a cancellation still reaches a blocked
 // handler.
-func TestARequestServedInPlaceNeverStopsTheReading(t *testing.T) {
+func TestARequestServedInlineNeverStopsTheReading(t *testing.T) {
 	gate := make(chan struct{})
 	started := make(chan struct{}, 1)
 	cancelled := make(chan error, 1)
@@ -210,7 +210,7 @@ func TestARequestServedInPlaceNeverStopsTheReading(t *testing.T) {
 				}
 				through <- err
 			}()
-			<-started // gate runs, in place: open must still be read
+			<-started // gate runs inline: open must still be read
 			if _, err := cl.CallTool(context.Background(), "open", nil); err != nil {
 				t.Fatalf("open: %v", err)
 			}
@@ -228,23 +228,23 @@ func TestARequestServedInPlaceNeverStopsTheReading(t *testing.T) {
 					t.Fatal("the handler's context ended without a cause")
 				}
 			case <-time.After(5 * time.Second):
-				t.Fatal("the cancellation never reached the handler running in place")
+				t.Fatal("the cancellation never reached the handler running inline")
 			}
 		})
 	}
 }
 
-// TestInPlaceRequestsAroundTheHandOff: over an OS pipe, requests whose
+// TestInlineRequestsAroundTheHandOff: over an OS pipe, requests whose
 // handlers finish just before, at and after readerHandOff, sequential and
 // concurrent, all get their answer, and nothing is left running after.
 // Neither the server's hand-off timer nor the client's idle timer is
 // stopped when it is not needed: both run now and then while a request is
-// served in place or a caller reads, which must change nothing. With the
+// served inline or a caller reads, which must change nothing. With the
 // client's reading allowed to rest only 10 µs its timer runs during a
 // caller's read about 300 times in the test's 1,100 calls (counted once,
 // with a counter since removed), against about 75 at the default rest.
-func TestInPlaceRequestsAroundTheHandOff(t *testing.T) {
+func TestInlineRequestsAroundTheHandOff(t *testing.T) {
 	for _, idle := range []time.Duration{callerReadIdle, 10 * time.Microsecond} {
-		t.Run(fmt.Sprint("rest ", idle), func(t *testing.T) { inPlaceRequestsAroundTheHandOff(t, idle) })
+		t.Run(fmt.Sprint("rest ", idle), func(t *testing.T) { inlineRequestsAroundTheHandOff(t, idle) })
 	}
 }

@@ -2,7 +2,21 @@ package mcp
 
 import (
 	"fmt"
+	"sync"
 )
+
+// writer is the state of a connection's serialised writer.
+type writer struct {
+	mu      sync.Mutex
+	queue   []outgoing
+	bytes   int           // queued
+	wake    chan struct{} // wakes writeLoop
+	space   chan struct{} // closed when the backlog drains, if anyone waits
+	waiters int           // how many wait for space
+	busy    bool          // a goroutine is writing
+	closed  bool
+	flushed chan struct{} // closed when the goroutine writing stops, if anyone waits
+}
 
 // writeBacklog is how many queued bytes make handler writes wait for the
 // writer, so a peer that stops reading cannot grow memory without bound.
@@ -13,31 +27,28 @@ const writeBacklog = 8 << 20
 // writeBacklog, so a peer that stops reading slows its handlers instead of
 // growing memory.
 func (c *conn) queueWrite(o outgoing, control bool) error {
-	if c.direct {
-		c.mu.Lock()
-		closed := c.closed
-		c.mu.Unlock()
-		if closed {
-			return c.closedErr()
+	if c.push != nil {
+		if err := c.closedErr(); err != nil {
+			return err
 		}
-		return c.t.(routedWriter).writeRouted(o)
+		return c.push.writeRouted(o)
 	}
 	for {
-		c.wmu.Lock()
-		if c.wclosed {
-			c.wmu.Unlock()
+		c.w.mu.Lock()
+		if c.w.closed {
+			c.w.mu.Unlock()
 			return c.closedErr()
 		}
-		if !control && !c.wbusy && len(c.wqueue) == 0 {
+		if !control && !c.w.busy && len(c.w.queue) == 0 {
 			// Nobody is writing: write on this goroutine rather than hand
 			// the message to the writer, saving a goroutine switch.
-			c.wbusy = true
-			c.wmu.Unlock()
-			err := c.writeOne(o)
-			c.wmu.Lock()
+			c.w.busy = true
+			c.w.mu.Unlock()
+			err := c.writeBatch([]outgoing{o}, nil)
+			c.w.mu.Lock()
 			c.writerIdleLocked()
-			more := len(c.wqueue) > 0
-			c.wmu.Unlock()
+			more := len(c.w.queue) > 0
+			c.w.mu.Unlock()
 			if err != nil {
 				c.log.Warn("write failed; closing the connection", "err", err)
 				c.close(fmt.Errorf("write: %w", err))
@@ -48,55 +59,55 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 			}
 			return nil
 		}
-		if control || c.wbytes < writeBacklog {
-			c.wqueue = append(c.wqueue, o)
-			c.wbytes += len(o.data)
-			c.wmu.Unlock()
+		if control || c.w.bytes < writeBacklog {
+			c.w.queue = append(c.w.queue, o)
+			c.w.bytes += len(o.data)
+			c.w.mu.Unlock()
 			c.wakeWriter()
 			return nil
 		}
-		space := c.wspace
-		c.wwaiters++
-		c.wmu.Unlock()
+		space := c.w.space
+		c.w.waiters++
+		c.w.mu.Unlock()
 		select {
 		case <-space:
 		case <-c.done:
 		}
-		c.wmu.Lock()
-		c.wwaiters--
-		c.wmu.Unlock()
+		c.w.mu.Lock()
+		c.w.waiters--
+		c.w.mu.Unlock()
 	}
 }
 
 // writerIdleLocked marks that nobody writes, waking a flushWrites waiting
 // for that.
 func (c *conn) writerIdleLocked() {
-	c.wbusy = false
-	if c.wflushed != nil {
-		close(c.wflushed)
-		c.wflushed = nil
+	c.w.busy = false
+	if c.w.flushed != nil {
+		close(c.w.flushed)
+		c.w.flushed = nil
 	}
 }
 
 // flushWrites writes whatever is queued, on this goroutine, or waits for the
 // goroutine that is writing; it returns early if the connection closes.
 func (c *conn) flushWrites() {
-	if c.direct {
+	if c.push != nil {
 		return // writes are not queued
 	}
 	var batch []outgoing
 	for {
-		c.wmu.Lock()
-		if c.wclosed || (!c.wbusy && len(c.wqueue) == 0) {
-			c.wmu.Unlock()
+		c.w.mu.Lock()
+		if c.w.closed || (!c.w.busy && len(c.w.queue) == 0) {
+			c.w.mu.Unlock()
 			return
 		}
-		if c.wbusy {
-			if c.wflushed == nil {
-				c.wflushed = make(chan struct{})
+		if c.w.busy {
+			if c.w.flushed == nil {
+				c.w.flushed = make(chan struct{})
 			}
-			flushed := c.wflushed
-			c.wmu.Unlock()
+			flushed := c.w.flushed
+			c.w.mu.Unlock()
 			select {
 			case <-flushed:
 			case <-c.done:
@@ -104,7 +115,7 @@ func (c *conn) flushWrites() {
 			}
 			continue
 		}
-		c.wmu.Unlock()
+		c.w.mu.Unlock()
 		if _, err := c.writeQueued(&batch, nil); err != nil {
 			return
 		}
@@ -116,23 +127,23 @@ func (c *conn) flushWrites() {
 // buffers, reused); it reports whether it wrote. A failed write closes the
 // connection.
 func (c *conn) writeQueued(batch *[]outgoing, frames *[][]byte) (bool, error) {
-	c.wmu.Lock()
-	if c.wbusy || len(c.wqueue) == 0 {
-		c.wmu.Unlock()
+	c.w.mu.Lock()
+	if c.w.busy || len(c.w.queue) == 0 {
+		c.w.mu.Unlock()
 		return false, nil
 	}
-	c.wbusy = true
-	*batch, c.wqueue = c.wqueue, (*batch)[:0]
-	c.wbytes = 0
-	if c.wwaiters > 0 {
-		close(c.wspace)
-		c.wspace = make(chan struct{})
+	c.w.busy = true
+	*batch, c.w.queue = c.w.queue, (*batch)[:0]
+	c.w.bytes = 0
+	if c.w.waiters > 0 {
+		close(c.w.space)
+		c.w.space = make(chan struct{})
 	}
-	c.wmu.Unlock()
+	c.w.mu.Unlock()
 	err := c.writeBatch(*batch, frames)
-	c.wmu.Lock()
+	c.w.mu.Lock()
 	c.writerIdleLocked()
-	c.wmu.Unlock()
+	c.w.mu.Unlock()
 	if err != nil {
 		c.log.Warn("write failed; closing the connection", "err", err)
 		c.close(fmt.Errorf("write: %w", err))
@@ -144,7 +155,7 @@ func (c *conn) writeQueued(batch *[]outgoing, frames *[][]byte) (bool, error) {
 
 func (c *conn) wakeWriter() {
 	select {
-	case c.wwake <- struct{}{}:
+	case c.w.wake <- struct{}{}:
 	default:
 	}
 }
@@ -152,15 +163,15 @@ func (c *conn) wakeWriter() {
 // writeLoop is the serialised writer for whatever could not be written at
 // once: it takes everything queued and writes it as one batch, so
 // concurrent senders share writes and flushes. Only one goroutine writes at
-// a time (wbusy); an inline writer that finds a queue when it is done wakes
-// this loop.
+// a time (busy); a caller that wrote inline and finds a queue when it is
+// done wakes this loop.
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
 	var batch []outgoing
 	var frames [][]byte
 	for {
 		select {
-		case <-c.wwake:
+		case <-c.w.wake:
 		case <-c.done:
 			return
 		}
@@ -176,45 +187,24 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// writeOne writes a single message, as writeBatch would.
-func (c *conn) writeOne(o outgoing) error {
-	if _, ok := c.t.(routedWriter); ok {
-		return c.writeBatch([]outgoing{o}, nil)
-	}
-	if k, ok := c.t.(messageKeeper); ok {
-		return k.writeOwned(o.data)
-	}
-	if err := c.t.WriteMessage(o.data); err != nil {
-		return err
-	}
-	recycleMessage(o.data)
-	return nil
-}
-
+// writeBatch writes the messages of batch, in one write where the transport
+// can (frames is the caller's buffer, reused; nil for a single message).
 func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
-	if rw, ok := c.t.(routedWriter); ok {
+	if x, ok := c.t.(exchangeTransport); ok {
 		for _, o := range batch {
-			if err := rw.writeRouted(o); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if k, ok := c.t.(messageKeeper); ok {
-		for _, o := range batch {
-			if err := k.writeOwned(o.data); err != nil {
+			if err := x.writeOwned(o.data); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	var err error
-	if bw, ok := c.t.(batchWriter); ok && len(batch) > 1 && frames != nil {
+	if p, ok := c.t.(pipeTransport); ok && len(batch) > 1 && frames != nil {
 		*frames = (*frames)[:0]
 		for _, o := range batch {
 			*frames = append(*frames, o.data)
 		}
-		err = bw.writeBatch(*frames)
+		err = p.writeBatch(*frames)
 		clear(*frames)
 	} else {
 		for _, o := range batch {

@@ -83,7 +83,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		synctest.Test(t, func(t *testing.T) {
 			st := newScriptTransport([][]byte{frame})
 			ss := &serverSession{srv: newTestServer()}
-			c := newConn(st, ss.srv.cfg, ss)
+			c := newConn(st, ss.srv.cfg, ss, 0)
 			ss.conn = c
 			c.batchOK.Store(true)
 			if err := c.start(context.Background()); err != nil {
@@ -174,7 +174,7 @@ func FuzzEngine(f *testing.F) {
 			})
 			st := newScriptTransport(frames)
 			ss := &serverSession{srv: srv}
-			c := newConn(st, srv.cfg, ss)
+			c := newConn(st, srv.cfg, ss, 0)
 			ss.conn = c
 			if err := c.start(context.Background()); err != nil {
 				t.Fatal(err)

@@ -376,3 +376,10 @@ func slogOf(h slog.Handler) *slog.Logger { return slog.New(h) }
 // connections of http.DefaultTransport, which fails a request of another
 // test that is taking one of them at that moment.
 var testHTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
+// pendingCount is how many of c's calls wait for their answers.
+func (c *conn) pendingCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}

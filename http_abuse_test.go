@@ -290,7 +290,7 @@ func TestHTTPAbandonedSessions(t *testing.T) {
 					h.ServeHTTP(httptest.NewRecorder(), req)
 				}()
 				synctest.Wait()
-				h.session(sid).conn.notify("notifications/message", map[string]string{"level": "info"}, ID{}, nil)
+				h.session(sid).conn.(*conn).notify("notifications/message", map[string]string{"level": "info"}, ID{}, nil)
 				vanish()
 				<-done
 			}

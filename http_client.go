@@ -162,12 +162,10 @@ func (t *HTTPTransport) newPOST(ctx context.Context, body []byte, header http.He
 	return req, nil
 }
 
-func (t *HTTPTransport) start(_ context.Context, log *slog.Logger) error {
-	t.log = log
+func (t *HTTPTransport) start(_ context.Context, log *slog.Logger, maxMessageSize int) error {
+	t.log, t.maxMsg = log, maxMessageSize
 	return nil
 }
-
-func (t *HTTPTransport) setMaxMessageSize(n int) { t.maxMsg = n }
 
 // clientInbox is where a client HTTP transport's streams queue the
 // messages ReadMessage returns, and how the connection fails.
@@ -218,15 +216,15 @@ func (t *HTTPTransport) ReadMessage() ([]byte, error) {
 	return t.next(t.ctx.Done())
 }
 
-// pushInto makes the transport hand each message it reads straight to
-// deliver, on the goroutine that read it, rather than queue it for
-// ReadMessage: a response then wakes its caller directly. ReadMessage still
+// pushInto makes the transport hand each message it reads to push, inline
+// on the goroutine that read it, rather than queue it for ReadMessage: a
+// response then wakes its caller with no hop between. ReadMessage still
 // reports the end of the connection.
-func (t *HTTPTransport) pushInto(deliver func(data []byte)) { t.push = deliver }
+func (t *HTTPTransport) pushInto(push func(data []byte)) { t.push = push }
 
-// deliver hands a message to the engine or queues it for ReadMessage; it
-// gives up when ctx ends.
-func (t *HTTPTransport) deliver(ctx context.Context, msg []byte) bool {
+// receive hands a message read to the engine or queues it for ReadMessage;
+// it gives up when ctx ends.
+func (t *HTTPTransport) receive(ctx context.Context, msg []byte) bool {
 	if t.push != nil {
 		// ctx.Err, not ctx.Done: a context's Done channel is made on first
 		// use, and no one waits on it here.
@@ -250,10 +248,10 @@ func (t *HTTPTransport) deliver(ctx context.Context, msg []byte) bool {
 	return false
 }
 
-// answer delivers an error response to request id on the server's behalf:
-// the HTTP exchange failed before a JSON-RPC answer came.
+// answer hands the engine an error response to request id on the server's
+// behalf: the HTTP exchange failed before a JSON-RPC answer came.
 func (t *HTTPTransport) answer(ctx context.Context, id ID, e *Error) {
-	t.deliver(ctx, encodeError(id, e))
+	t.receive(ctx, encodeError(id, e))
 }
 
 // WriteMessage POSTs msg; it returns at once and the POST runs on its own
@@ -482,7 +480,7 @@ func (t *HTTPTransport) takeResponse(ctx context.Context, ex *exchange, m *sentM
 			t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: msg})
 			return
 		}
-		t.deliverBody(ctx, data, m)
+		t.readJSON(ctx, data, m)
 	default:
 		if resp.StatusCode == http.StatusAccepted {
 			return // the answer comes on the GET stream
@@ -513,20 +511,20 @@ func readLimited(r io.Reader, length, limit int64) ([]byte, error) {
 	return buf, nil
 }
 
-// deliverBody delivers a JSON response body, one message or a batch; a
+// readJSON reads a JSON response body, one message or a batch; a
 // body that does not answer the request is answered on its behalf, so that
 // the call fails now rather than at its timeout.
-func (t *HTTPTransport) deliverBody(ctx context.Context, data []byte, m *sentMessage) {
+func (t *HTTPTransport) readJSON(ctx context.Context, data []byte, m *sentMessage) {
 	st := &clientStream{want: m.id, method: m.method, modern: m.modern}
 	if data = trimJSONSpace(data); len(data) > 0 && data[0] == '[' {
 		var items []json.RawMessage
 		json.Unmarshal(data, &items)
 		for _, item := range items {
-			if len(item) > 0 && !t.deliver(ctx, t.inspect(item, st)) {
+			if len(item) > 0 && !t.receive(ctx, t.inspect(item, st)) {
 				return
 			}
 		}
-	} else if len(data) > 0 && !t.deliver(ctx, t.inspect(data, st)) {
+	} else if len(data) > 0 && !t.receive(ctx, t.inspect(data, st)) {
 		return
 	}
 	if !st.done {
@@ -560,7 +558,7 @@ func (t *HTTPTransport) httpFailure(ctx context.Context, m *sentMessage, resp *h
 	t.answer(ctx, m.id, NewError(CodeInternalError, msg, map[string]int{"httpStatus": resp.StatusCode}))
 }
 
-// readEvents delivers the messages of an SSE body until it ends, want's
+// readEvents reads the messages of an SSE body until it ends, want's
 // response arrives, or ctx ends.
 func (t *HTTPTransport) readEvents(ctx context.Context, body io.Reader, st *clientStream) {
 	p := newSSEParser(body, t.maxMsg)
@@ -586,7 +584,7 @@ func (t *HTTPTransport) readEvents(ctx context.Context, body io.Reader, st *clie
 			continue
 		}
 		st.progress = true
-		if !t.deliver(ctx, t.inspect(ev.data, st)) {
+		if !t.receive(ctx, t.inspect(ev.data, st)) {
 			return
 		}
 		if st.done {

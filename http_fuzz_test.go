@@ -218,7 +218,7 @@ func FuzzHTTPClassify(f *testing.F) {
 		}
 		// What the server reads, the client reads the same.
 		type view struct {
-			Kind             int
+			Kind             messageKind
 			ID               ID
 			Method           string
 			Params           string

@@ -10,7 +10,7 @@ import (
 // httpMessage is what the HTTP layer reads from a message before the engine
 // does: enough to judge its era, route it and check headers against it.
 type httpMessage struct {
-	kind       int
+	kind       messageKind
 	invalid    string
 	id         ID
 	method     string
@@ -150,7 +150,7 @@ func sniffMessage(data []byte, m *httpMessage) {
 
 // sentMessage is what a client POST keeps of the message it carries.
 type sentMessage struct {
-	kind   int
+	kind   messageKind
 	id     ID
 	method string
 	modern bool // params._meta carries the 2026-07-28 protocolVersion

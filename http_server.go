@@ -376,31 +376,26 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 		defer h.modernInFlight.Add(-1)
 	}
 	st := newHTTPStream(nil, "", []ID{m.id}, h.log)
-	_, c := h.srv.newSession(&postTransport{stream: st})
-	c.oneRequest = true // the POST's one message (no batches on 2026-07-28)
-	c.start(r.Context())
+	// The POST's one message (no batches on 2026-07-28).
+	_, c := h.srv.pushSession(&streamTransport{stream: st}, oneRequest)
 	if h.cfg.ctx != nil {
 		// At shutdown the handler is asked to finish, not cancelled: its
 		// answer (a listen's closing result) still goes out.
-		stop := context.AfterFunc(h.cfg.ctx, func() { c.cancelBase(errShuttingDown) })
+		stop := context.AfterFunc(h.cfg.ctx, func() { c.cancelHandlers(errShuttingDown) })
 		defer stop()
 	}
 	// On 2026-07-28 closing the stream is the cancellation. (gone may run
 	// after this returns, when m is back in its pool: it keeps the id.)
 	id := m.id
-	gone := func() {
-		c.mu.Lock()
-		c.cancelInboundLocked(id, "the client closed the HTTP stream")
-		c.mu.Unlock()
-	}
-	complete := h.deliverAndServe(w, r, c, body, msgs, false, one, st, streamMode{sse: m.method == "subscriptions/listen", modern: true}, gone)
+	gone := func() { c.cancelInbound(id, "the client closed the HTTP stream") }
+	complete := h.serveMessages(w, r, c, body, msgs, false, one, st, streamMode{sse: m.method == "subscriptions/listen", modern: true}, gone)
 	if !complete {
 		gone()
 	}
 	c.close(errHTTPExchangeDone)
 }
 
-// deliverAndServe hands a POST's body to the engine and writes the stream
+// serveMessages hands a POST's body to the engine and writes the stream
 // of its answers; it reports whether every answer was written (see
 // serveStream). A single request runs on this goroutine, which would
 // otherwise only wait for it, and its answer is then written here; unless
@@ -410,11 +405,11 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 //
 // one is the POST's pooled storage, which holds the inline writer; nil for
 // a batch.
-func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c *conn, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, st *httpStream, mode streamMode, gone func()) bool {
+func (h *httpHandler) serveMessages(w http.ResponseWriter, r *http.Request, c pushConn, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, st *httpStream, mode streamMode, gone func()) bool {
 	gen := st.writer()
 	m := msgs[0]
 	if batch || one == nil || mode.sse || !m.decoded || m.kind != kindRequest {
-		deliverPOST(c, body, msgs, batch, st)
+		pushBody(c, body, msgs, batch, st)
 		st.frameDone()
 		return h.serveStream(w, r, st, gen, mode)
 	}
@@ -425,7 +420,7 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 		stop := context.AfterFunc(r.Context(), gone)
 		defer stop()
 	}
-	c.handleMessage(&m.wire, st)
+	c.handleMessage(&m.wire, st, true)
 	started := st.endInline()
 	st.frameDone()
 	if started {
@@ -435,12 +430,12 @@ func (h *httpHandler) deliverAndServe(w http.ResponseWriter, r *http.Request, c 
 	return h.serveStream(w, r, st, gen, mode)
 }
 
-// deliverPOST hands a POST body to the engine: a single message as the
+// pushBody hands a POST body to the engine: a single message as the
 // envelope already decoded, anything else (a batch, a message the engine
 // must answer with an error) as the body.
-func deliverPOST(c *conn, body []byte, msgs []*httpMessage, batch bool, route any) {
+func pushBody(c pushConn, body []byte, msgs []*httpMessage, batch bool, route any) {
 	if !batch && msgs[0].decoded {
-		c.handleMessage(&msgs[0].wire, route)
+		c.handleMessage(&msgs[0].wire, route, false)
 		return
 	}
 	c.handleFrame(body, route)
@@ -462,18 +457,44 @@ func (s *Server) modernVersions() []string {
 	return vs
 }
 
-// postTransport is the transport of one 2026-07-28 POST: every message the
-// connection writes goes on that POST's stream.
-type postTransport struct{ stream *httpStream }
+// streamTransport is the transport of a server connection over HTTP: a
+// 2026-07-28 POST's, a 2024-11-05 event stream's or a legacy session's. It
+// puts each message on the stream of the request it relates to, and any
+// other on stream, or, for a legacy session, on the session's GET stream.
+type streamTransport struct {
+	stream *httpStream
+	sess   *httpSession
+}
 
-func (t *postTransport) ReadMessage() ([]byte, error) { return nil, io.EOF }
-func (t *postTransport) WriteMessage(msg []byte) error {
+func (t *streamTransport) ReadMessage() ([]byte, error) { return nil, io.EOF }
+func (t *streamTransport) WriteMessage(msg []byte) error {
 	return t.writeRouted(outgoing{data: bytes.Clone(msg)}) // msg stays the caller's
 }
-func (t *postTransport) Close() error    { t.stream.close(); return nil }
-func (t *postTransport) pushesMessages() {}
-func (t *postTransport) writeRouted(o outgoing) error {
-	t.stream.push(o)
+
+// Close ends the stream, or the session; the connection calls it when it
+// closes.
+func (t *streamTransport) Close() error {
+	if t.sess != nil {
+		t.sess.close()
+	} else {
+		t.stream.close()
+	}
+	return nil
+}
+
+// writeRouted puts a message on its stream. It never blocks.
+func (t *streamTransport) writeRouted(o outgoing) error {
+	st, _ := o.route.(*httpStream)
+	if st == nil {
+		st = t.stream
+	}
+	if st == nil {
+		if st = t.sess.standaloneStream(); st == nil {
+			t.sess.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", t.sess.id)
+			return nil
+		}
+	}
+	st.push(o)
 	return nil
 }
 
@@ -507,7 +528,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: unsupported MCP-Protocol-Version "+strconv.Quote(v))
 		return
 	}
-	if batch && !sess.conn.batchOK.Load() {
+	if batch && !sess.conn.batchesAllowed() {
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: JSON-RPC batches are accepted only on protocol revision 2025-03-26")
 		return
 	}
@@ -536,7 +557,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 		}
 	}
 	if !answered {
-		deliverPOST(sess.conn, body, msgs, batch, nil)
+		pushBody(sess.conn, body, msgs, batch, nil)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -548,7 +569,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 	if created {
 		w.Header().Set(headerSessionID, sess.id)
 	}
-	complete := h.deliverAndServe(w, r, sess.conn, body, msgs, batch, one, st, streamMode{batch: batch, prime: sess.primes()}, nil)
+	complete := h.serveMessages(w, r, sess.conn, body, msgs, batch, one, st, streamMode{batch: batch, prime: sess.primes()}, nil)
 	if created && (!complete || st.failed()) {
 		sess.conn.close(errors.New("initialize failed"))
 	}

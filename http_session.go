@@ -1,12 +1,10 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -44,8 +42,7 @@ func (h *httpHandler) newSession() *httpSession {
 	s := &httpSession{h: h, id: rand.Text()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.storeHolds.Store(1) // the session's own, until it closes
-	s.ss, s.conn = h.srv.newSession(s)
-	s.conn.start(context.Background())
+	s.ss, s.conn = h.srv.pushSession(&streamTransport{sess: s}, 0)
 	if d := h.cfg.sessionTimeout; d > 0 {
 		s.expiry = time.AfterFunc(d, s.expire)
 	}
@@ -78,13 +75,12 @@ func (h *httpHandler) forget(s *httpSession) {
 }
 
 // httpSession is a legacy session: one connection in push mode whose
-// messages are routed onto the streams of its HTTP requests. It is the
-// connection's transport.
+// messages are routed onto the streams of its HTTP requests.
 type httpSession struct {
 	h    *httpHandler
 	id   string
 	ss   *serverSession
-	conn *conn
+	conn pushConn
 
 	mu         sync.Mutex
 	streams    map[string]*httpStream // POST streams that may still be resumed
@@ -104,18 +100,13 @@ type httpSession struct {
 	storeHolds atomic.Int32
 }
 
-func (s *httpSession) ReadMessage() ([]byte, error) { return nil, io.EOF }
-func (s *httpSession) WriteMessage(msg []byte) error {
-	return s.writeRouted(outgoing{data: bytes.Clone(msg)}) // msg stays the caller's
-}
-func (s *httpSession) pushesMessages() {}
-
-// Close ends the session; the connection calls it when it closes.
-func (s *httpSession) Close() error {
+// close ends the session; the connection's transport calls it when the
+// connection closes.
+func (s *httpSession) close() {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil
+		return
 	}
 	s.closed = true
 	streams := make([]*httpStream, 0, len(s.streams)+1)
@@ -136,7 +127,6 @@ func (s *httpSession) Close() error {
 	}
 	s.cancel()
 	s.releaseStore()
-	return nil
 }
 
 // holdStore keeps the session's end from reaching the event store until
@@ -160,20 +150,6 @@ func (s *httpSession) releaseStore() {
 			s.h.log.Warn("the event store failed to drop a closed session's events", "session", s.id, "err", err)
 		}
 	}
-}
-
-// writeRouted puts a message on the stream of the request it belongs to,
-// or, if none, on the standalone GET stream. It never blocks.
-func (s *httpSession) writeRouted(o outgoing) error {
-	st, _ := o.route.(*httpStream)
-	if st == nil {
-		if st = s.standaloneStream(); st == nil {
-			s.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", s.id)
-			return nil
-		}
-	}
-	st.push(o)
-	return nil
 }
 
 // begin marks the session busy with one more HTTP request; it reports false

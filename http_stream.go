@@ -183,14 +183,6 @@ func (s *httpStream) beginInline(iw *inlineWriter) {
 	s.mu.Unlock()
 }
 
-// runsInline tells the engine to run the stream's request on the goroutine
-// that delivers it.
-func (s *httpStream) runsInline() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.inline != nil
-}
-
 // endInline records that the request ran; it reports whether a writer
 // goroutine was started meanwhile.
 func (s *httpStream) endInline() bool {

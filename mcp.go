@@ -351,16 +351,19 @@ type wireMessage struct {
 	Error   *Error          `json:"error,omitempty"`
 }
 
+// messageKind is what a JSON-RPC message is.
+type messageKind uint8
+
 // The JSON-RPC message kinds.
 const (
-	kindInvalid = iota
+	kindInvalid messageKind = iota
 	kindRequest
 	kindNotification
 	kindResponse
 )
 
 // kind classifies a decoded envelope, or reports why it is invalid.
-func (m *wireMessage) kind() (int, string) {
+func (m *wireMessage) kind() (messageKind, string) {
 	if m.JSONRPC != "2.0" {
 		return kindInvalid, `jsonrpc must be "2.0"`
 	}

@@ -101,9 +101,9 @@ func (p *pendingCall) progressSignal() <-chan struct{} {
 	return p.progress.signal
 }
 
-// deliverProgress runs the callback for everything queued, in order, on the
+// runProgress runs the callback for everything queued, in order, on the
 // waiting caller's goroutine.
-func (p *pendingCall) deliverProgress() {
+func (p *pendingCall) runProgress() {
 	cp := p.progress
 	if cp == nil {
 		return

@@ -211,7 +211,7 @@ func (s *Server) RemoveTools(names ...string) {
 // answers are written. When ctx ends, handlers are cancelled and their
 // answers dropped.
 func (s *Server) Serve(ctx context.Context, t Transport) error {
-	ss, c := s.newSession(t)
+	ss, c := s.newSession(t, 0)
 	if err := c.start(ctx); err != nil {
 		return err
 	}
@@ -235,12 +235,12 @@ func (s *Server) Serve(ctx context.Context, t Transport) error {
 	return cause
 }
 
-// newSession binds a fresh session to a connection over t, not yet started.
-// Serve and the HTTP handler (one per legacy session, one per 2026-07-28
-// POST) create every connection through it.
-func (s *Server) newSession(t Transport) (*serverSession, *conn) {
+// newSession binds a fresh session to a connection over t. Serve and the
+// HTTP handler (pushSession: one per legacy session, one per 2026-07-28
+// POST) create every server connection through it.
+func (s *Server) newSession(t Transport, mode connMode) (*serverSession, *conn) {
 	ss := &serverSession{srv: s}
-	c := newConn(t, s.cfg, ss)
+	c := newConn(t, s.cfg, ss, mode)
 	ss.conn = c
 	return ss, c
 }

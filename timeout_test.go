@@ -516,6 +516,11 @@ func (a *abortRecorder) abortExchange(id ID) {
 	a.mu.Unlock()
 }
 
+// The rest of an exchangeTransport: writes as the transport does, and
+// messages read come through ReadMessage.
+func (a *abortRecorder) writeOwned(msg []byte) error { return a.WriteMessage(msg) }
+func (a *abortRecorder) pushInto(func([]byte))       {}
+
 // TestATimedOutRequestAbortsItsExchange.
 func TestATimedOutRequestAbortsItsExchange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -42,18 +42,7 @@ type sseHandler struct {
 // every message goes on the GET stream.
 type sseSession struct {
 	stream *httpStream
-	conn   *conn
-}
-
-func (s *sseSession) ReadMessage() ([]byte, error) { return nil, io.EOF }
-func (s *sseSession) WriteMessage(msg []byte) error {
-	return s.writeRouted(outgoing{data: bytes.Clone(msg)}) // msg stays the caller's
-}
-func (s *sseSession) Close() error    { s.stream.close(); return nil }
-func (s *sseSession) pushesMessages() {}
-func (s *sseSession) writeRouted(o outgoing) error {
-	s.stream.push(o)
-	return nil
+	conn   pushConn
 }
 
 func (h *sseHandler) shutdown() {
@@ -93,10 +82,8 @@ func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	id := rand.Text()
 	// The stream never finishes: it carries every message of the session.
 	st := newHTTPStream(nil, "", nil, h.log)
-	sess := &sseSession{stream: st}
-	ss, c := h.srv.newSession(sess)
-	sess.conn = c
-	c.start(r.Context())
+	ss, c := h.srv.pushSession(&streamTransport{stream: st}, 0)
+	sess := &sseSession{stream: st, conn: c}
 	h.mu.Lock()
 	if h.stopped {
 		h.mu.Unlock()
@@ -175,11 +162,9 @@ func NewSSETransport(url string, opts ...HTTPTransportOption) *SSETransport {
 		ctx: ctx, cancel: cancel, clientInbox: newClientInbox()}
 }
 
-func (t *SSETransport) setMaxMessageSize(n int) { t.maxMsg = n }
-
 // start opens the event stream and waits for the endpoint event.
-func (t *SSETransport) start(ctx context.Context, log *slog.Logger) error {
-	t.log = log
+func (t *SSETransport) start(ctx context.Context, log *slog.Logger, maxMessageSize int) error {
+	t.log, t.maxMsg = log, maxMessageSize
 	req, err := http.NewRequestWithContext(t.ctx, http.MethodGet, t.url, nil)
 	if err != nil {
 		return err

@@ -44,22 +44,43 @@ var ErrMessageTooLarge = errors.New("mcp: message too large")
 // [WithMaxMessageSize].
 const DefaultMaxMessageSize = 16 << 20
 
-// batchWriter is implemented by transports that can send several messages in
-// one write; the engine's writer uses it to coalesce under load.
-type batchWriter interface {
-	writeBatch(msgs [][]byte) error
-}
+// The engine looks for the unexported interfaces below on the transports of
+// this package.
 
-// sizeLimited is implemented by transports that enforce a message size limit
-// the engine configures.
-type sizeLimited interface {
-	setMaxMessageSize(n int)
-}
-
-// starter is implemented by transports that must start something (a child
-// process, say) before the first message.
+// starter is implemented by transports that must start something before
+// the first message (a child process, an HTTP event stream): a connection
+// calls start once, with its logger and its limit on one incoming message,
+// and fails if start fails.
 type starter interface {
-	start(ctx context.Context, log *slog.Logger) error
+	start(ctx context.Context, log *slog.Logger, maxMessageSize int) error
+}
+
+// pipeTransport is implemented by transports over a byte stream
+// (IOTransport). The engine's writer writes what is queued in one
+// writeBatch. A request may run on the reading goroutine while inlineOK
+// says so. Where setReadDeadline works (an OS pipe), a client's caller may
+// read its own response (readFor): a read it interrupts loses nothing, and
+// buffered says whether anything read waits to be returned.
+type pipeTransport interface {
+	writeBatch(msgs [][]byte) error
+	inlineOK() bool
+	setReadDeadline(at time.Time) bool
+	buffered() int
+}
+
+// exchangeTransport is implemented by client transports that send each
+// message in an exchange of its own and read on goroutines of their own
+// (Streamable HTTP). The engine hands each message over with writeOwned and
+// never reuses its buffer; the transport gives it back to the pool
+// (recycleMessage) once done, or leaves it to the collector. The transport
+// hands what it reads to the function pushInto gives it, on the goroutine
+// that read it, one hop shorter than through ReadMessage, which then only
+// reports the end of the connection. abortExchange abandons the exchange
+// of a request the engine gave up on.
+type exchangeTransport interface {
+	writeOwned(msg []byte) error
+	pushInto(push func(data []byte))
+	abortExchange(id ID)
 }
 
 // IOTransport speaks newline-delimited JSON over a reader and a writer: one
@@ -70,7 +91,7 @@ type IOTransport struct {
 	closers []io.Closer
 	maxSize int
 
-	file     bool     // r is an OS file (a pipe, stdin): see inPlaceOK
+	file     bool     // r is an OS file (a pipe, stdin): see inlineOK
 	rf       *os.File // r, when it is one: see setReadDeadline
 	skipping int      // bytes of an over-long line skipped so far, while skipping it
 	line     []byte   // accumulates a line longer than the reader's buffer
@@ -101,6 +122,11 @@ func StdioTransport() *IOTransport {
 	// print) behind EBADF; leave them open.
 	t.closers = nil
 	return t
+}
+
+func (t *IOTransport) start(_ context.Context, _ *slog.Logger, maxMessageSize int) error {
+	t.setMaxMessageSize(maxMessageSize)
+	return nil
 }
 
 func (t *IOTransport) setMaxMessageSize(n int) {
@@ -167,13 +193,13 @@ func (t *IOTransport) ReadMessage() ([]byte, error) {
 	}
 }
 
-// inPlaceOK reports whether a request may run on the reading goroutine for
+// inlineOK reports whether a request may run on the reading goroutine for
 // a moment: the input is an OS pipe or file, where a goroutine hand-off
 // costs a thread wake-up, and nothing more is read and waiting. In-memory
 // pipes keep every request on a worker, so that a test sees concurrent
 // requests start together without advancing a fake clock. Only the reading
 // goroutine may ask.
-func (t *IOTransport) inPlaceOK() bool { return t.file && t.r.Buffered() == 0 }
+func (t *IOTransport) inlineOK() bool { return t.file && t.r.Buffered() == 0 }
 
 // setReadDeadline bounds the read in progress and those to come (the zero
 // time lifts the bound); an interrupted ReadMessage returns an error that
@@ -223,15 +249,15 @@ func (t *IOTransport) WriteMessage(msg []byte) error {
 	return t.writeBatch([][]byte{msg})
 }
 
-// directWriteSize is the message size from which a message is written as
+// copyLimit is the message size from which a message is written as
 // is, followed by its newline, instead of being copied into the write
 // buffer: copying costs more than the extra write, and the buffer stays small.
-const directWriteSize = 64 << 10
+const copyLimit = 64 << 10
 
 func (t *IOTransport) writeBatch(msgs [][]byte) error {
 	t.wbuf = t.wbuf[:0]
 	for _, m := range msgs {
-		if len(m) < directWriteSize {
+		if len(m) < copyLimit {
 			t.wbuf = append(t.wbuf, m...)
 			t.wbuf = append(t.wbuf, '\n')
 			continue
@@ -320,7 +346,7 @@ func NewCommandTransport(cmd *exec.Cmd) *CommandTransport {
 	return &CommandTransport{cmd: cmd, CloseTimeout: 5 * time.Second, TerminateTimeout: 5 * time.Second}
 }
 
-func (t *CommandTransport) start(ctx context.Context, log *slog.Logger) error {
+func (t *CommandTransport) start(ctx context.Context, log *slog.Logger, maxMessageSize int) error {
 	if t.cmd.Stdin != nil || t.cmd.Stdout != nil {
 		return errors.New("mcp: NewCommandTransport: cmd.Stdin and cmd.Stdout must be unset")
 	}
@@ -364,6 +390,7 @@ func (t *CommandTransport) start(ctx context.Context, log *slog.Logger) error {
 	}
 	t.stdin, t.stdout, t.stderr = inW, outR, errR
 	t.IOTransport = NewIOTransport(outR, inW)
+	t.IOTransport.setMaxMessageSize(maxMessageSize)
 	t.IOTransport.closeFn = t.shutdown
 	t.exited = make(chan struct{})
 	t.drained = make(chan struct{})

@@ -121,7 +121,7 @@ func TestCommandTransportEscalates(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `trap "" TERM; echo '{"jsonrpc":"2.0","method":"hello"}'; while :; do sleep 1; done`)
 	tr := NewCommandTransport(cmd)
 	tr.CloseTimeout, tr.TerminateTimeout = 50*time.Millisecond, 50*time.Millisecond
-	if err := tr.start(context.Background(), newConfig().logger); err != nil {
+	if err := tr.start(context.Background(), newConfig().logger, 0); err != nil {
 		t.Fatal(err)
 	}
 	if msg, err := tr.ReadMessage(); err != nil || !strings.Contains(string(msg), "hello") {
@@ -148,7 +148,7 @@ func TestChildStderrIsDrained(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `i=0; while [ $i -lt 3000 ]; do echo "noise line $i" >&2; i=$((i+1)); done; echo '{"jsonrpc":"2.0","method":"done"}'`)
 	rec := &logRecorder{}
 	tr := NewCommandTransport(cmd)
-	if err := tr.start(context.Background(), slogOf(rec)); err != nil {
+	if err := tr.start(context.Background(), slogOf(rec), 0); err != nil {
 		t.Fatal(err)
 	}
 	msg, err := tr.ReadMessage()
