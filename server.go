@@ -185,21 +185,12 @@ func (s *Server) AddTool(t Tool, h ToolHandler) {
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	s.mu.Lock()
-	s.tools.add(t.Name, &serverTool{tool: &t, handler: h})
-	s.offersTools = true
-	s.mu.Unlock()
-	s.listChanged("tools")
+	register(s, &s.tools, &s.offersTools, "tools", t.Name, &serverTool{tool: &t, handler: h})
 }
 
 // RemoveTools unregisters the named tools.
 func (s *Server) RemoveTools(names ...string) {
-	s.mu.Lock()
-	removed := s.tools.remove(names)
-	s.mu.Unlock()
-	if removed {
-		s.listChanged("tools")
-	}
+	unregister(s, &s.tools, "tools", names)
 }
 
 // Serve serves one client over t until the client goes away or ctx ends. It
@@ -885,21 +876,12 @@ func (s *Server) AddPrompt(p Prompt, h PromptHandler) {
 	if p.Name == "" {
 		panic("mcp: AddPrompt: a prompt needs a name")
 	}
-	s.mu.Lock()
-	s.prompts.add(p.Name, &serverPrompt{prompt: &p, handler: h})
-	s.offersPrompts = true
-	s.mu.Unlock()
-	s.listChanged("prompts")
+	register(s, &s.prompts, &s.offersPrompts, "prompts", p.Name, &serverPrompt{prompt: &p, handler: h})
 }
 
 // RemovePrompts unregisters the named prompts.
 func (s *Server) RemovePrompts(names ...string) {
-	s.mu.Lock()
-	removed := s.prompts.remove(names)
-	s.mu.Unlock()
-	if removed {
-		s.listChanged("prompts")
-	}
+	unregister(s, &s.prompts, "prompts", names)
 }
 
 func (s *Server) listPrompts(params json.RawMessage) (any, error) {
