@@ -75,19 +75,17 @@ func (s *Server) RemoveResourceTemplates(uriTemplates ...string) {
 }
 
 func (s *Server) listResources(params json.RawMessage) (any, error) {
-	items, next, err := listPage(s, &s.resources, "resources", params, func(sr *serverResource) *Resource { return sr.resource })
-	if err != nil {
-		return nil, err
-	}
-	return &ListResourcesResult{Resources: items, NextCursor: next}, nil
+	return listPage(s, &s.resources, "resources", params, func(sr *serverResource) *Resource { return sr.resource },
+		func(items []*Resource, next string) any {
+			return &ListResourcesResult{Resources: items, NextCursor: next}
+		})
 }
 
 func (s *Server) listResourceTemplates(params json.RawMessage) (any, error) {
-	items, next, err := listPage(s, &s.templates, "templates", params, func(st *serverTemplate) *ResourceTemplate { return st.template })
-	if err != nil {
-		return nil, err
-	}
-	return &ListResourceTemplatesResult{ResourceTemplates: items, NextCursor: next}, nil
+	return listPage(s, &s.templates, "templates", params, func(st *serverTemplate) *ResourceTemplate { return st.template },
+		func(items []*ResourceTemplate, next string) any {
+			return &ListResourceTemplatesResult{ResourceTemplates: items, NextCursor: next}
+		})
 }
 
 // findResource returns the handler serving uri: the resource's, else the

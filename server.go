@@ -587,31 +587,29 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 }
 
 // listPage serves one page of a list method: the page of reg that the
-// request's cursor names, each item as the result lists it.
-func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, item func(T) R) ([]R, string, error) {
+// request's cursor names, each item as the result lists it, in the result
+// that result builds.
+func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, item func(T) R, result func(items []R, next string) any) (any, error) {
 	var p listParams
 	if err := decodeParams(params, &p); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	page, next, err := reg.page(kind, p.Cursor, s.cfg.server.pageSize)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	items := make([]R, len(page))
 	for i, x := range page {
 		items[i] = item(x)
 	}
-	return items, next, nil
+	return result(items, next), nil
 }
 
 func (s *Server) listTools(params json.RawMessage) (any, error) {
-	items, next, err := listPage(s, &s.tools, "tools", params, func(st *serverTool) *Tool { return st.tool })
-	if err != nil {
-		return nil, err
-	}
-	return &ListToolsResult{Tools: items, NextCursor: next}, nil
+	return listPage(s, &s.tools, "tools", params, func(st *serverTool) *Tool { return st.tool },
+		func(items []*Tool, next string) any { return &ListToolsResult{Tools: items, NextCursor: next} })
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
@@ -885,11 +883,8 @@ func (s *Server) RemovePrompts(names ...string) {
 }
 
 func (s *Server) listPrompts(params json.RawMessage) (any, error) {
-	items, next, err := listPage(s, &s.prompts, "prompts", params, func(sp *serverPrompt) *Prompt { return sp.prompt })
-	if err != nil {
-		return nil, err
-	}
-	return &ListPromptsResult{Prompts: items, NextCursor: next}, nil
+	return listPage(s, &s.prompts, "prompts", params, func(sp *serverPrompt) *Prompt { return sp.prompt },
+		func(items []*Prompt, next string) any { return &ListPromptsResult{Prompts: items, NextCursor: next} })
 }
 
 func (s *Server) getPrompt(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
