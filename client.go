@@ -340,6 +340,16 @@ func (c *Client) SendRequest(ctx context.Context, method string, params any, res
 	return nil
 }
 
+// requestAs is SendRequest for the typed calls: it returns the result,
+// decoded into a new R.
+func requestAs[R any](ctx context.Context, c *Client, method string, params any, opts []CallOption) (*R, error) {
+	res := new(R)
+	if err := c.SendRequest(ctx, method, params, res, opts...); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // request is the one road of every client call. On 2026-07-28 a call that
 // may need input runs the input loop: each input_required result is
 // answered with the client's handlers and the call re-sent (with a new id),
@@ -496,11 +506,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 // ListTools returns one page of the server's tools; pass the previous
 // page's NextCursor to get the next, "" for the first.
 func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
-	var res ListToolsResult
-	if err := c.SendRequest(ctx, "tools/list", cursorParams(cursor), &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[ListToolsResult](ctx, c, "tools/list", cursorParams(cursor), opts)
 }
 
 func cursorParams(cursor string) any {
@@ -681,62 +687,38 @@ func WithLoggingMessageHandler(h func(ctx context.Context, msg *LoggingMessagePa
 // ListResources returns one page of the server's resources; pass the
 // previous page's NextCursor to get the next, "" for the first.
 func (c *Client) ListResources(ctx context.Context, cursor string, opts ...CallOption) (*ListResourcesResult, error) {
-	var res ListResourcesResult
-	if err := c.SendRequest(ctx, "resources/list", cursorParams(cursor), &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[ListResourcesResult](ctx, c, "resources/list", cursorParams(cursor), opts)
 }
 
 // ListResourceTemplates returns one page of the server's resource
 // templates; pass the previous page's NextCursor to get the next, "" for
 // the first.
 func (c *Client) ListResourceTemplates(ctx context.Context, cursor string, opts ...CallOption) (*ListResourceTemplatesResult, error) {
-	var res ListResourceTemplatesResult
-	if err := c.SendRequest(ctx, "resources/templates/list", cursorParams(cursor), &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[ListResourceTemplatesResult](ctx, c, "resources/templates/list", cursorParams(cursor), opts)
 }
 
 // ReadResource reads the resource at uri. A resource the server does not
 // have is an *Error: code -32002 from servers of the older revisions,
 // -32602 from 2026-07-28 ones.
 func (c *Client) ReadResource(ctx context.Context, uri string, opts ...CallOption) (*ReadResourceResult, error) {
-	var res ReadResourceResult
-	if err := c.SendRequest(ctx, "resources/read", &ReadResourceParams{URI: uri}, &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[ReadResourceResult](ctx, c, "resources/read", &ReadResourceParams{URI: uri}, opts)
 }
 
 // ListPrompts returns one page of the server's prompts; pass the previous
 // page's NextCursor to get the next, "" for the first.
 func (c *Client) ListPrompts(ctx context.Context, cursor string, opts ...CallOption) (*ListPromptsResult, error) {
-	var res ListPromptsResult
-	if err := c.SendRequest(ctx, "prompts/list", cursorParams(cursor), &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[ListPromptsResult](ctx, c, "prompts/list", cursorParams(cursor), opts)
 }
 
 // GetPrompt gets the prompt name with its arguments filled in from args.
 func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string, opts ...CallOption) (*GetPromptResult, error) {
-	var res GetPromptResult
-	if err := c.SendRequest(ctx, "prompts/get", &GetPromptParams{Name: name, Arguments: args}, &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[GetPromptResult](ctx, c, "prompts/get", &GetPromptParams{Name: name, Arguments: args}, opts)
 }
 
 // Complete asks the server to complete an argument of a prompt or a
 // variable of a resource template.
 func (c *Client) Complete(ctx context.Context, params *CompleteParams, opts ...CallOption) (*CompleteResult, error) {
-	var res CompleteResult
-	if err := c.SendRequest(ctx, "completion/complete", params, &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[CompleteResult](ctx, c, "completion/complete", params, opts)
 }
 
 // SetLoggingLevel asks the server for log messages at level and above (see
