@@ -753,63 +753,43 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel, opts .
 // Tools iterates over the server's tools, fetching pages as it goes. An
 // error ends the iteration, yielded with a nil tool.
 func (c *Client) Tools(ctx context.Context, opts ...CallOption) iter.Seq2[*Tool, error] {
-	return pages(func(cursor string) ([]*Tool, string, error) {
-		res, err := c.ListTools(ctx, cursor, opts...)
-		if err != nil {
-			return nil, "", err
-		}
-		return res.Tools, res.NextCursor, nil
-	})
+	return pages(ctx, opts, c.ListTools, func(r *ListToolsResult) ([]*Tool, string) { return r.Tools, r.NextCursor })
 }
 
 // Resources iterates over the server's resources; see [Client.Tools].
 func (c *Client) Resources(ctx context.Context, opts ...CallOption) iter.Seq2[*Resource, error] {
-	return pages(func(cursor string) ([]*Resource, string, error) {
-		res, err := c.ListResources(ctx, cursor, opts...)
-		if err != nil {
-			return nil, "", err
-		}
-		return res.Resources, res.NextCursor, nil
-	})
+	return pages(ctx, opts, c.ListResources, func(r *ListResourcesResult) ([]*Resource, string) { return r.Resources, r.NextCursor })
 }
 
 // ResourceTemplates iterates over the server's resource templates; see
 // [Client.Tools].
 func (c *Client) ResourceTemplates(ctx context.Context, opts ...CallOption) iter.Seq2[*ResourceTemplate, error] {
-	return pages(func(cursor string) ([]*ResourceTemplate, string, error) {
-		res, err := c.ListResourceTemplates(ctx, cursor, opts...)
-		if err != nil {
-			return nil, "", err
-		}
-		return res.ResourceTemplates, res.NextCursor, nil
+	return pages(ctx, opts, c.ListResourceTemplates, func(r *ListResourceTemplatesResult) ([]*ResourceTemplate, string) {
+		return r.ResourceTemplates, r.NextCursor
 	})
 }
 
 // Prompts iterates over the server's prompts; see [Client.Tools].
 func (c *Client) Prompts(ctx context.Context, opts ...CallOption) iter.Seq2[*Prompt, error] {
-	return pages(func(cursor string) ([]*Prompt, string, error) {
-		res, err := c.ListPrompts(ctx, cursor, opts...)
-		if err != nil {
-			return nil, "", err
-		}
-		return res.Prompts, res.NextCursor, nil
-	})
+	return pages(ctx, opts, c.ListPrompts, func(r *ListPromptsResult) ([]*Prompt, string) { return r.Prompts, r.NextCursor })
 }
 
-// pages follows a list's cursors, fetching each page when the iteration
-// reaches it. A server that hands back the cursor it was given would loop
-// forever; that ends the iteration with an error.
-func pages[T any](list func(cursor string) ([]T, string, error)) iter.Seq2[T, error] {
+// pages follows a list's cursors, fetching each page with list when the
+// iteration reaches it; items picks out a page's items and next cursor. A
+// server that hands back the cursor it was given would loop forever; that
+// ends the iteration with an error.
+func pages[R, T any](ctx context.Context, opts []CallOption, list func(context.Context, string, ...CallOption) (*R, error), items func(*R) ([]T, string)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		cursor := ""
 		for {
-			items, next, err := list(cursor)
+			res, err := list(ctx, cursor, opts...)
 			if err != nil {
 				yield(zero, err)
 				return
 			}
-			for _, item := range items {
+			page, next := items(res)
+			for _, item := range page {
 				if !yield(item, nil) {
 					return
 				}
