@@ -368,11 +368,7 @@ func (g *ClientGateway) Elicit(ctx context.Context, message string, schema any, 
 	if g.req.modern {
 		p.Mode = ElicitationForm
 	}
-	var res ElicitResult
-	if err := g.ask(ctx, "elicitation", "elicitation/create", p, ElicitationForm, opts, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return ask[ElicitResult](ctx, g, "elicitation", "elicitation/create", p, ElicitationForm, opts)
 }
 
 // ElicitURL sends the user to url to complete an interaction out of band
@@ -395,11 +391,7 @@ func (g *ClientGateway) ElicitURL(ctx context.Context, message, url string, opts
 			p.ElicitationID = randomID()
 		}
 	}
-	var res ElicitResult
-	if err := g.ask(ctx, "elicitation", "elicitation/create", p, ElicitationURL, opts, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return ask[ElicitResult](ctx, g, "elicitation", "elicitation/create", p, ElicitationURL, opts)
 }
 
 // CompleteElicitation tells the client that the url-mode elicitation with
@@ -428,11 +420,7 @@ func (g *ClientGateway) Sample(ctx context.Context, params *CreateMessageParams,
 	if params.IncludeContext != "" && params.IncludeContext != "none" && !g.SupportsSamplingContext() && !g.req.modern {
 		return nil, errors.New("mcp: the client did not declare sampling.context; includeContext must be \"none\"")
 	}
-	var res CreateMessageResult
-	if err := g.ask(ctx, "sampling", "sampling/createMessage", params, "", opts, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return ask[CreateMessageResult](ctx, g, "sampling", "sampling/createMessage", params, "", opts)
 }
 
 // ListRoots asks the client for its roots: the directories or files the
@@ -444,23 +432,19 @@ func (g *ClientGateway) Sample(ctx context.Context, params *CreateMessageParams,
 // through tool arguments, resource URIs or server configuration instead.
 // It keeps working on every revision.
 func (g *ClientGateway) ListRoots(ctx context.Context, opts ...AskOption) (*ListRootsResult, error) {
-	var res ListRootsResult
-	if err := g.ask(ctx, "roots", "roots/list", json.RawMessage(`{}`), "", opts, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return ask[ListRootsResult](ctx, g, "roots", "roots/list", json.RawMessage(`{}`), "", opts)
 }
 
 // ask runs one ask on whichever mechanic the request's revision has and
-// decodes the answer into result.
-func (g *ClientGateway) ask(ctx context.Context, kind, method string, params any, mode string, opts []AskOption, result any) error {
+// returns the answer, decoded into a new R.
+func ask[R any](ctx context.Context, g *ClientGateway, kind, method string, params any, mode string, opts []AskOption) (*R, error) {
 	var o askOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	raw, err := marshalObject(params)
 	if err != nil {
-		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+		return nil, fmt.Errorf("mcp: the params of %s: %w", method, err)
 	}
 	var answer json.RawMessage
 	if g.req.modern {
@@ -472,16 +456,17 @@ func (g *ClientGateway) ask(ctx context.Context, kind, method string, params any
 		if errors.As(err, &rpcErr) {
 			// The client's refusal is this handler's error to handle, not a
 			// protocol error of the request being served.
-			return fmt.Errorf("mcp: the client answered %s with an error: %w", method, err)
+			return nil, fmt.Errorf("mcp: the client answered %s with an error: %w", method, err)
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
+	result := new(R)
 	if err := json.Unmarshal(answer, result); err != nil {
-		return fmt.Errorf("mcp: the client's answer to %s is malformed: %w", method, err)
+		return nil, fmt.Errorf("mcp: the client's answer to %s is malformed: %w", method, err)
 	}
-	return nil
+	return result, nil
 }
 
 func randomID() string {
