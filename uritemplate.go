@@ -39,16 +39,17 @@ type tmplOp struct {
 	allowReserved bool
 }
 
-var (
-	tmplOpSimple   = tmplOp{0, "", ",", false, "", false}
-	tmplOpReserved = tmplOp{'+', "", ",", false, "", true}
-	tmplOpFragment = tmplOp{'#', "#", ",", false, "", true}
-	tmplOpLabel    = tmplOp{'.', ".", ".", false, "", false}
-	tmplOpPath     = tmplOp{'/', "/", "/", false, "", false}
-	tmplOpParam    = tmplOp{';', ";", ";", true, "", false}
-	tmplOpQuery    = tmplOp{'?', "?", "&", true, "=", false}
-	tmplOpQueryCnt = tmplOp{'&', "&", "&", true, "=", false}
-)
+// tmplOps are the operators, simple string expansion first.
+var tmplOps = [...]tmplOp{
+	{0, "", ",", false, "", false},
+	{'+', "", ",", false, "", true},
+	{'#', "#", ",", false, "", true},
+	{'.', ".", ".", false, "", false},
+	{'/', "/", "/", false, "", false},
+	{';', ";", ";", true, "", false},
+	{'?', "?", "&", true, "=", false},
+	{'&', "&", "&", true, "=", false},
+}
 
 type tmplVarSpec struct {
 	name    string
@@ -136,28 +137,17 @@ func tmplParseExpr(s string, start, end int) (*tmplExpr, error) {
 	if start == end {
 		return nil, tmplError(s, start-1, "empty expression")
 	}
-	e := &tmplExpr{op: &tmplOpSimple}
-	switch c := s[start]; c {
-	case '+':
-		e.op = &tmplOpReserved
-	case '#':
-		e.op = &tmplOpFragment
-	case '.':
-		e.op = &tmplOpLabel
-	case '/':
-		e.op = &tmplOpPath
-	case ';':
-		e.op = &tmplOpParam
-	case '?':
-		e.op = &tmplOpQuery
-	case '&':
-		e.op = &tmplOpQueryCnt
-	case '=', ',', '!', '@', '|':
+	c := s[start]
+	e := &tmplExpr{op: &tmplOps[0]}
+	for i := 1; i < len(tmplOps); i++ {
+		if tmplOps[i].op == c {
+			e.op = &tmplOps[i]
+			start++
+		}
+	}
+	if strings.IndexByte("=,!@|", c) >= 0 {
 		// Reserved for future extensions by RFC 6570 §2.2.
 		return nil, tmplError(s, start, fmt.Sprintf("reserved operator %q", c))
-	}
-	if e.op.op != 0 {
-		start++
 	}
 	for off := start; ; {
 		n := strings.IndexByte(s[off:end], ',')
