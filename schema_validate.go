@@ -779,16 +779,6 @@ func schemaShowFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// applyDefaults fills in, recursively through properties, the default of every property
-// missing from an object, and returns v. Objects are changed in place.
-func (s *Schema) applyDefaults(v any) any {
-	if obj, ok := v.(map[string]any); ok {
-		filler := schemaDefaultsFiller{root: s}
-		filler.fill(s, obj, 0, 0)
-	}
-	return v
-}
-
 // schemaDefaultsFiller carries the root for $ref and a step budget, because defaults that
 // are themselves objects could otherwise unfold a recursive schema exponentially.
 type schemaDefaultsFiller struct {
