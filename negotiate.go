@@ -136,13 +136,7 @@ func (c *Client) discover(ctx context.Context, version string, pinned bool) (boo
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return false, fmt.Errorf("mcp: malformed server/discover result: %w", err)
 	}
-	found := false
-	for _, v := range res.SupportedVersions {
-		if v == version {
-			found = true
-		}
-	}
-	if !found {
+	if !slices.Contains(res.SupportedVersions, version) {
 		if pinned {
 			return false, &VersionError{Offered: []string{version}, ServerOffered: res.SupportedVersions}
 		}
@@ -165,14 +159,9 @@ func (c *Client) discover(ctx context.Context, version string, pinned bool) (boo
 // both this package and the data of a -32022 error list as supported, and
 // that a pinned revision, if any, allows.
 func sharedModernVersion(data json.RawMessage, pinned string) (string, bool) {
-	var d struct {
-		Supported []string `json:"supported"`
-	}
-	if json.Unmarshal(data, &d) != nil {
-		return "", false
-	}
+	supported := supportedIn(data)
 	for _, v := range SupportedVersions {
-		if isModernVersion(v) && slices.Contains(d.Supported, v) && (pinned == "" || v == pinned) {
+		if isModernVersion(v) && slices.Contains(supported, v) && (pinned == "" || v == pinned) {
 			return v, true
 		}
 	}
