@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -393,11 +394,7 @@ func tmplValueOf(v any) (tmplValue, error) {
 		if len(x) == 0 {
 			return tmplValue{}, nil
 		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		items := make([]string, len(keys))
 		for i, k := range keys {
 			items[i] = x[k]
