@@ -513,9 +513,7 @@ func cursorParams(cursor string) any {
 	if cursor == "" {
 		return nil
 	}
-	return struct {
-		Cursor string `json:"cursor"`
-	}{cursor}
+	return &listParams{Cursor: cursor}
 }
 
 func (c *Client) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
