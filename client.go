@@ -890,6 +890,19 @@ type clientSubscriptions struct {
 	active string
 }
 
+// replace makes call (nil: none) the open stream, listening for uris, and
+// ends the stream it replaces. The caller holds changing.
+func (s *clientSubscriptions) replace(call *listenCall, uris []string) {
+	s.mu.Lock()
+	old := s.current
+	s.current = call
+	s.mu.Unlock()
+	if old != nil {
+		old.end()
+	}
+	s.uris = uris
+}
+
 // listenCall is one subscriptions/listen call in flight.
 type listenCall struct {
 	stop  context.CancelFunc
@@ -919,14 +932,7 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 	}
 	subs := &c.subs
 	if len(uris) == 0 && !filter.ToolsListChanged && !filter.PromptsListChanged && !filter.ResourcesListChanged {
-		subs.mu.Lock()
-		old := subs.current
-		subs.current = nil
-		subs.mu.Unlock()
-		if old != nil {
-			old.end()
-		}
-		subs.uris = nil
+		subs.replace(nil, nil)
 		return SubscriptionFilter{}, nil
 	}
 	acks := make(chan SubscriptionFilter, 1)
@@ -968,14 +974,7 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 		call.end()
 		return SubscriptionFilter{}, ctx.Err()
 	}
-	subs.mu.Lock()
-	old := subs.current
-	subs.current = call
-	subs.mu.Unlock()
-	if old != nil {
-		old.end()
-	}
-	subs.uris = honoured.ResourceSubscriptions
+	subs.replace(call, honoured.ResourceSubscriptions)
 	return honoured, nil
 }
 
