@@ -117,8 +117,7 @@ type Server struct {
 	info Implementation
 	cfg  *config
 
-	infoOnce sync.Once
-	infoRaw  json.RawMessage // info, encoded once for every 2026-07-28 result
+	infoJSON func() json.RawMessage // info, encoded once for every 2026-07-28 result
 
 	mu        sync.RWMutex
 	tools     registry[*serverTool]
@@ -162,8 +161,12 @@ func NewServer(info Implementation, opts ...ServerOption) *Server {
 		o.applyServer(cfg)
 	}
 	return &Server{
-		info:      info,
-		cfg:       cfg,
+		info: info,
+		cfg:  cfg,
+		infoJSON: sync.OnceValue(func() json.RawMessage {
+			raw, _ := json.Marshal(info)
+			return raw
+		}),
 		sessions:  make(map[*serverSession]struct{}),
 		listeners: make(map[*listenStream]struct{}),
 	}
@@ -457,22 +460,13 @@ func (s *Server) modernResult(result any, mayCache bool) (any, error) {
 		return json.RawMessage(append(b, body[1:]...)), nil
 	}
 	if cache {
-		raw = s.withCacheHint(raw)
+		raw = prependMember(raw, s.cacheHintMembers())
 	}
 	raw = withMeta(raw, []metaEntry{{key: metaServerInfo, value: s.infoJSON()}})
 	if !bytes.Contains(raw, []byte(`"resultType"`)) || !jsonHasKey(raw, "resultType") {
 		raw = prependMember(raw, `"resultType":"complete"`)
 	}
 	return raw, nil
-}
-
-func (s *Server) encodeInfo() {
-	s.infoRaw, _ = json.Marshal(s.info)
-}
-
-func (s *Server) infoJSON() json.RawMessage {
-	s.infoOnce.Do(s.encodeInfo)
-	return s.infoRaw
 }
 
 // prependMember inserts a raw `"key":value` member at the front of a JSON
@@ -979,11 +973,6 @@ func (s *Server) checkCompletionRef(p *CompleteParams) error {
 		return fmt.Errorf("unknown reference type %q", p.Ref.Type)
 	}
 	return nil
-}
-
-// withCacheHint adds ttlMs and cacheScope to a cacheable 2026-07-28 result.
-func (s *Server) withCacheHint(raw json.RawMessage) json.RawMessage {
-	return prependMember(raw, s.cacheHintMembers())
 }
 
 // cacheHintMembers returns the `"ttlMs":…,"cacheScope":…` members.
