@@ -688,7 +688,7 @@ func toolOutcome(res *CallToolResult, err error) (any, error) {
 		if errors.Is(err, ErrInputRequired) {
 			return nil, err
 		}
-		return &CallToolResult{Content: []Content{TextContent(err.Error())}, IsError: true}, nil
+		return toolError(err.Error()), nil
 	}
 	if res == nil {
 		res = &CallToolResult{}
