@@ -627,7 +627,7 @@ func (t *HTTPTransport) inspect(data []byte, st *clientStream) []byte {
 // For the standalone stream (no want) it also reconnects after a clean end.
 func (t *HTTPTransport) reconnect(ctx context.Context, st *clientStream) {
 	for failures := 0; failures < t.cfg.reconnects; {
-		if !sleepCtx(ctx, reconnectDelay(st.retry, failures)) {
+		if waitFor(ctx.Done(), reconnectDelay(st.retry, failures)) {
 			return
 		}
 		resp, err := t.get(ctx, st.lastID)
@@ -674,17 +674,6 @@ func reconnectDelay(retry time.Duration, n int) time.Duration {
 	}
 	d := retry << min(n, 16)
 	return min(d, 30*time.Second)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // get opens a GET stream, resuming after lastID when it is set.

@@ -447,6 +447,7 @@ func (t *CommandTransport) shutdown() error {
 	return nil
 }
 
+// waitFor reports whether ch is closed within d; with d <= 0 it does not wait.
 func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
 		select {
