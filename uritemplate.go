@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -564,23 +565,14 @@ func tmplUnescape(s string) string {
 	b = append(b, s[:i]...)
 	for ; i < len(s); i++ {
 		if tmplIsPctEncoded(s, i) {
-			b = append(b, tmplUnhex(s[i+1])<<4|tmplUnhex(s[i+2]))
+			c, _ := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			b = append(b, byte(c))
 			i += 2
 			continue
 		}
 		b = append(b, s[i])
 	}
 	return string(b)
-}
-
-func tmplUnhex(c byte) byte {
-	switch {
-	case c >= 'a':
-		return c - 'a' + 10
-	case c >= 'A':
-		return c - 'A' + 10
-	}
-	return c - '0'
 }
 
 // Regexp fragments for one captured item, by operator. Positional items
