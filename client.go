@@ -131,10 +131,7 @@ func WithExtension(id string, settings any) Option {
 		raw = json.RawMessage(`{}`)
 	}
 	return bothOption(func(c *config) {
-		if c.extensions == nil {
-			c.extensions = make(map[string]json.RawMessage)
-		}
-		c.extensions[id] = raw
+		putEntry(&c.extensions, id, raw)
 	})
 }
 

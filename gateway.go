@@ -525,27 +525,13 @@ func newInputRound(method string, params json.RawMessage) *inputRound {
 	return &inputRound{method: method, params: params}
 }
 
-// setAnswer, markUsed and addAsk fill the round's maps, made on first use:
-// most rounds never need them.
-func (r *inputRound) setAnswer(key string, answer json.RawMessage) {
-	if r.answers == nil {
-		r.answers = map[string]json.RawMessage{}
+// putEntry sets (*m)[key], making the map on first use: most of the maps
+// it fills (a round's answers and asks, say) are never needed.
+func putEntry[K comparable, V any](m *map[K]V, key K, value V) {
+	if *m == nil {
+		*m = make(map[K]V)
 	}
-	r.answers[key] = answer
-}
-
-func (r *inputRound) markUsed(key string, answer json.RawMessage) {
-	if r.used == nil {
-		r.used = map[string]json.RawMessage{}
-	}
-	r.used[key] = answer
-}
-
-func (r *inputRound) addAsk(key string, ask InputRequest) {
-	if r.asks == nil {
-		r.asks = map[string]InputRequest{}
-	}
-	r.asks[key] = ask
+	(*m)[key] = value
 }
 
 // bindingLocked digests the request the round belongs to.
@@ -575,7 +561,7 @@ func (s *Server) openRound(method string, params json.RawMessage, hasInput bool)
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 		}
 		for k, v := range st.Answers {
-			r.setAnswer(k, v)
+			putEntry(&r.answers, k, v)
 		}
 		r.payload = st.Payload
 		r.retry = true
@@ -583,7 +569,7 @@ func (s *Server) openRound(method string, params json.RawMessage, hasInput bool)
 	var responses map[string]json.RawMessage
 	if json.Unmarshal(p.InputResponses, &responses) == nil && responses != nil {
 		for k, v := range responses {
-			r.setAnswer(k, v)
+			putEntry(&r.answers, k, v)
 		}
 		r.retry = true
 	}
@@ -614,13 +600,13 @@ func (g *ClientGateway) replay(kind, method string, params json.RawMessage, mode
 		key = fmt.Sprintf("%s_%d", kind, r.position)
 	}
 	if answer, ok := r.answers[key]; ok && validAnswer(kind, mode, answer) {
-		r.markUsed(key, answer)
+		putEntry(&r.used, key, answer)
 		return answer, nil
 	}
 	if missing := missingCapabilities(g.req.caps, method, params); missing != nil {
 		return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
 	}
-	r.addAsk(key, InputRequest{Method: method, Params: params})
+	putEntry(&r.asks, key, InputRequest{Method: method, Params: params})
 	return nil, fmt.Errorf("%w: %s", ErrInputRequired, key)
 }
 
@@ -759,7 +745,7 @@ func (r *RequestInfo) InputResponse(key string) (json.RawMessage, bool) {
 	defer r.round.mu.Unlock()
 	answer, ok := r.round.answers[key]
 	if ok {
-		r.round.markUsed(key, answer)
+		putEntry(&r.round.used, key, answer)
 	}
 	return answer, ok
 }
@@ -842,7 +828,7 @@ func (ss *serverSession) shimRounds(ctx context.Context, req *inboundRequest, in
 				}
 				continue
 			}
-			next.setAnswer(key, answer)
+			putEntry(&next.answers, key, answer)
 		}
 		if own.State != nil {
 			next.payload, _ = json.Marshal(own.State)
