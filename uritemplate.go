@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"fmt"
-	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -378,7 +377,8 @@ type tmplValue struct {
 }
 
 func tmplValueOf(v any) (tmplValue, error) {
-	// Fast paths for the common types; everything else goes through reflect.
+	// A []byte is text, not a list of numbers; everything else goes through
+	// reflect.
 	switch x := v.(type) {
 	case nil:
 		return tmplValue{}, nil
@@ -386,21 +386,6 @@ func tmplValueOf(v any) (tmplValue, error) {
 		return tmplValue{kind: tmplScalar, str: x}, nil
 	case []byte:
 		return tmplValue{kind: tmplScalar, str: string(x)}, nil
-	case []string:
-		if len(x) == 0 {
-			return tmplValue{}, nil
-		}
-		return tmplValue{kind: tmplList, items: x}, nil
-	case map[string]string:
-		if len(x) == 0 {
-			return tmplValue{}, nil
-		}
-		keys := slices.Sorted(maps.Keys(x))
-		items := make([]string, len(keys))
-		for i, k := range keys {
-			items[i] = x[k]
-		}
-		return tmplValue{kind: tmplAssoc, keys: keys, items: items}, nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
