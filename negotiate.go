@@ -50,13 +50,7 @@ func (e *VersionError) Unwrap() error { return e.Err }
 // legacyVersions are the revisions this package speaks with initialize,
 // newest first.
 func legacyVersions() []string {
-	var vs []string
-	for _, v := range SupportedVersions {
-		if !isModernVersion(v) {
-			vs = append(vs, v)
-		}
-	}
-	return vs
+	return slices.DeleteFunc(slices.Clone(SupportedVersions), isModernVersion)
 }
 
 // supportedIn reads the "supported" list of a version error's data.
