@@ -130,10 +130,7 @@ func WithExtension(id string, settings any) Option {
 		raw = json.RawMessage(`{}`)
 	}
 	return bothOption(func(c *config) {
-		if c.extensions == nil {
-			c.extensions = make(map[string]json.RawMessage)
-		}
-		c.extensions[id] = raw
+		putEntry(&c.extensions, id, raw)
 	})
 }
 
@@ -338,6 +335,16 @@ func (c *Client) SendRequest(ctx context.Context, method string, params any, res
 	return nil
 }
 
+// requestAs is SendRequest for the typed calls: it returns the result,
+// decoded into a new R.
+func requestAs[R any](ctx context.Context, c *Client, method string, params any, opts []CallOption) (*R, error) {
+	res := new(R)
+	if err := c.SendRequest(ctx, method, params, res, opts...); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // request is the one road of every client call. On 2026-07-28 a call that
 // may need input runs the input loop: each input_required result is
 // answered with the client's handlers and the call re-sent (with a new id),
@@ -494,20 +501,14 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 // ListTools returns one page of the server's tools; pass the previous
 // page's NextCursor to get the next, "" for the first.
 func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
-	var res ListToolsResult
-	if err := c.SendRequest(ctx, "tools/list", cursorParams(cursor), &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[ListToolsResult](ctx, c, "tools/list", cursorParams(cursor), opts)
 }
 
 func cursorParams(cursor string) any {
 	if cursor == "" {
 		return nil
 	}
-	return struct {
-		Cursor string `json:"cursor"`
-	}{cursor}
+	return &listParams{Cursor: cursor}
 }
 
 func (c *Client) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
@@ -679,62 +680,38 @@ func WithLoggingMessageHandler(h func(ctx context.Context, msg *LoggingMessagePa
 // ListResources returns one page of the server's resources; pass the
 // previous page's NextCursor to get the next, "" for the first.
 func (c *Client) ListResources(ctx context.Context, cursor string, opts ...CallOption) (*ListResourcesResult, error) {
-	var res ListResourcesResult
-	if err := c.SendRequest(ctx, "resources/list", cursorParams(cursor), &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[ListResourcesResult](ctx, c, "resources/list", cursorParams(cursor), opts)
 }
 
 // ListResourceTemplates returns one page of the server's resource
 // templates; pass the previous page's NextCursor to get the next, "" for
 // the first.
 func (c *Client) ListResourceTemplates(ctx context.Context, cursor string, opts ...CallOption) (*ListResourceTemplatesResult, error) {
-	var res ListResourceTemplatesResult
-	if err := c.SendRequest(ctx, "resources/templates/list", cursorParams(cursor), &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[ListResourceTemplatesResult](ctx, c, "resources/templates/list", cursorParams(cursor), opts)
 }
 
 // ReadResource reads the resource at uri. A resource the server does not
 // have is an *Error: code -32002 from servers of the older revisions,
 // -32602 from 2026-07-28 ones.
 func (c *Client) ReadResource(ctx context.Context, uri string, opts ...CallOption) (*ReadResourceResult, error) {
-	var res ReadResourceResult
-	if err := c.SendRequest(ctx, "resources/read", &ReadResourceParams{URI: uri}, &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[ReadResourceResult](ctx, c, "resources/read", &ReadResourceParams{URI: uri}, opts)
 }
 
 // ListPrompts returns one page of the server's prompts; pass the previous
 // page's NextCursor to get the next, "" for the first.
 func (c *Client) ListPrompts(ctx context.Context, cursor string, opts ...CallOption) (*ListPromptsResult, error) {
-	var res ListPromptsResult
-	if err := c.SendRequest(ctx, "prompts/list", cursorParams(cursor), &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[ListPromptsResult](ctx, c, "prompts/list", cursorParams(cursor), opts)
 }
 
 // GetPrompt gets the prompt name with its arguments filled in from args.
 func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string, opts ...CallOption) (*GetPromptResult, error) {
-	var res GetPromptResult
-	if err := c.SendRequest(ctx, "prompts/get", &GetPromptParams{Name: name, Arguments: args}, &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[GetPromptResult](ctx, c, "prompts/get", &GetPromptParams{Name: name, Arguments: args}, opts)
 }
 
 // Complete asks the server to complete an argument of a prompt or a
 // variable of a resource template.
 func (c *Client) Complete(ctx context.Context, params *CompleteParams, opts ...CallOption) (*CompleteResult, error) {
-	var res CompleteResult
-	if err := c.SendRequest(ctx, "completion/complete", params, &res, opts...); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return requestAs[CompleteResult](ctx, c, "completion/complete", params, opts)
 }
 
 // SetLoggingLevel asks the server for log messages at level and above (see
@@ -769,63 +746,43 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel, opts .
 // Tools iterates over the server's tools, fetching pages as it goes. An
 // error ends the iteration, yielded with a nil tool.
 func (c *Client) Tools(ctx context.Context, opts ...CallOption) iter.Seq2[*Tool, error] {
-	return pages(func(cursor string) ([]*Tool, string, error) {
-		res, err := c.ListTools(ctx, cursor, opts...)
-		if err != nil {
-			return nil, "", err
-		}
-		return res.Tools, res.NextCursor, nil
-	})
+	return pages(ctx, opts, c.ListTools, func(r *ListToolsResult) ([]*Tool, string) { return r.Tools, r.NextCursor })
 }
 
 // Resources iterates over the server's resources; see [Client.Tools].
 func (c *Client) Resources(ctx context.Context, opts ...CallOption) iter.Seq2[*Resource, error] {
-	return pages(func(cursor string) ([]*Resource, string, error) {
-		res, err := c.ListResources(ctx, cursor, opts...)
-		if err != nil {
-			return nil, "", err
-		}
-		return res.Resources, res.NextCursor, nil
-	})
+	return pages(ctx, opts, c.ListResources, func(r *ListResourcesResult) ([]*Resource, string) { return r.Resources, r.NextCursor })
 }
 
 // ResourceTemplates iterates over the server's resource templates; see
 // [Client.Tools].
 func (c *Client) ResourceTemplates(ctx context.Context, opts ...CallOption) iter.Seq2[*ResourceTemplate, error] {
-	return pages(func(cursor string) ([]*ResourceTemplate, string, error) {
-		res, err := c.ListResourceTemplates(ctx, cursor, opts...)
-		if err != nil {
-			return nil, "", err
-		}
-		return res.ResourceTemplates, res.NextCursor, nil
+	return pages(ctx, opts, c.ListResourceTemplates, func(r *ListResourceTemplatesResult) ([]*ResourceTemplate, string) {
+		return r.ResourceTemplates, r.NextCursor
 	})
 }
 
 // Prompts iterates over the server's prompts; see [Client.Tools].
 func (c *Client) Prompts(ctx context.Context, opts ...CallOption) iter.Seq2[*Prompt, error] {
-	return pages(func(cursor string) ([]*Prompt, string, error) {
-		res, err := c.ListPrompts(ctx, cursor, opts...)
-		if err != nil {
-			return nil, "", err
-		}
-		return res.Prompts, res.NextCursor, nil
-	})
+	return pages(ctx, opts, c.ListPrompts, func(r *ListPromptsResult) ([]*Prompt, string) { return r.Prompts, r.NextCursor })
 }
 
-// pages follows a list's cursors, fetching each page when the iteration
-// reaches it. A server that hands back the cursor it was given would loop
-// forever; that ends the iteration with an error.
-func pages[T any](list func(cursor string) ([]T, string, error)) iter.Seq2[T, error] {
+// pages follows a list's cursors, fetching each page with list when the
+// iteration reaches it; items picks out a page's items and next cursor. A
+// server that hands back the cursor it was given would loop forever; that
+// ends the iteration with an error.
+func pages[R, T any](ctx context.Context, opts []CallOption, list func(context.Context, string, ...CallOption) (*R, error), items func(*R) ([]T, string)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		cursor := ""
 		for {
-			items, next, err := list(cursor)
+			res, err := list(ctx, cursor, opts...)
 			if err != nil {
 				yield(zero, err)
 				return
 			}
-			for _, item := range items {
+			page, next := items(res)
+			for _, item := range page {
 				if !yield(item, nil) {
 					return
 				}
@@ -928,6 +885,19 @@ type clientSubscriptions struct {
 	active string
 }
 
+// replace makes call (nil: none) the open stream, listening for uris, and
+// ends the stream it replaces. The caller holds changing.
+func (s *clientSubscriptions) replace(call *listenCall, uris []string) {
+	s.mu.Lock()
+	old := s.current
+	s.current = call
+	s.mu.Unlock()
+	if old != nil {
+		old.end()
+	}
+	s.uris = uris
+}
+
 // listenCall is one subscriptions/listen call in flight.
 type listenCall struct {
 	stop  context.CancelFunc
@@ -957,14 +927,7 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 	}
 	subs := &c.subs
 	if len(uris) == 0 && !filter.ToolsListChanged && !filter.PromptsListChanged && !filter.ResourcesListChanged {
-		subs.mu.Lock()
-		old := subs.current
-		subs.current = nil
-		subs.mu.Unlock()
-		if old != nil {
-			old.end()
-		}
-		subs.uris = nil
+		subs.replace(nil, nil)
 		return SubscriptionFilter{}, nil
 	}
 	acks := make(chan SubscriptionFilter, 1)
@@ -1006,14 +969,7 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 		call.end()
 		return SubscriptionFilter{}, ctx.Err()
 	}
-	subs.mu.Lock()
-	old := subs.current
-	subs.current = call
-	subs.mu.Unlock()
-	if old != nil {
-		old.end()
-	}
-	subs.uris = honoured.ResourceSubscriptions
+	subs.replace(call, honoured.ResourceSubscriptions)
 	return honoured, nil
 }
 

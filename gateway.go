@@ -368,11 +368,7 @@ func (g *ClientGateway) Elicit(ctx context.Context, message string, schema any, 
 	if g.req.modern {
 		p.Mode = ElicitationForm
 	}
-	var res ElicitResult
-	if err := g.ask(ctx, "elicitation", "elicitation/create", p, ElicitationForm, opts, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return ask[ElicitResult](ctx, g, "elicitation", "elicitation/create", p, ElicitationForm, opts)
 }
 
 // ElicitURL sends the user to url to complete an interaction out of band
@@ -395,11 +391,7 @@ func (g *ClientGateway) ElicitURL(ctx context.Context, message, url string, opts
 			p.ElicitationID = randomID()
 		}
 	}
-	var res ElicitResult
-	if err := g.ask(ctx, "elicitation", "elicitation/create", p, ElicitationURL, opts, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return ask[ElicitResult](ctx, g, "elicitation", "elicitation/create", p, ElicitationURL, opts)
 }
 
 // CompleteElicitation tells the client that the url-mode elicitation with
@@ -428,11 +420,7 @@ func (g *ClientGateway) Sample(ctx context.Context, params *CreateMessageParams,
 	if params.IncludeContext != "" && params.IncludeContext != "none" && !g.SupportsSamplingContext() && !g.req.modern {
 		return nil, errors.New("mcp: the client did not declare sampling.context; includeContext must be \"none\"")
 	}
-	var res CreateMessageResult
-	if err := g.ask(ctx, "sampling", "sampling/createMessage", params, "", opts, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return ask[CreateMessageResult](ctx, g, "sampling", "sampling/createMessage", params, "", opts)
 }
 
 // ListRoots asks the client for its roots: the directories or files the
@@ -444,23 +432,19 @@ func (g *ClientGateway) Sample(ctx context.Context, params *CreateMessageParams,
 // through tool arguments, resource URIs or server configuration instead.
 // It keeps working on every revision.
 func (g *ClientGateway) ListRoots(ctx context.Context, opts ...AskOption) (*ListRootsResult, error) {
-	var res ListRootsResult
-	if err := g.ask(ctx, "roots", "roots/list", json.RawMessage(`{}`), "", opts, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return ask[ListRootsResult](ctx, g, "roots", "roots/list", json.RawMessage(`{}`), "", opts)
 }
 
 // ask runs one ask on whichever mechanic the request's revision has and
-// decodes the answer into result.
-func (g *ClientGateway) ask(ctx context.Context, kind, method string, params any, mode string, opts []AskOption, result any) error {
+// returns the answer, decoded into a new R.
+func ask[R any](ctx context.Context, g *ClientGateway, kind, method string, params any, mode string, opts []AskOption) (*R, error) {
 	var o askOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	raw, err := marshalObject(params)
 	if err != nil {
-		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+		return nil, fmt.Errorf("mcp: the params of %s: %w", method, err)
 	}
 	var answer json.RawMessage
 	if g.req.modern {
@@ -472,16 +456,17 @@ func (g *ClientGateway) ask(ctx context.Context, kind, method string, params any
 		if errors.As(err, &rpcErr) {
 			// The client's refusal is this handler's error to handle, not a
 			// protocol error of the request being served.
-			return fmt.Errorf("mcp: the client answered %s with an error: %w", method, err)
+			return nil, fmt.Errorf("mcp: the client answered %s with an error: %w", method, err)
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
+	result := new(R)
 	if err := json.Unmarshal(answer, result); err != nil {
-		return fmt.Errorf("mcp: the client's answer to %s is malformed: %w", method, err)
+		return nil, fmt.Errorf("mcp: the client's answer to %s is malformed: %w", method, err)
 	}
-	return nil
+	return result, nil
 }
 
 func randomID() string {
@@ -540,27 +525,13 @@ func newInputRound(method string, params json.RawMessage) *inputRound {
 	return &inputRound{method: method, params: params}
 }
 
-// setAnswer, markUsed and addAsk fill the round's maps, made on first use:
-// most rounds never need them.
-func (r *inputRound) setAnswer(key string, answer json.RawMessage) {
-	if r.answers == nil {
-		r.answers = map[string]json.RawMessage{}
+// putEntry sets (*m)[key], making the map on first use: most of the maps
+// it fills (a round's answers and asks, say) are never needed.
+func putEntry[K comparable, V any](m *map[K]V, key K, value V) {
+	if *m == nil {
+		*m = make(map[K]V)
 	}
-	r.answers[key] = answer
-}
-
-func (r *inputRound) markUsed(key string, answer json.RawMessage) {
-	if r.used == nil {
-		r.used = map[string]json.RawMessage{}
-	}
-	r.used[key] = answer
-}
-
-func (r *inputRound) addAsk(key string, ask InputRequest) {
-	if r.asks == nil {
-		r.asks = map[string]InputRequest{}
-	}
-	r.asks[key] = ask
+	(*m)[key] = value
 }
 
 // bindingLocked digests the request the round belongs to.
@@ -590,7 +561,7 @@ func (s *Server) openRound(method string, params json.RawMessage, hasInput bool)
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 		}
 		for k, v := range st.Answers {
-			r.setAnswer(k, v)
+			putEntry(&r.answers, k, v)
 		}
 		r.payload = st.Payload
 		r.retry = true
@@ -598,7 +569,7 @@ func (s *Server) openRound(method string, params json.RawMessage, hasInput bool)
 	var responses map[string]json.RawMessage
 	if json.Unmarshal(p.InputResponses, &responses) == nil && responses != nil {
 		for k, v := range responses {
-			r.setAnswer(k, v)
+			putEntry(&r.answers, k, v)
 		}
 		r.retry = true
 	}
@@ -629,13 +600,13 @@ func (g *ClientGateway) replay(kind, method string, params json.RawMessage, mode
 		key = fmt.Sprintf("%s_%d", kind, r.position)
 	}
 	if answer, ok := r.answers[key]; ok && validAnswer(kind, mode, answer) {
-		r.markUsed(key, answer)
+		putEntry(&r.used, key, answer)
 		return answer, nil
 	}
 	if missing := missingCapabilities(g.req.caps, method, params); missing != nil {
 		return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
 	}
-	r.addAsk(key, InputRequest{Method: method, Params: params})
+	putEntry(&r.asks, key, InputRequest{Method: method, Params: params})
 	return nil, fmt.Errorf("%w: %s", ErrInputRequired, key)
 }
 
@@ -774,7 +745,7 @@ func (r *RequestInfo) InputResponse(key string) (json.RawMessage, bool) {
 	defer r.round.mu.Unlock()
 	answer, ok := r.round.answers[key]
 	if ok {
-		r.round.markUsed(key, answer)
+		putEntry(&r.round.used, key, answer)
 	}
 	return answer, ok
 }
@@ -857,7 +828,7 @@ func (ss *serverSession) shimRounds(ctx context.Context, req *inboundRequest, in
 				}
 				continue
 			}
-			next.setAnswer(key, answer)
+			putEntry(&next.answers, key, answer)
 		}
 		if own.State != nil {
 			next.payload, _ = json.Marshal(own.State)

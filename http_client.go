@@ -133,24 +133,12 @@ func (ex *exchange) aborted() bool {
 }
 
 // send POSTs body through the client, on the exchange's context when it
-// has one.
+// has one; t.url must parse. The request is a copy of post0, so the URL is
+// not parsed again, with its own URL (a RoundTripper that edits one cannot
+// reach the next), body and header.
 func (t *HTTPTransport) send(ctx context.Context, ex *exchange, body []byte, header http.Header) (*http.Response, error) {
 	if ex != nil {
 		ctx = ex.withContext(ctx)
-	}
-	req, err := t.newPOST(ctx, body, header)
-	if err != nil {
-		return nil, fmt.Errorf("mcp: bad endpoint URL: %w", err)
-	}
-	return t.client.Do(req)
-}
-
-// newPOST is http.NewRequestWithContext(ctx, "POST", t.url, body) without
-// parsing the URL again: a copy of post0 with its own URL (a RoundTripper
-// that edits one cannot reach the next), body and header.
-func (t *HTTPTransport) newPOST(ctx context.Context, body []byte, header http.Header) (*http.Request, error) {
-	if t.urlErr != nil {
-		return nil, t.urlErr
 	}
 	req := t.post0.WithContext(ctx)
 	u := *req.URL
@@ -159,7 +147,7 @@ func (t *HTTPTransport) newPOST(ctx context.Context, body []byte, header http.He
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return req, nil
+	return t.client.Do(req)
 }
 
 func (t *HTTPTransport) start(_ context.Context, log *slog.Logger, maxMessageSize int) error {
@@ -637,7 +625,7 @@ func (t *HTTPTransport) inspect(data []byte, st *clientStream) []byte {
 // For the standalone stream (no want) it also reconnects after a clean end.
 func (t *HTTPTransport) reconnect(ctx context.Context, st *clientStream) {
 	for failures := 0; failures < t.cfg.reconnects; {
-		if !sleepCtx(ctx, reconnectDelay(st.retry, failures)) {
+		if waitFor(ctx.Done(), reconnectDelay(st.retry, failures)) {
 			return
 		}
 		resp, err := t.get(ctx, st.lastID)
@@ -684,17 +672,6 @@ func reconnectDelay(retry time.Duration, n int) time.Duration {
 	}
 	d := retry << min(n, 16)
 	return min(d, 30*time.Second)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // get opens a GET stream, resuming after lastID when it is set.

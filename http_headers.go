@@ -70,11 +70,7 @@ func (h *httpHandler) checkModernHeaders(r *http.Request, m *httpMessage) (int, 
 		}
 	}
 	if name, ok := jsonString(m.name); ok && m.method == "tools/call" {
-		schema := h.srv.toolInputSchema(name)
-		if !bytes.Contains(schema, []byte("x-mcp-header")) {
-			return 0, nil
-		}
-		params, _ := toolParamHeaders(schema)
+		params, _ := toolParamHeaders(h.srv.toolInputSchema(name))
 		for _, p := range params {
 			key := headerParamPrefix + p.name
 			arg, present := argumentAt(m.args, p.path)

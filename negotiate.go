@@ -50,13 +50,7 @@ func (e *VersionError) Unwrap() error { return e.Err }
 // legacyVersions are the revisions this package speaks with initialize,
 // newest first.
 func legacyVersions() []string {
-	var vs []string
-	for _, v := range SupportedVersions {
-		if !isModernVersion(v) {
-			vs = append(vs, v)
-		}
-	}
-	return vs
+	return slices.DeleteFunc(slices.Clone(SupportedVersions), isModernVersion)
 }
 
 // supportedIn reads the "supported" list of a version error's data.
@@ -136,13 +130,7 @@ func (c *Client) discover(ctx context.Context, version string, pinned bool) (boo
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return false, fmt.Errorf("mcp: malformed server/discover result: %w", err)
 	}
-	found := false
-	for _, v := range res.SupportedVersions {
-		if v == version {
-			found = true
-		}
-	}
-	if !found {
+	if !slices.Contains(res.SupportedVersions, version) {
 		if pinned {
 			return false, &VersionError{Offered: []string{version}, ServerOffered: res.SupportedVersions}
 		}
@@ -165,14 +153,9 @@ func (c *Client) discover(ctx context.Context, version string, pinned bool) (boo
 // both this package and the data of a -32022 error list as supported, and
 // that a pinned revision, if any, allows.
 func sharedModernVersion(data json.RawMessage, pinned string) (string, bool) {
-	var d struct {
-		Supported []string `json:"supported"`
-	}
-	if json.Unmarshal(data, &d) != nil {
-		return "", false
-	}
+	supported := supportedIn(data)
 	for _, v := range SupportedVersions {
-		if isModernVersion(v) && slices.Contains(d.Supported, v) && (pinned == "" || v == pinned) {
+		if isModernVersion(v) && slices.Contains(supported, v) && (pinned == "" || v == pinned) {
 			return v, true
 		}
 	}

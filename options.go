@@ -123,10 +123,7 @@ func WithMaxMessageSize(n int) Option {
 // It configures either peer (NewClient or NewServer).
 func WithNotificationHandler(method string, h NotificationHandler) Option {
 	return bothOption(func(c *config) {
-		if c.notifications == nil {
-			c.notifications = make(map[string]NotificationHandler)
-		}
-		c.notifications[method] = h
+		putEntry(&c.notifications, method, h)
 	})
 }
 

@@ -124,10 +124,8 @@ func (p *pendingCall) runProgress() {
 
 // progressParams is the wire shape of notifications/progress.
 type progressParams struct {
-	Token    json.RawMessage `json:"progressToken"`
-	Progress float64         `json:"progress"`
-	Total    float64         `json:"total,omitempty"`
-	Message  string          `json:"message,omitempty"`
+	Token json.RawMessage `json:"progressToken"`
+	Progress
 }
 
 // routeProgress hands a progress notification to the call that asked for it
@@ -150,6 +148,6 @@ func (c *conn) routeProgress(params json.RawMessage) bool {
 		return false
 	}
 	call.deadline.extend()
-	call.pushProgress(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+	call.pushProgress(p.Progress)
 	return true
 }

@@ -61,6 +61,27 @@ func (r *registry[T]) remove(keys []string) bool {
 	return true
 }
 
+// register adds or replaces an item of one of s's registries, marks its
+// feature offered, and tells clients that the feature's list changed.
+func register[T any](s *Server, reg *registry[T], offers *bool, feature, key string, item T) {
+	s.mu.Lock()
+	reg.add(key, item)
+	*offers = true
+	s.mu.Unlock()
+	s.listChanged(feature)
+}
+
+// unregister removes items from one of s's registries and, if any was
+// there, tells clients that the feature's list changed.
+func unregister[T any](s *Server, reg *registry[T], feature string, keys []string) {
+	s.mu.Lock()
+	removed := reg.remove(keys)
+	s.mu.Unlock()
+	if removed {
+		s.listChanged(feature)
+	}
+}
+
 // page returns up to size items after the position cursor names, and the
 // cursor of the next page ("" after the last). A cursor holds the list's
 // kind and the sequence number of the last item it returned, so a page

@@ -46,21 +46,12 @@ func (s *Server) AddResource(r Resource, h ResourceHandler) {
 	if r.URI == "" || r.Name == "" {
 		panic(fmt.Sprintf("mcp: AddResource(%q): a resource needs a URI and a name", r.URI))
 	}
-	s.mu.Lock()
-	s.resources.add(r.URI, &serverResource{resource: &r, handler: h})
-	s.offersResources = true
-	s.mu.Unlock()
-	s.listChanged("resources")
+	register(s, &s.resources, &s.offersResources, "resources", r.URI, &serverResource{resource: &r, handler: h})
 }
 
 // RemoveResources unregisters the resources with the given URIs.
 func (s *Server) RemoveResources(uris ...string) {
-	s.mu.Lock()
-	removed := s.resources.remove(uris)
-	s.mu.Unlock()
-	if removed {
-		s.listChanged("resources")
-	}
+	unregister(s, &s.resources, "resources", uris)
 }
 
 // AddResourceTemplate registers a resource template, replacing any with the
@@ -74,38 +65,27 @@ func (s *Server) AddResourceTemplate(t ResourceTemplate, h ResourceHandler) {
 	if err != nil || t.URITemplate == "" || t.Name == "" {
 		panic(fmt.Sprintf("mcp: AddResourceTemplate(%q): a template needs a valid URI template and a name (%v)", t.URITemplate, err))
 	}
-	s.mu.Lock()
-	s.templates.add(t.URITemplate, &serverTemplate{template: &t, parsed: parsed, handler: h})
-	s.offersResources = true
-	s.mu.Unlock()
-	s.listChanged("resources")
+	register(s, &s.templates, &s.offersResources, "resources", t.URITemplate, &serverTemplate{template: &t, parsed: parsed, handler: h})
 }
 
 // RemoveResourceTemplates unregisters the templates with the given template
 // texts.
 func (s *Server) RemoveResourceTemplates(uriTemplates ...string) {
-	s.mu.Lock()
-	removed := s.templates.remove(uriTemplates)
-	s.mu.Unlock()
-	if removed {
-		s.listChanged("resources")
-	}
+	unregister(s, &s.templates, "resources", uriTemplates)
 }
 
 func (s *Server) listResources(params json.RawMessage) (any, error) {
-	items, next, err := listPage(s, &s.resources, "resources", params, func(sr *serverResource) *Resource { return sr.resource })
-	if err != nil {
-		return nil, err
-	}
-	return &ListResourcesResult{Resources: items, NextCursor: next}, nil
+	return listPage(s, &s.resources, "resources", params, func(sr *serverResource) *Resource { return sr.resource },
+		func(items []*Resource, next string) any {
+			return &ListResourcesResult{Resources: items, NextCursor: next}
+		})
 }
 
 func (s *Server) listResourceTemplates(params json.RawMessage) (any, error) {
-	items, next, err := listPage(s, &s.templates, "templates", params, func(st *serverTemplate) *ResourceTemplate { return st.template })
-	if err != nil {
-		return nil, err
-	}
-	return &ListResourceTemplatesResult{ResourceTemplates: items, NextCursor: next}, nil
+	return listPage(s, &s.templates, "templates", params, func(st *serverTemplate) *ResourceTemplate { return st.template },
+		func(items []*ResourceTemplate, next string) any {
+			return &ListResourceTemplatesResult{ResourceTemplates: items, NextCursor: next}
+		})
 }
 
 // findResource returns the handler serving uri: the resource's, else the

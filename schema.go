@@ -307,10 +307,7 @@ func (s *Schema) UnmarshalJSON(data []byte) error {
 		if err != nil {
 			return fmt.Errorf("schema keyword %q: %w", key, err)
 		}
-		if s.Extra == nil {
-			s.Extra = make(map[string]any)
-		}
-		s.Extra[key] = value
+		putEntry(&s.Extra, key, value)
 	}
 	return nil
 }

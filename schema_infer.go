@@ -366,32 +366,24 @@ func (inf *schemaInferrer) applyKeyword(s *Schema, kind, key, value, field strin
 			return err
 		}
 		s.Pattern = value
-	case "minLength", "maxLength":
-		if err := schemaTagKind(kind, "string"); err != nil {
+	case "minLength", "maxLength", "minItems", "maxItems":
+		want, count := "string", &s.MinLength
+		switch key {
+		case "maxLength":
+			count = &s.MaxLength
+		case "minItems":
+			want, count = "array", &s.MinItems
+		case "maxItems":
+			want, count = "array", &s.MaxItems
+		}
+		if err := schemaTagKind(kind, want); err != nil {
 			return err
 		}
-		n, err := schemaParseTagCount(value)
-		if err != nil {
-			return err
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a non-negative integer", value)
 		}
-		if key == "minLength" {
-			s.MinLength = &n
-		} else {
-			s.MaxLength = &n
-		}
-	case "minItems", "maxItems":
-		if err := schemaTagKind(kind, "array"); err != nil {
-			return err
-		}
-		n, err := schemaParseTagCount(value)
-		if err != nil {
-			return err
-		}
-		if key == "minItems" {
-			s.MinItems = &n
-		} else {
-			s.MaxItems = &n
-		}
+		*count = &n
 	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
 		if err := schemaTagKind(kind, "number", "integer"); err != nil {
 			return err
@@ -443,14 +435,6 @@ func schemaTagKind(kind string, want ...string) error {
 		return nil
 	}
 	return fmt.Errorf("applies to %s fields, not %s", strings.Join(want, " or "), kind)
-}
-
-func schemaParseTagCount(text string) (int, error) {
-	n, err := strconv.Atoi(text)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a non-negative integer", text)
-	}
-	return n, nil
 }
 
 // schemaParseTagValue parses one enum value as the field's type. Numbers become

@@ -534,28 +534,13 @@ func schemaNumber(v any) (float64, bool) {
 		return n, !math.IsNaN(n)
 	case float32:
 		return float64(n), !math.IsNaN(float64(n))
-	case int:
-		return float64(n), true
-	case int8:
-		return float64(n), true
-	case int16:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
 	case uint:
-		return float64(n), true
-	case uint8:
-		return float64(n), true
-	case uint16:
-		return float64(n), true
-	case uint32:
 		return float64(n), true
 	case uint64:
 		return float64(n), true
 	}
-	return 0, false
+	i, ok := schemaInt64(v) // the other integer types
+	return float64(i), ok
 }
 
 // schemaInt64 returns v exactly as an int64 when it is an integer that fits, so that
@@ -777,16 +762,6 @@ func schemaShowList(values []any) string {
 
 func schemaShowFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-// applyDefaults fills in, recursively through properties, the default of every property
-// missing from an object, and returns v. Objects are changed in place.
-func (s *Schema) applyDefaults(v any) any {
-	if obj, ok := v.(map[string]any); ok {
-		filler := schemaDefaultsFiller{root: s}
-		filler.fill(s, obj, 0, 0)
-	}
-	return v
 }
 
 // schemaDefaultsFiller carries the root for $ref and a step budget, because defaults that

@@ -9,6 +9,16 @@ import (
 	"testing"
 )
 
+// applyDefaults fills in, recursively through properties, the default of every property
+// missing from an object, and returns v. Objects are changed in place.
+func (s *Schema) applyDefaults(v any) any {
+	if obj, ok := v.(map[string]any); ok {
+		filler := schemaDefaultsFiller{root: s}
+		filler.fill(s, obj, 0, 0)
+	}
+	return v
+}
+
 // schemaValidatorCases are JSON Schema, instance, and "" when the instance is valid or
 // else a part of the error.
 var schemaValidatorCases = []struct {

@@ -117,8 +117,7 @@ type Server struct {
 	info Implementation
 	cfg  *config
 
-	infoOnce sync.Once
-	infoRaw  json.RawMessage // info, encoded once for every 2026-07-28 result
+	infoJSON func() json.RawMessage // info, encoded once for every 2026-07-28 result
 
 	mu        sync.RWMutex
 	tools     registry[*serverTool]
@@ -162,8 +161,12 @@ func NewServer(info Implementation, opts ...ServerOption) *Server {
 		o.applyServer(cfg)
 	}
 	return &Server{
-		info:      info,
-		cfg:       cfg,
+		info: info,
+		cfg:  cfg,
+		infoJSON: sync.OnceValue(func() json.RawMessage {
+			raw, _ := json.Marshal(info)
+			return raw
+		}),
 		sessions:  make(map[*serverSession]struct{}),
 		listeners: make(map[*listenStream]struct{}),
 	}
@@ -185,21 +188,12 @@ func (s *Server) AddTool(t Tool, h ToolHandler) {
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	s.mu.Lock()
-	s.tools.add(t.Name, &serverTool{tool: &t, handler: h})
-	s.offersTools = true
-	s.mu.Unlock()
-	s.listChanged("tools")
+	register(s, &s.tools, &s.offersTools, "tools", t.Name, &serverTool{tool: &t, handler: h})
 }
 
 // RemoveTools unregisters the named tools.
 func (s *Server) RemoveTools(names ...string) {
-	s.mu.Lock()
-	removed := s.tools.remove(names)
-	s.mu.Unlock()
-	if removed {
-		s.listChanged("tools")
-	}
+	unregister(s, &s.tools, "tools", names)
 }
 
 // Serve serves one client over t until the client goes away or ctx ends. It
@@ -466,22 +460,13 @@ func (s *Server) modernResult(result any, mayCache bool) (any, error) {
 		return json.RawMessage(append(b, body[1:]...)), nil
 	}
 	if cache {
-		raw = s.withCacheHint(raw)
+		raw = prependMember(raw, s.cacheHintMembers())
 	}
 	raw = withMeta(raw, []metaEntry{{key: metaServerInfo, value: s.infoJSON()}})
 	if !bytes.Contains(raw, []byte(`"resultType"`)) || !jsonHasKey(raw, "resultType") {
 		raw = prependMember(raw, `"resultType":"complete"`)
 	}
 	return raw, nil
-}
-
-func (s *Server) encodeInfo() {
-	s.infoRaw, _ = json.Marshal(s.info)
-}
-
-func (s *Server) infoJSON() json.RawMessage {
-	s.infoOnce.Do(s.encodeInfo)
-	return s.infoRaw
 }
 
 // prependMember inserts a raw `"key":value` member at the front of a JSON
@@ -596,31 +581,29 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 }
 
 // listPage serves one page of a list method: the page of reg that the
-// request's cursor names, each item as the result lists it.
-func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, item func(T) R) ([]R, string, error) {
+// request's cursor names, each item as the result lists it, in the result
+// that result builds.
+func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, item func(T) R, result func(items []R, next string) any) (any, error) {
 	var p listParams
 	if err := decodeParams(params, &p); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	page, next, err := reg.page(kind, p.Cursor, s.cfg.server.pageSize)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	items := make([]R, len(page))
 	for i, x := range page {
 		items[i] = item(x)
 	}
-	return items, next, nil
+	return result(items, next), nil
 }
 
 func (s *Server) listTools(params json.RawMessage) (any, error) {
-	items, next, err := listPage(s, &s.tools, "tools", params, func(st *serverTool) *Tool { return st.tool })
-	if err != nil {
-		return nil, err
-	}
-	return &ListToolsResult{Tools: items, NextCursor: next}, nil
+	return listPage(s, &s.tools, "tools", params, func(st *serverTool) *Tool { return st.tool },
+		func(items []*Tool, next string) any { return &ListToolsResult{Tools: items, NextCursor: next} })
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
@@ -705,7 +688,7 @@ func toolOutcome(res *CallToolResult, err error) (any, error) {
 		if errors.Is(err, ErrInputRequired) {
 			return nil, err
 		}
-		return &CallToolResult{Content: []Content{TextContent(err.Error())}, IsError: true}, nil
+		return toolError(err.Error()), nil
 	}
 	if res == nil {
 		res = &CallToolResult{}
@@ -885,29 +868,17 @@ func (s *Server) AddPrompt(p Prompt, h PromptHandler) {
 	if p.Name == "" {
 		panic("mcp: AddPrompt: a prompt needs a name")
 	}
-	s.mu.Lock()
-	s.prompts.add(p.Name, &serverPrompt{prompt: &p, handler: h})
-	s.offersPrompts = true
-	s.mu.Unlock()
-	s.listChanged("prompts")
+	register(s, &s.prompts, &s.offersPrompts, "prompts", p.Name, &serverPrompt{prompt: &p, handler: h})
 }
 
 // RemovePrompts unregisters the named prompts.
 func (s *Server) RemovePrompts(names ...string) {
-	s.mu.Lock()
-	removed := s.prompts.remove(names)
-	s.mu.Unlock()
-	if removed {
-		s.listChanged("prompts")
-	}
+	unregister(s, &s.prompts, "prompts", names)
 }
 
 func (s *Server) listPrompts(params json.RawMessage) (any, error) {
-	items, next, err := listPage(s, &s.prompts, "prompts", params, func(sp *serverPrompt) *Prompt { return sp.prompt })
-	if err != nil {
-		return nil, err
-	}
-	return &ListPromptsResult{Prompts: items, NextCursor: next}, nil
+	return listPage(s, &s.prompts, "prompts", params, func(sp *serverPrompt) *Prompt { return sp.prompt },
+		func(items []*Prompt, next string) any { return &ListPromptsResult{Prompts: items, NextCursor: next} })
 }
 
 func (s *Server) getPrompt(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
@@ -1002,11 +973,6 @@ func (s *Server) checkCompletionRef(p *CompleteParams) error {
 		return fmt.Errorf("unknown reference type %q", p.Ref.Type)
 	}
 	return nil
-}
-
-// withCacheHint adds ttlMs and cacheScope to a cacheable 2026-07-28 result.
-func (s *Server) withCacheHint(raw json.RawMessage) json.RawMessage {
-	return prependMember(raw, s.cacheHintMembers())
 }
 
 // cacheHintMembers returns the `"ttlMs":…,"cacheScope":…` members.

@@ -8,7 +8,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -91,13 +93,7 @@ func (c stateCodec) seal(s *sealedState) string {
 // failure reads the same to the caller: malformed, forged, expired and
 // rebound states are not told apart.
 func (c stateCodec) open(state, binding string) (*sealedState, error) {
-	dot := -1
-	for i := len(state) - 1; i >= 0; i-- {
-		if state[i] == '.' {
-			dot = i
-			break
-		}
-	}
+	dot := strings.LastIndexByte(state, '.')
 	if dot < 0 {
 		return nil, errBadState
 	}
@@ -133,12 +129,7 @@ func requestBinding(method string, params json.RawMessage) string {
 	h := sha256.New()
 	h.Write([]byte(method))
 	h.Write([]byte{0})
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		h.Write([]byte(k))
 		h.Write([]byte{0})
 		h.Write(canonicalJSON(obj[k]))

@@ -34,10 +34,7 @@ func (ss *serverSession) subscribe(params json.RawMessage, on bool) (any, error)
 	}
 	ss.mu.Lock()
 	if on {
-		if ss.subscriptions == nil {
-			ss.subscriptions = make(map[string]bool)
-		}
-		ss.subscriptions[p.URI] = true
+		putEntry(&ss.subscriptions, p.URI, true)
 	} else {
 		delete(ss.subscriptions, p.URI)
 	}

@@ -358,34 +358,22 @@ func (t *CommandTransport) start(ctx context.Context, log *slog.Logger, maxMessa
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		inR.Close()
-		inW.Close()
+		closeFiles(inR, inW)
 		return err
 	}
 	var errR, errW *os.File
 	if t.cmd.Stderr == nil {
 		if errR, errW, err = os.Pipe(); err != nil {
-			inR.Close()
-			inW.Close()
-			outR.Close()
-			outW.Close()
+			closeFiles(inR, inW, outR, outW)
 			return err
 		}
 		t.cmd.Stderr = errW
 	}
 	t.cmd.Stdin, t.cmd.Stdout = inR, outW
 	err = t.cmd.Start()
-	inR.Close()
-	outW.Close()
-	if errW != nil {
-		errW.Close()
-	}
+	closeFiles(inR, outW, errW)
 	if err != nil {
-		inW.Close()
-		outR.Close()
-		if errR != nil {
-			errR.Close()
-		}
+		closeFiles(inW, outR, errR)
 		return fmt.Errorf("mcp: starting %s: %w", t.cmd.Path, err)
 	}
 	t.stdin, t.stdout, t.stderr = inW, outR, errR
@@ -407,6 +395,15 @@ func (t *CommandTransport) start(ctx context.Context, log *slog.Logger, maxMessa
 		close(t.exited)
 	}()
 	return nil
+}
+
+// closeFiles closes the files that are not nil.
+func closeFiles(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // ReadMessage returns the child's next message.
@@ -468,12 +465,11 @@ func (t *CommandTransport) shutdown() error {
 		t.stderr.Close()
 		<-t.drained
 	}
-	if t.stderr != nil {
-		t.stderr.Close()
-	}
+	closeFiles(t.stderr)
 	return nil
 }
 
+// waitFor reports whether ch is closed within d; with d <= 0 it does not wait.
 func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
 		select {

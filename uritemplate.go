@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -39,16 +40,17 @@ type tmplOp struct {
 	allowReserved bool
 }
 
-var (
-	tmplOpSimple   = tmplOp{0, "", ",", false, "", false}
-	tmplOpReserved = tmplOp{'+', "", ",", false, "", true}
-	tmplOpFragment = tmplOp{'#', "#", ",", false, "", true}
-	tmplOpLabel    = tmplOp{'.', ".", ".", false, "", false}
-	tmplOpPath     = tmplOp{'/', "/", "/", false, "", false}
-	tmplOpParam    = tmplOp{';', ";", ";", true, "", false}
-	tmplOpQuery    = tmplOp{'?', "?", "&", true, "=", false}
-	tmplOpQueryCnt = tmplOp{'&', "&", "&", true, "=", false}
-)
+// tmplOps are the operators, simple string expansion first.
+var tmplOps = [...]tmplOp{
+	{0, "", ",", false, "", false},
+	{'+', "", ",", false, "", true},
+	{'#', "#", ",", false, "", true},
+	{'.', ".", ".", false, "", false},
+	{'/', "/", "/", false, "", false},
+	{';', ";", ";", true, "", false},
+	{'?', "?", "&", true, "=", false},
+	{'&', "&", "&", true, "=", false},
+}
 
 type tmplVarSpec struct {
 	name    string
@@ -136,28 +138,17 @@ func tmplParseExpr(s string, start, end int) (*tmplExpr, error) {
 	if start == end {
 		return nil, tmplError(s, start-1, "empty expression")
 	}
-	e := &tmplExpr{op: &tmplOpSimple}
-	switch c := s[start]; c {
-	case '+':
-		e.op = &tmplOpReserved
-	case '#':
-		e.op = &tmplOpFragment
-	case '.':
-		e.op = &tmplOpLabel
-	case '/':
-		e.op = &tmplOpPath
-	case ';':
-		e.op = &tmplOpParam
-	case '?':
-		e.op = &tmplOpQuery
-	case '&':
-		e.op = &tmplOpQueryCnt
-	case '=', ',', '!', '@', '|':
+	c := s[start]
+	e := &tmplExpr{op: &tmplOps[0]}
+	for i := 1; i < len(tmplOps); i++ {
+		if tmplOps[i].op == c {
+			e.op = &tmplOps[i]
+			start++
+		}
+	}
+	if strings.IndexByte("=,!@|", c) >= 0 {
 		// Reserved for future extensions by RFC 6570 §2.2.
 		return nil, tmplError(s, start, fmt.Sprintf("reserved operator %q", c))
-	}
-	if e.op.op != 0 {
-		start++
 	}
 	for off := start; ; {
 		n := strings.IndexByte(s[off:end], ',')
@@ -386,7 +377,8 @@ type tmplValue struct {
 }
 
 func tmplValueOf(v any) (tmplValue, error) {
-	// Fast paths for the common types; everything else goes through reflect.
+	// A []byte is text, not a list of numbers; everything else goes through
+	// reflect.
 	switch x := v.(type) {
 	case nil:
 		return tmplValue{}, nil
@@ -394,25 +386,6 @@ func tmplValueOf(v any) (tmplValue, error) {
 		return tmplValue{kind: tmplScalar, str: x}, nil
 	case []byte:
 		return tmplValue{kind: tmplScalar, str: string(x)}, nil
-	case []string:
-		if len(x) == 0 {
-			return tmplValue{}, nil
-		}
-		return tmplValue{kind: tmplList, items: x}, nil
-	case map[string]string:
-		if len(x) == 0 {
-			return tmplValue{}, nil
-		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		items := make([]string, len(keys))
-		for i, k := range keys {
-			items[i] = x[k]
-		}
-		return tmplValue{kind: tmplAssoc, keys: keys, items: items}, nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
@@ -577,23 +550,14 @@ func tmplUnescape(s string) string {
 	b = append(b, s[:i]...)
 	for ; i < len(s); i++ {
 		if tmplIsPctEncoded(s, i) {
-			b = append(b, tmplUnhex(s[i+1])<<4|tmplUnhex(s[i+2]))
+			c, _ := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			b = append(b, byte(c))
 			i += 2
 			continue
 		}
 		b = append(b, s[i])
 	}
 	return string(b)
-}
-
-func tmplUnhex(c byte) byte {
-	switch {
-	case c >= 'a':
-		return c - 'a' + 10
-	case c >= 'A':
-		return c - 'A' + 10
-	}
-	return c - '0'
 }
 
 // Regexp fragments for one captured item, by operator. Positional items
