@@ -139,6 +139,11 @@ func describeJSON(data []byte) string {
 	return "a " + jsonKind(data)
 }
 
+// The wire codec: validJSON checks what must be valid JSON; the walker
+// (eachMember, eachElement) reads JSON already checked, or only looked into,
+// and never panics; strings are escaped and decoded here, and the buffers
+// messages are encoded into are pooled here.
+
 func trimJSONSpace(b []byte) []byte {
 	for len(b) > 0 && isJSONSpace(b[0]) {
 		b = b[1:]
@@ -355,139 +360,161 @@ func scanValidNumber(data []byte, i int) (int, bool) {
 	return i, true
 }
 
-// eachMember calls fn with the raw key (quoted) and value of every member of
-// a JSON object that is already known to be valid. It reports false if raw
-// is not an object.
-func eachMember(raw []byte, fn func(key, value []byte)) bool {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+// eachMember calls f with the key (unescaped) and raw value of each member of
+// the JSON object obj, in order, until f returns false. It reports whether it
+// walked the whole object; it does not validate the values, and never panics
+// on malformed input.
+func eachMember(obj []byte, f func(key, val []byte) bool) bool {
+	return walkJSON(obj, '{', f)
+}
+
+// eachElement is eachMember for the elements of the JSON array arr.
+func eachElement(arr []byte, f func(val []byte) bool) bool {
+	return walkJSON(arr, '[', func(_, val []byte) bool { return f(val) })
+}
+
+// walkJSON walks the object or array (open is '{' or '[') that data holds.
+func walkJSON(data []byte, open byte, f func(key, val []byte) bool) bool {
+	n, close := len(data), open+2 // '}' and ']' follow their openers by two
+	i := skipSpace(data, 0)
+	if i >= n || data[i] != open {
 		return false
 	}
-	for i++; ; {
-		i = skipSpace(raw, i)
-		if i >= len(raw) || raw[i] == '}' {
-			return true
+	if i = skipSpace(data, i+1); i < n && data[i] == close {
+		return skipSpace(data, i+1) == n
+	}
+	for {
+		var key []byte
+		if open == '{' {
+			if i >= n || data[i] != '"' {
+				return false
+			}
+			end, ok := stringEnd(data, i)
+			if !ok {
+				return false
+			}
+			if key = data[i+1 : end-1]; bytes.IndexByte(key, '\\') >= 0 {
+				k, ok := jsonString(data[i:end])
+				if !ok {
+					return false
+				}
+				key = []byte(k)
+			}
+			if i = skipSpace(data, end); i >= n || data[i] != ':' {
+				return false
+			}
+			i = skipSpace(data, i+1)
 		}
-		keyEnd := skipValue(raw, i)
-		valStart := skipSpace(raw, skipSpace(raw, keyEnd)+1)
-		valEnd := skipValue(raw, valStart)
-		fn(raw[i:keyEnd], raw[valStart:valEnd])
-		if i = skipSpace(raw, valEnd); i < len(raw) && raw[i] == ',' {
-			i++
+		if i >= n {
+			return false
+		}
+		end, ok := valueEnd(data, i)
+		if !ok || !f(key, data[i:end]) {
+			return false
+		}
+		if i = skipSpace(data, end); i >= n {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case close:
+			return skipSpace(data, i+1) == n
+		default:
+			return false
 		}
 	}
 }
 
-// eachElement calls fn with every element of a JSON array that is already
-// known to be valid. It reports false if raw is not an array.
-func eachElement(raw []byte, fn func(value []byte)) bool {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '[' {
-		return false
-	}
-	for i++; ; {
-		i = skipSpace(raw, i)
-		if i >= len(raw) || raw[i] == ']' {
-			return true
-		}
-		end := skipValue(raw, i)
-		fn(raw[i:end])
-		if i = skipSpace(raw, end); i < len(raw) && raw[i] == ',' {
-			i++
-		}
-	}
-}
-
-// skipValue returns the end of the JSON value starting at i. data must be
-// valid JSON.
-func skipValue(data []byte, i int) int {
+// valueEnd returns the end of the JSON value that starts at data[i],
+// matching brackets without validating what is between them.
+func valueEnd(data []byte, i int) (int, bool) {
 	switch data[i] {
 	case '"':
-		return skipString(data, i)
+		return stringEnd(data, i)
 	case '{', '[':
 		depth := 0
 		for i < len(data) {
 			switch data[i] {
 			case '"':
-				i = skipString(data, i)
+				end, ok := stringEnd(data, i)
+				if !ok {
+					return 0, false
+				}
+				i = end
 				continue
 			case '{', '[':
 				depth++
 			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
+				if depth--; depth == 0 {
+					return i + 1, true
 				}
 			}
 			i++
 		}
-		return i
+		return 0, false
 	}
+	start := i
 	for i < len(data) {
 		switch data[i] {
 		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
+			return i, i > start
 		}
 		i++
 	}
-	return i
+	return i, i > start
 }
 
-// skipString returns the end of the JSON string starting at i. It jumps
-// from quote to quote: a quote ends the string unless an odd run of
+// stringEnd returns the end of the JSON string that starts at data[i]. It
+// jumps from quote to quote: a quote ends the string unless an odd run of
 // backslashes precedes it.
-func skipString(data []byte, i int) int {
-	i++
-	for {
-		j := bytes.IndexByte(data[i:], '"')
-		if j < 0 {
-			return len(data)
+func stringEnd(data []byte, i int) (int, bool) {
+	for i++; i < len(data); i++ {
+		q := bytes.IndexByte(data[i:], '"')
+		if q < 0 {
+			return 0, false
 		}
-		q := i + j
-		run := 0
-		for k := q - 1; k >= i && data[k] == '\\'; k-- {
-			run++
+		i += q
+		escapes := 0
+		for j := i - 1; j >= 0 && data[j] == '\\'; j-- {
+			escapes++
 		}
-		if run%2 == 0 {
-			return q + 1
+		if escapes%2 == 0 {
+			return i + 1, true
 		}
-		i = q + 1
 	}
+	return 0, false
 }
 
-// fastString decodes a JSON string that is already known to be valid,
-// without encoding/json when it holds no escape.
-func fastString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
+// jsonString returns the value of raw when it is one JSON string, without
+// encoding/json when it holds no escape.
+func jsonString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), true
+	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && bytes.IndexByte(inner, '"') < 0 && !hasControlByte(inner) && utf8.Valid(inner) {
+		return string(inner), true
 	}
 	var s string
-	return s, json.Unmarshal(raw, &s) == nil
-}
-
-// decodeString decodes a JSON string value; it reports false for any
-// other value.
-func decodeString(val []byte) (string, bool) {
-	var v string
-	if json.Unmarshal(val, &v) != nil {
+	if json.Unmarshal(raw, &s) != nil {
 		return "", false
 	}
-	return v, true
+	return s, true
 }
 
-// hasControlByte reports whether b holds a byte below 0x20, eight bytes at
-// a time.
+// hasControlByte reports whether b holds a byte below 0x20, four words at a
+// time. (The test of a word is exact as a whole: a borrow can only carry out
+// of a byte below 0x20.)
 func hasControlByte(b []byte) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for len(b) >= 8 {
+	below := func(b []byte) uint64 {
 		x := binary.LittleEndian.Uint64(b)
-		if (x-0x20*ones)&^x&highs != 0 {
+		return (x - 0x20*ones) &^ x
+	}
+	for ; len(b) >= 32; b = b[32:] {
+		if (below(b)|below(b[8:])|below(b[16:])|below(b[24:]))&highs != 0 {
 			return true
 		}
-		b = b[8:]
 	}
 	for _, c := range b {
 		if c < 0x20 {
@@ -599,33 +626,20 @@ func decodeAny(raw []byte) (any, bool) {
 	switch raw[0] {
 	case '{':
 		m := make(map[string]any)
-		ok := eachMember(raw, func(k, v []byte) {
-			key, kok := fastString(k)
-			val, vok := decodeAny(v)
-			if !kok || !vok {
-				m = nil
-				return
-			}
-			if m != nil {
-				m[key] = val
-			}
+		return m, eachMember(raw, func(k, v []byte) bool {
+			val, ok := decodeAny(v)
+			m[string(k)] = val
+			return ok
 		})
-		return m, ok && m != nil
 	case '[':
 		a := []any{}
-		ok := eachElement(raw, func(v []byte) {
-			val, vok := decodeAny(v)
-			if !vok {
-				a = nil
-				return
-			}
-			if a != nil {
-				a = append(a, val)
-			}
+		return a, eachElement(raw, func(v []byte) bool {
+			val, ok := decodeAny(v)
+			a = append(a, val)
+			return ok
 		})
-		return a, ok && a != nil
 	case '"':
-		return fastString(raw)
+		return jsonString(raw)
 	case 't':
 		return true, string(raw) == "true"
 	case 'f':

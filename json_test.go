@@ -238,8 +238,8 @@ func TestValidJSONDepthMatchesEncodingJSON(t *testing.T) {
 // string, is judged as encoding/json judges it (the word-at-a-time path).
 func TestValidJSONControlBytes(t *testing.T) {
 	for c := 0; c < 0x80; c++ {
-		for pos := 0; pos < 19; pos++ {
-			b := []byte(`"` + strings.Repeat("a", 19) + `"`)
+		for pos := 0; pos < 40; pos++ {
+			b := []byte(`"` + strings.Repeat("a", 40) + `"`)
 			b[1+pos] = byte(c)
 			if got, want := validJSON(b), json.Valid(b); got != want {
 				t.Fatalf("byte %#x at %d: validJSON %v, json.Valid %v", c, pos, got, want)

@@ -211,11 +211,10 @@ func parseID(raw []byte) (ID, bool) {
 		return ID{}, false
 	}
 	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return ID{}, false
+		if s, ok := jsonString(raw); ok {
+			return StringID(s), true
 		}
-		return StringID(s), true
+		return ID{}, false
 	}
 	i := 0
 	if raw[0] == '-' {
@@ -337,89 +336,67 @@ var errEnvelopeShape = errors.New("not a JSON-RPC message object")
 // reflect and copy each member separately. A syntax error is returned as
 // is; errEnvelopeShape means valid JSON of the wrong shape.
 func decodeEnvelope(data []byte, m *wireMessage) error {
-	if !validJSON(data) {
-		return invalidJSONError(data)
-	}
-	return decodeValidEnvelope(bytes.Clone(data), m)
+	return decodeOwnedEnvelope(bytes.Clone(data), m)
 }
 
 // decodeOwnedEnvelope is decodeEnvelope for bytes nobody else will change
 // or reuse: m's members are slices of data itself.
 func decodeOwnedEnvelope(data []byte, m *wireMessage) error {
 	if !validJSON(data) {
-		return invalidJSONError(data)
+		return errors.New(jsonSyntaxError(data))
 	}
-	return decodeValidEnvelope(data, m)
-}
-
-// invalidJSONError says what is wrong with data, which is not valid JSON,
-// and where.
-func invalidJSONError(data []byte) error {
-	return errors.New(jsonSyntaxError(data))
-}
-
-// decodeValidEnvelope is the scan of decodeEnvelope over valid JSON.
-func decodeValidEnvelope(data []byte, m *wireMessage) error {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
+	if !scanEnvelope(data, m, true) {
 		return errEnvelopeShape
 	}
-	i++
-	for {
-		i = skipSpace(data, i)
-		if data[i] == '}' {
-			return nil
-		}
-		keyEnd := skipValue(data, i)
-		key := data[i:keyEnd]
-		i = skipSpace(data, keyEnd) + 1 // past ':'
-		i = skipSpace(data, i)
-		valEnd := skipValue(data, i)
-		val := data[i:valEnd]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var k string
-			json.Unmarshal(key, &k)
-			key = []byte(strconv.Quote(k))
-		}
+	return nil
+}
+
+// scanEnvelope reads the envelope members of data into m, the last of a
+// repeated member winning. With decode, data is valid JSON and the members
+// must have their types, the error member decoded; without, data is what
+// the client transport is about to send, not validated, and Error only says
+// one is present. It reports false when data is not a message object it
+// can read; it never panics.
+func scanEnvelope(data []byte, m *wireMessage, decode bool) bool {
+	return eachMember(data, func(key, val []byte) bool {
 		switch string(key) {
-		case `"jsonrpc"`:
-			if string(val) == `"2.0"` {
-				m.JSONRPC = "2.0"
-				break
+		case "jsonrpc":
+			m.JSONRPC = "2.0"
+			if string(val) != `"2.0"` {
+				var ok bool
+				m.JSONRPC, ok = jsonString(val)
+				// Decoding refuses a jsonrpc of another type; null reads as "".
+				return ok || !decode || string(val) == "null"
 			}
-			v, ok := decodeString(val)
-			if !ok {
-				return errEnvelopeShape
-			}
-			m.JSONRPC = v
-		case `"id"`:
+		case "id":
 			m.ID = val
-		case `"method"`:
-			if val[0] != '"' {
-				return errEnvelopeShape
+		case "method":
+			if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
+				return false
 			}
 			m.Method = methodName(val)
-		case `"params"`:
+		case "params":
+			m.Params = nil
 			if string(val) != "null" {
 				m.Params = val
 			}
-		case `"result"`:
+		case "result":
 			m.Result = val
-		case `"error"`:
+		case "error":
+			m.Error = nil
 			if string(val) == "null" {
 				break
 			}
-			e, ok := decodeError(val)
-			if !ok {
-				return errEnvelopeShape
+			if !decode {
+				m.Error = &Error{}
+				break
 			}
-			m.Error = e
+			var ok bool
+			m.Error, ok = decodeError(val)
+			return ok
 		}
-		i = skipSpace(data, valEnd)
-		if data[i] == ',' {
-			i++
-		}
-	}
+		return true
+	})
 }
 
 // decodeError decodes a response's error member.
@@ -434,27 +411,22 @@ func decodeError(val []byte) (*Error, bool) {
 // methodName returns a JSON string's value, without allocating for the
 // methods every connection uses.
 func methodName(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		switch s := raw[1 : len(raw)-1]; string(s) {
-		case "tools/call":
-			return "tools/call"
-		case "notifications/progress":
-			return "notifications/progress"
-		case "notifications/cancelled":
-			return "notifications/cancelled"
-		case "tools/list":
-			return "tools/list"
-		case "ping":
-			return "ping"
-		case "resources/read":
-			return "resources/read"
-		case "prompts/get":
-			return "prompts/get"
-		default:
-			return string(s)
-		}
+	switch string(raw) {
+	case `"tools/call"`:
+		return "tools/call"
+	case `"notifications/progress"`:
+		return "notifications/progress"
+	case `"notifications/cancelled"`:
+		return "notifications/cancelled"
+	case `"tools/list"`:
+		return "tools/list"
+	case `"ping"`:
+		return "ping"
+	case `"resources/read"`:
+		return "resources/read"
+	case `"prompts/get"`:
+		return "prompts/get"
 	}
-	var s string
-	json.Unmarshal(raw, &s)
+	s, _ := jsonString(raw)
 	return s
 }
