@@ -680,14 +680,11 @@ const maxPooledMessage = 16 << 10
 // largePools recycle message buffers above maxPooledMessage, one pool per
 // power-of-two capacity from 32 KiB (largePools[0]) to maxLargeMessage,
 // so that a large message's buffer is not taken for a small one. Reusing
-// them matters more than their size suggests: a fresh buffer of a
-// megabyte is zeroed, grows the heap, and its pages, which the runtime
-// gives back to the system between collections, fault in again when
-// touched. 1 MiB echo over HTTP in-package, before these pools: about 490
-// page faults and 8.7 MB allocated a call, 19.3 ms a call (16.4 ms with
-// the runtime keeping its pages, GODEBUG=madvdontneed=0); with them, about
-// 155 faults and 5.0 MB. Like any sync.Pool they hold nothing across two
-// collections in which nobody asked for a buffer.
+// them matters more than their size suggests: a fresh large buffer is
+// zeroed, grows the heap, and its pages, which the runtime gives back to
+// the system between collections, fault in again when touched. Like any
+// sync.Pool they hold nothing across two collections in which nobody asked
+// for a buffer.
 var largePools [largeClasses]sync.Pool
 
 const (
@@ -700,29 +697,23 @@ const (
 // from a pool when one has it. A buffer goes back with recycleMessage once
 // nothing refers to it.
 func messageBuffer(n int) []byte {
-	if n <= maxPooledMessage {
-		if h, ok := messagePool.Get().(*[]byte); ok {
-			b := *h
-			*h = nil
-			holderPool.Put(h)
-			if cap(b) >= n {
-				return b[:0]
-			}
-		}
-		n = max(n, 512)
+	pool, size := &messagePool, max(n, 512)
+	switch {
+	case n > maxLargeMessage:
 		return make([]byte, 0, n)
+	case n > maxPooledMessage:
+		class := bits.Len(uint(n-1)) - minLargeShift // 1<<(class+minLargeShift) >= n
+		pool, size = &largePools[class], 1<<(class+minLargeShift)
 	}
-	if n > maxLargeMessage {
-		return make([]byte, 0, n)
-	}
-	class := bits.Len(uint(n-1)) - minLargeShift // 1<<(class+minLargeShift) >= n
-	if h, ok := largePools[class].Get().(*[]byte); ok {
+	if h, ok := pool.Get().(*[]byte); ok {
 		b := *h
 		*h = nil
 		holderPool.Put(h)
-		return b[:0]
+		if cap(b) >= n {
+			return b[:0]
+		}
 	}
-	return make([]byte, 0, 1<<(class+minLargeShift))
+	return make([]byte, 0, size)
 }
 
 // recycleMessage gives b back to its pool; b must not be used after.
