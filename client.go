@@ -1030,40 +1030,36 @@ func (c *Client) acceptNotification(method string, params json.RawMessage) bool 
 }
 
 // decodeCallToolResult decodes a result the engine has already validated,
-// walking it with the envelope scanner: a large text block is copied once
+// walking it with eachMember: a large text block is copied once
 // rather than validated and unquoted again by encoding/json. Anything
 // unusual in a content block falls back to encoding/json.
 func decodeCallToolResult(raw json.RawMessage, r *CallToolResult) error {
 	var err error
-	ok := eachMember(raw, func(key, value []byte) {
-		if err != nil {
-			return
-		}
+	ok := eachMember(raw, func(key, value []byte) bool {
 		switch string(key) {
-		case `"content"`:
+		case "content":
 			if string(value) == "null" {
-				return
+				break
 			}
 			r.Content = make([]Content, 0, 1)
-			if !eachElement(value, func(block []byte) {
+			if !eachElement(value, func(block []byte) bool {
 				r.Content = append(r.Content, Content{})
 				c := &r.Content[len(r.Content)-1]
 				if !decodeSimpleContent(block, c) {
 					*c = Content{}
-					if e := json.Unmarshal(block, c); e != nil && err == nil {
-						err = e
-					}
+					err = json.Unmarshal(block, c)
 				}
-			}) {
+				return err == nil
+			}) && err == nil {
 				err = errors.New("content is not an array")
 			}
-		case `"structuredContent"`:
+		case "structuredContent":
 			if string(value) != "null" {
 				r.StructuredContent = value
 			}
-		case `"isError"`:
+		case "isError":
 			err = json.Unmarshal(value, &r.IsError)
-		case `"_meta"`:
+		case "_meta":
 			// Left out when it holds only the server's serverInfo, which
 			// Client.ServerInfo reports (as a server leaves out of a
 			// handler's Meta the members the engine reads).
@@ -1071,8 +1067,9 @@ func decodeCallToolResult(raw json.RawMessage, r *CallToolResult) error {
 				err = decodeMeta(value, &r.Meta)
 			}
 		}
+		return err == nil
 	})
-	if !ok {
+	if !ok && err == nil {
 		return errors.New("the result is not an object")
 	}
 	return err
@@ -1082,25 +1079,23 @@ func decodeCallToolResult(raw json.RawMessage, r *CallToolResult) error {
 // it knows; it reports false for anything else.
 func decodeSimpleContent(block []byte, c *Content) bool {
 	simple := true
-	eachMember(block, func(key, value []byte) {
-		if !simple {
-			return
-		}
+	eachMember(block, func(key, value []byte) bool {
 		var dst *string
 		switch string(key) {
-		case `"type"`:
+		case "type":
 			dst = &c.Type
-		case `"text"`:
+		case "text":
 			dst = &c.Text
-		case `"data"`:
+		case "data":
 			dst = &c.Data
-		case `"mimeType"`:
+		case "mimeType":
 			dst = &c.MIMEType
 		default:
 			simple = false
-			return
+			return false
 		}
-		*dst, simple = fastString(value)
+		*dst, simple = jsonString(value)
+		return simple
 	})
 	return simple
 }

@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
-	"unicode/utf8"
 )
 
 // Fuzz targets run as regression tests on their seeds and corpus in
@@ -260,75 +258,5 @@ func FuzzIOTransport(f *testing.F) {
 			}
 		}
 		t.Fatal("the transport never reached the end of its input")
-	})
-}
-
-// FuzzValidJSON: our validator agrees with encoding/json's on every input.
-func FuzzValidJSON(f *testing.F) {
-	for _, s := range []string{`{}`, `[]`, `{"a":[1,2.5e-3,-0,true,false,null,"x\u00e9\n"]}`, `{"a":}`, `[1,]`, `01`, `"\x01"`, `1.`, `-`, `{"a" 1}`, `[[[[]]]]`, ` "s" `, `tru`, `{"\u12G4":1}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if !utf8.Valid(data) {
-			return // UTF-8 is checked separately
-		}
-		if got, want := validJSON(data), json.Valid(data); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", data, got, want)
-		}
-	})
-}
-
-// FuzzDecodeAny: the reflection-free decoder of free-form values (result
-// _meta) gives what json.Unmarshal into an any gives, or defers to it.
-func FuzzDecodeAny(f *testing.F) {
-	for _, s := range []string{`{}`, `[]`, `{"a":[1,2.5e-3,-0,true,false,null,"x\u00e9\n"]}`, `{"a":{"b":{"c":[]}},"a":2}`, `1e400`, `"\ud800"`, ` {"k" : [ {} , [ ] ] } `, `{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if !utf8.Valid(data) || !json.Valid(data) {
-			return // the reader only passes valid JSON on
-		}
-		got, ok := decodeAny(data)
-		var want any
-		werr := json.Unmarshal(data, &want)
-		if !ok {
-			return // deferred to json.Unmarshal
-		}
-		if werr != nil {
-			t.Fatalf("decodeAny(%q) = %#v, json.Unmarshal fails: %v", data, got, werr)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("decodeAny(%q) = %#v, json.Unmarshal = %#v", data, got, want)
-		}
-	})
-}
-
-// FuzzAppendJSONString: our string encoder writes valid JSON that decodes
-// to the string encoding/json would encode (invalid UTF-8 as U+FFFD).
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "hello", "a\"b\\c", "\x00\x1f\n\r\t", "é漢字🙂", "\xff\xfe", "line\u2028sep\u2029", strings.Repeat("abcdefgh", 5) + "\"" + strings.Repeat("x", 9), "<&>"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendJSONString([]byte("x"), s)
-		if got[0] != 'x' || !json.Valid(got[1:]) {
-			t.Fatalf("appendJSONString(%q) = %s: not valid JSON", s, got[1:])
-		}
-		var back, want string
-		if err := json.Unmarshal(got[1:], &back); err != nil {
-			t.Fatal(err)
-		}
-		enc, _ := json.Marshal(s)
-		json.Unmarshal(enc, &want)
-		if back != want {
-			t.Fatalf("appendJSONString(%q) decodes to %q, encoding/json's to %q", s, back, want)
-		}
-		var plain bytes.Buffer
-		e := json.NewEncoder(&plain)
-		e.SetEscapeHTML(false)
-		e.Encode(s)
-		if got := appendJSONString(nil, s); string(got)+"\n" != plain.String() {
-			t.Fatalf("appendJSONString(%q) = %s, encoding/json without HTML escaping = %s", s, got, plain.Bytes())
-		}
 	})
 }

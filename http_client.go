@@ -593,7 +593,7 @@ func (t *HTTPTransport) inspect(data []byte, st *clientStream) []byte {
 	}
 	// A scan, not a decode: the engine decodes the message next.
 	var probe wireMessage
-	if !scanEnvelope(data, &probe) || probe.Method != "" {
+	if !scanEnvelope(data, &probe, false) || probe.Method != "" {
 		return data
 	}
 	if id, ok := parseID(probe.ID); !ok || id != st.want {

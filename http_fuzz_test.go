@@ -199,14 +199,15 @@ func FuzzHTTPClassify(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"\ud800"}}`,
 		`{`,
 		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a"},"params":{"name":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a"},"params":null}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		scanned := new(httpMessage)
 		sniffMessage(data, scanned) // never panics, whatever data is
-		walkObject(data, func(key, val []byte) bool {
-			walkObject(val, func(key, val []byte) bool { return true })
+		eachMember(data, func(key, val []byte) bool {
+			eachMember(val, func(key, val []byte) bool { return true })
 			return true
 		})
 		decoded, isJSON := decodeHTTPMessage(data)

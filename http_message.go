@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
-	"unicode/utf8"
 )
 
 // httpMessage is what the HTTP layer reads from a message before the engine
@@ -109,7 +108,7 @@ func (m *httpMessage) classify() {
 	// Members match as encoding/json matches struct fields: ignoring case,
 	// the last one winning, so that the server's own decoding of the params
 	// sees what the headers were checked against.
-	walkObject(w.Params, func(key, val []byte) bool {
+	eachMember(w.Params, func(key, val []byte) bool {
 		switch {
 		case bytes.EqualFold(key, []byte("name")):
 			m.name = val
@@ -118,7 +117,7 @@ func (m *httpMessage) classify() {
 		case bytes.EqualFold(key, []byte("arguments")):
 			m.args = val
 		case bytes.EqualFold(key, []byte("_meta")):
-			walkObject(val, func(key, val []byte) bool {
+			eachMember(val, func(key, val []byte) bool {
 				switch {
 				case bytes.EqualFold(key, []byte(metaProtocolVersion)):
 					m.hasVersion = true
@@ -140,7 +139,7 @@ func (m *httpMessage) classify() {
 // to send (or the SSE transport was refused), without validating or
 // copying it.
 func sniffMessage(data []byte, m *httpMessage) {
-	if !scanEnvelope(data, &m.wire) {
+	if !scanEnvelope(data, &m.wire, false) {
 		m.kind, m.invalid = kindInvalid, "not a JSON-RPC message object"
 		m.id = idOf(data)
 		return
@@ -158,176 +157,4 @@ type sentMessage struct {
 
 func (m *httpMessage) sent() sentMessage {
 	return sentMessage{kind: m.kind, id: m.id, method: m.method, modern: m.hasVersion}
-}
-
-// scanEnvelope reads the envelope members of data into w without decoding
-// its values (Error is a placeholder that only says one is present). It
-// reports false when data is not a JSON object it can walk; it never
-// panics on malformed input.
-func scanEnvelope(data []byte, w *wireMessage) bool {
-	return walkObject(data, func(key, val []byte) bool {
-		switch string(key) {
-		case "jsonrpc":
-			w.JSONRPC = "2.0"
-			if string(val) != `"2.0"` {
-				w.JSONRPC, _ = jsonString(val)
-			}
-		case "id":
-			w.ID = val
-		case "method":
-			if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
-				return false
-			}
-			w.Method = methodName(val)
-		case "params":
-			w.Params = nil
-			if string(val) != "null" {
-				w.Params = val
-			}
-		case "result":
-			w.Result = val
-		case "error":
-			w.Error = nil
-			if string(val) != "null" {
-				w.Error = &Error{}
-			}
-		}
-		return true
-	})
-}
-
-// eachMember calls f with the key (unescaped) and raw value of each member
-// of the JSON object obj, in order, until f returns false. It reports
-// whether it walked the whole object; it does not validate the values, and
-// never panics on malformed input.
-func walkObject(obj []byte, f func(key, val []byte) bool) bool {
-	n := len(obj)
-	i := skipSpace(obj, 0)
-	if i >= n || obj[i] != '{' {
-		return false
-	}
-	if i = skipSpace(obj, i+1); i < n && obj[i] == '}' {
-		return skipSpace(obj, i+1) == n
-	}
-	for {
-		if i >= n || obj[i] != '"' {
-			return false
-		}
-		end, ok := stringEnd(obj, i)
-		if !ok {
-			return false
-		}
-		key := obj[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var k string
-			if json.Unmarshal(obj[i:end], &k) != nil {
-				return false
-			}
-			key = []byte(k)
-		}
-		if i = skipSpace(obj, end); i >= n || obj[i] != ':' {
-			return false
-		}
-		if i = skipSpace(obj, i+1); i >= n {
-			return false
-		}
-		end, ok = valueEnd(obj, i)
-		if !ok || !f(key, obj[i:end]) {
-			return false
-		}
-		if i = skipSpace(obj, end); i >= n {
-			return false
-		}
-		switch obj[i] {
-		case ',':
-			i = skipSpace(obj, i+1)
-		case '}':
-			return skipSpace(obj, i+1) == n
-		default:
-			return false
-		}
-	}
-}
-
-// stringEnd returns the end of the JSON string that starts at data[i]: the
-// first quote after it that an even run of backslashes precedes.
-func stringEnd(data []byte, i int) (int, bool) {
-	for i++; i < len(data); i++ {
-		q := bytes.IndexByte(data[i:], '"')
-		if q < 0 {
-			return 0, false
-		}
-		i += q
-		escapes := 0
-		for j := i - 1; j >= 0 && data[j] == '\\'; j-- {
-			escapes++
-		}
-		if escapes%2 == 0 {
-			return i + 1, true
-		}
-	}
-	return 0, false
-}
-
-// valueEnd returns the end of the JSON value that starts at data[i],
-// matching brackets without validating what is between them.
-func valueEnd(data []byte, i int) (int, bool) {
-	switch data[i] {
-	case '"':
-		return stringEnd(data, i)
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				end, ok := stringEnd(data, i)
-				if !ok {
-					return 0, false
-				}
-				i = end
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1, true
-				}
-			}
-			i++
-		}
-		return 0, false
-	}
-	start := i
-	for i < len(data) {
-		switch data[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i, i > start
-		}
-		i++
-	}
-	return i, i > start
-}
-
-// jsonString returns the value of raw when it is a JSON string.
-func jsonString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && bytes.IndexByte(inner, '"') < 0 && utf8.Valid(inner) && !hasControl(inner) {
-		return string(inner), true
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-func hasControl(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 {
-			return true
-		}
-	}
-	return false
 }

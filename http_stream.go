@@ -712,7 +712,7 @@ var jsonContentType = []string{"application/json"}
 // scanned for an error it cannot hold.
 func errorCodeOf(data []byte) (int, bool) {
 	var errVal []byte
-	walkObject(data, func(key, val []byte) bool {
+	eachMember(data, func(key, val []byte) bool {
 		if string(key) == "error" {
 			errVal = val
 		}

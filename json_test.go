@@ -1,13 +1,16 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 )
 
 const testForm = `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`
@@ -220,4 +223,163 @@ func TestParseErrorSaysWhereTheJSONBroke(t *testing.T) {
 	p.initialize(Version20251125)
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	p.expect(`{"jsonrpc":"2.0","id":2,"result":{}}`)
+}
+
+func TestValidJSONDepthMatchesEncodingJSON(t *testing.T) {
+	for _, depth := range []int{maxJSONDepth - 1, maxJSONDepth, maxJSONDepth + 1} {
+		doc := []byte(strings.Repeat("[", depth) + strings.Repeat("]", depth))
+		if got, want := validJSON(doc), json.Valid(doc); got != want {
+			t.Errorf("depth %d: validJSON %v, json.Valid %v", depth, got, want)
+		}
+	}
+}
+
+// TestValidJSONControlBytes: every ASCII byte, at every position of a long
+// string, is judged as encoding/json judges it (the word-at-a-time path).
+func TestValidJSONControlBytes(t *testing.T) {
+	for c := 0; c < 0x80; c++ {
+		for pos := 0; pos < 40; pos++ {
+			b := []byte(`"` + strings.Repeat("a", 40) + `"`)
+			b[1+pos] = byte(c)
+			if got, want := validJSON(b), json.Valid(b); got != want {
+				t.Fatalf("byte %#x at %d: validJSON %v, json.Valid %v", c, pos, got, want)
+			}
+		}
+	}
+}
+
+// FuzzValidJSON: our validator agrees with encoding/json's on every input.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,2.5e-3,-0,true,false,null,"x\u00e9\n"]}`, `{"a":}`, `[1,]`, `01`, `"\x01"`, `1.`, `-`, `{"a" 1}`, `[[[[]]]]`, ` "s" `, `tru`, `{"\u12G4":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !utf8.Valid(data) {
+			return // UTF-8 is checked separately
+		}
+		if got, want := validJSON(data), json.Valid(data); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", data, got, want)
+		}
+	})
+}
+
+// FuzzDecodeAny: the reflection-free decoder of free-form values (result
+// _meta) gives what json.Unmarshal into an any gives, or defers to it.
+func FuzzDecodeAny(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,2.5e-3,-0,true,false,null,"x\u00e9\n"]}`, `{"a":{"b":{"c":[]}},"a":2}`, `1e400`, `"\ud800"`, ` {"k" : [ {} , [ ] ] } `, `{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !utf8.Valid(data) || !json.Valid(data) {
+			return // the reader only passes valid JSON on
+		}
+		got, ok := decodeAny(data)
+		var want any
+		werr := json.Unmarshal(data, &want)
+		if !ok {
+			return // deferred to json.Unmarshal
+		}
+		if werr != nil {
+			t.Fatalf("decodeAny(%q) = %#v, json.Unmarshal fails: %v", data, got, werr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeAny(%q) = %#v, json.Unmarshal = %#v", data, got, want)
+		}
+	})
+}
+
+// FuzzAppendJSONString: our string encoder writes valid JSON that decodes
+// to the string encoding/json would encode (invalid UTF-8 as U+FFFD).
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "hello", "a\"b\\c", "\x00\x1f\n\r\t", "é漢字🙂", "\xff\xfe", "line\u2028sep\u2029", strings.Repeat("abcdefgh", 5) + "\"" + strings.Repeat("x", 9), "<&>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendJSONString([]byte("x"), s)
+		if got[0] != 'x' || !json.Valid(got[1:]) {
+			t.Fatalf("appendJSONString(%q) = %s: not valid JSON", s, got[1:])
+		}
+		var back, want string
+		if err := json.Unmarshal(got[1:], &back); err != nil {
+			t.Fatal(err)
+		}
+		enc, _ := json.Marshal(s)
+		json.Unmarshal(enc, &want)
+		if back != want {
+			t.Fatalf("appendJSONString(%q) decodes to %q, encoding/json's to %q", s, back, want)
+		}
+		var plain bytes.Buffer
+		e := json.NewEncoder(&plain)
+		e.SetEscapeHTML(false)
+		e.Encode(s)
+		if got := appendJSONString(nil, s); string(got)+"\n" != plain.String() {
+			t.Fatalf("appendJSONString(%q) = %s, encoding/json without HTML escaping = %s", s, got, plain.Bytes())
+		}
+	})
+}
+
+// TestMessageBuffersComeBackWithoutAllocating: a message buffer given back
+// with recycleMessage is the next one messageBuffer hands out, and neither
+// step allocates (the pool's *[]byte holders are recycled too).
+func TestMessageBuffersComeBackWithoutAllocating(t *testing.T) {
+	recycleMessage(messageBuffer(600))
+	if n := testing.AllocsPerRun(100, func() {
+		b := messageBuffer(600)
+		b = append(b, `{"jsonrpc":"2.0"}`...)
+		recycleMessage(b)
+	}); n != 0 {
+		t.Fatalf("a message buffer's round trip through the pool allocates %v times", n)
+	}
+	// A large buffer comes back for a large message of its class, without
+	// allocating, and never for a small one.
+	big := messageBuffer(1 << 20)
+	if cap(big) != 1<<20 {
+		t.Fatalf("messageBuffer(1 MiB) has capacity %d", cap(big))
+	}
+	recycleMessage(big)
+	if b := messageBuffer(600); cap(b) > maxPooledMessage {
+		t.Fatalf("a buffer of %d bytes came back for 600", cap(b))
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		b := messageBuffer(1<<19 + 1)
+		b = append(b, `{"jsonrpc":"2.0"}`...)
+		recycleMessage(b)
+	}); n != 0 && !raceEnabled {
+		t.Fatalf("a large message buffer's round trip through the pool allocates %v times", n)
+	}
+	// A buffer grown past its class by append goes to the class below its
+	// capacity: every buffer of a class has room for the class's size.
+	odd := make([]byte, 0, 3<<19) // 1.5 MiB
+	recycleMessage(odd)
+	for range 4 {
+		if b := messageBuffer(1<<20 + 1); cap(b) < 1<<20+1 {
+			t.Fatalf("messageBuffer(1 MiB + 1) has capacity %d", cap(b))
+		}
+	}
+	// Beyond the largest class: made and dropped, never kept.
+	huge := messageBuffer(maxLargeMessage + 1)
+	if cap(huge) < maxLargeMessage+1 {
+		t.Fatalf("messageBuffer(%d) has capacity %d", maxLargeMessage+1, cap(huge))
+	}
+	recycleMessage(huge)
+	if b := messageBuffer(maxLargeMessage); cap(b) != maxLargeMessage {
+		t.Fatalf("messageBuffer(%d) has capacity %d", maxLargeMessage, cap(b))
+	}
+}
+
+// TestGrowMessageKeepsTheBytes: growMessage returns b when it has room,
+// and otherwise a larger buffer with b's bytes; b goes back to the pool.
+func TestGrowMessageKeepsTheBytes(t *testing.T) {
+	b := append(messageBuffer(600), "abc"...)
+	if g := growMessage(b, 10); &g[:1][0] != &b[:1][0] {
+		t.Error("growMessage moved a buffer that had room")
+	}
+	for _, n := range []int{1 << 10, 100 << 10, 3 << 20} {
+		b := append(messageBuffer(600), "abc"...)
+		g := growMessage(b, n)
+		if string(g) != "abc" || cap(g)-len(g) < n {
+			t.Errorf("growMessage(%d): %q with room for %d", n, g, cap(g)-len(g))
+		}
+		recycleMessage(g)
+	}
 }

@@ -68,8 +68,9 @@ func appendMetaSplice(b, obj []byte, entries []metaEntry) []byte {
 // top level; obj must be valid JSON.
 func hasMember(obj []byte, name string) bool {
 	found := false
-	eachMember(obj, func(key, _ []byte) {
-		found = found || memberIs(key, name)
+	eachMember(obj, func(key, _ []byte) bool {
+		found = string(key) == name
+		return !found
 	})
 	return found
 }
@@ -78,8 +79,9 @@ func hasMember(obj []byte, name string) bool {
 // member other than name; obj must be valid JSON.
 func hasOtherMember(obj []byte, name string) bool {
 	found := false
-	eachMember(obj, func(key, _ []byte) {
-		found = found || !memberIs(key, name)
+	eachMember(obj, func(key, _ []byte) bool {
+		found = string(key) != name
+		return !found
 	})
 	return found
 }

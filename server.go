@@ -298,59 +298,48 @@ type requestEnvelope struct {
 // Its raw values alias params.
 func decodeRequestEnvelope(params []byte, env *requestEnvelope) error {
 	var err error
-	eachMember(params, func(key, value []byte) {
-		if memberIs(key, "inputResponses") || memberIs(key, "requestState") {
+	eachMember(params, func(key, value []byte) bool {
+		if string(key) == "inputResponses" || string(key) == "requestState" {
 			env.hasInput = true
 		}
-		if err != nil || !memberIs(key, "_meta") || string(value) == "null" {
-			return
+		if err != nil || string(key) != "_meta" || string(value) == "null" {
+			return true
 		}
 		m := &env.Meta
-		if !eachMember(value, func(key, value []byte) {
+		if !eachMember(value, func(key, value []byte) bool {
 			switch {
 			case err != nil:
-			case memberIs(key, metaProtocolVersion):
+			case string(key) == metaProtocolVersion:
 				m.ProtocolVersion = nil
 				if string(value) != "null" {
 					v, ok := knownVersion(value)
 					if !ok {
-						v, ok = fastString(value)
+						v, ok = jsonString(value)
 					}
 					if !ok {
 						err = errors.New(`_meta["` + metaProtocolVersion + `"] must be a string`)
 					}
 					m.ProtocolVersion = &v
 				}
-			case memberIs(key, metaClientCapabilities):
+			case string(key) == metaClientCapabilities:
 				m.ClientCapabilities = value
-			case memberIs(key, metaLogLevel):
+			case string(key) == metaLogLevel:
 				if string(value) != "null" {
 					var ok bool
-					if m.LogLevel, ok = fastString(value); !ok {
+					if m.LogLevel, ok = jsonString(value); !ok {
 						err = errors.New(`_meta["` + metaLogLevel + `"] must be a string`)
 					}
 				}
-			case memberIs(key, "progressToken"):
+			case string(key) == "progressToken":
 				m.ProgressToken = value
 			}
+			return true
 		}) {
 			err = errors.New("_meta must be an object")
 		}
+		return true
 	})
 	return err
-}
-
-// memberIs reports whether a raw, quoted member key found by eachMember
-// names the member name.
-func memberIs(key []byte, name string) bool {
-	if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
-		return true
-	}
-	if bytes.IndexByte(key, '\\') < 0 {
-		return false
-	}
-	s, _ := fastString(key)
-	return s == name
 }
 
 // Methods removed from the 2026-07-28 revision.
@@ -463,7 +452,7 @@ func (s *Server) modernResult(result any, mayCache bool) (any, error) {
 		raw = prependMember(raw, s.cacheHintMembers())
 	}
 	raw = withMeta(raw, []metaEntry{{key: metaServerInfo, value: s.infoJSON()}})
-	if !bytes.Contains(raw, []byte(`"resultType"`)) || !jsonHasKey(raw, "resultType") {
+	if !bytes.Contains(raw, []byte(`"resultType"`)) || !hasMember(raw, "resultType") {
 		raw = prependMember(raw, `"resultType":"complete"`)
 	}
 	return raw, nil
@@ -480,16 +469,6 @@ func prependMember(obj json.RawMessage, member string) json.RawMessage {
 		b = append(b, ',')
 	}
 	return append(b, obj[1:]...)
-}
-
-// jsonHasKey reports whether a JSON object has a top-level member key.
-func jsonHasKey(obj json.RawMessage, key string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(obj, &m) != nil {
-		return false
-	}
-	_, ok := m[key]
-	return ok
 }
 
 func (s *Server) supportedVersions() []string {
@@ -630,21 +609,22 @@ func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall,
 	var meta json.RawMessage
 	var name []byte
 	badName := false
-	ok := eachMember(params, func(key, value []byte) {
+	ok := eachMember(params, func(key, value []byte) bool {
 		switch string(key) {
-		case `"name"`:
+		case "name":
 			if value[0] != '"' {
 				badName = true
-				return
+				break
 			}
 			name = value
-		case `"arguments"`:
+		case "arguments":
 			if string(value) != "null" {
 				p.Arguments = value
 			}
-		case `"_meta"`:
+		case "_meta":
 			meta = value
 		}
+		return true
 	})
 	if !ok || badName {
 		return nil, nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call needs params {\"name\": string, \"arguments\": object}"}
@@ -1002,13 +982,13 @@ func userMeta(raw json.RawMessage) Meta {
 // engine does not read.
 func hasUserMeta(raw json.RawMessage) bool {
 	found := false
-	eachMember(raw, func(key, _ []byte) {
+	eachMember(raw, func(key, _ []byte) bool {
 		switch string(key) {
-		case `"` + metaProtocolVersion + `"`, `"` + metaClientCapabilities + `"`, `"` + metaClientInfo + `"`,
-			`"` + metaLogLevel + `"`, `"progressToken"`:
+		case metaProtocolVersion, metaClientCapabilities, metaClientInfo, metaLogLevel, "progressToken":
 		default:
 			found = true
 		}
+		return true
 	})
 	return found
 }

@@ -90,29 +90,6 @@ func TestFeaturesOverAChildProcess(t *testing.T) {
 	}
 }
 
-func TestValidJSONDepthMatchesEncodingJSON(t *testing.T) {
-	for _, depth := range []int{maxJSONDepth - 1, maxJSONDepth, maxJSONDepth + 1} {
-		doc := []byte(strings.Repeat("[", depth) + strings.Repeat("]", depth))
-		if got, want := validJSON(doc), json.Valid(doc); got != want {
-			t.Errorf("depth %d: validJSON %v, json.Valid %v", depth, got, want)
-		}
-	}
-}
-
-// TestValidJSONControlBytes: every ASCII byte, at every position of a long
-// string, is judged as encoding/json judges it (the word-at-a-time path).
-func TestValidJSONControlBytes(t *testing.T) {
-	for c := 0; c < 0x80; c++ {
-		for pos := 0; pos < 19; pos++ {
-			b := []byte(`"` + strings.Repeat("a", 19) + `"`)
-			b[1+pos] = byte(c)
-			if got, want := validJSON(b), json.Valid(b); got != want {
-				t.Fatalf("byte %#x at %d: validJSON %v, json.Valid %v", c, pos, got, want)
-			}
-		}
-	}
-}
-
 // TestDecodeRequestEnvelope: the scan of a request's _meta reads what the
 // server needs and refuses wrong types, as a decode into requestEnvelope
 // would.
