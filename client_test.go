@@ -1,11 +1,16 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -388,5 +393,89 @@ func TestAppendJSONWritesWhatMarshalWrites(t *testing.T) {
 	got, err := appendJSON([]byte("prefix:"), make(chan int))
 	if err == nil || string(got) != "prefix:" {
 		t.Errorf("appendJSON(chan) = %q, %v; want the prefix alone and an error", got, err)
+	}
+}
+
+// stackArgs are tool arguments that note the package files on the stack
+// when they are encoded.
+type stackArgs struct{ files *[]string }
+
+func (a stackArgs) MarshalJSON() ([]byte, error) {
+	*a.files = packageFilesOnStack()
+	return []byte(`{"text":"hi"}`), nil
+}
+
+// stackTransport notes the package files on the stack when a tools/call
+// request is written.
+type stackTransport struct {
+	Transport
+	mu    sync.Mutex
+	files []string
+}
+
+func (t *stackTransport) WriteMessage(msg []byte) error {
+	if bytes.Contains(msg, []byte(`"tools/call"`)) {
+		t.mu.Lock()
+		t.files = packageFilesOnStack()
+		t.mu.Unlock()
+	}
+	return t.Transport.WriteMessage(msg)
+}
+
+// packageFilesOnStack lists, from the caller of CallTool down, the library
+// files of the frames on the stack, one entry for each run of frames in one
+// file.
+func packageFilesOnStack() []string {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	var files []string
+	for {
+		f, more := frames.Next()
+		name := filepath.Base(f.File)
+		if strings.HasPrefix(f.Function, "github.com/e6ac58cb/mcp.") && !strings.HasSuffix(name, "_test.go") {
+			if len(files) == 0 || files[len(files)-1] != name {
+				files = append(files, name)
+			}
+		}
+		if !more || strings.HasSuffix(f.Function, ".(*Client).CallTool") {
+			break
+		}
+	}
+	slices.Reverse(files)
+	return files
+}
+
+// The arguments of CallTool go down to the transport through each file at
+// most once: while they are encoded and while the request is written, the
+// stack from CallTool enters each library file once, in the order of the
+// road in ARCHITECTURE.md. The envelope (mcp.go) and _meta (protocol.go) are
+// written by leaf functions of conn.go's send between the two.
+func TestCallToolArgumentsVisitEachFileOnce(t *testing.T) {
+	ct, st := NewInMemoryTransports()
+	srv := newTestServer()
+	go srv.Serve(context.Background(), st)
+	tr := &stackTransport{Transport: ct}
+	cl := NewClient(Implementation{Name: "c", Version: "1"})
+	if err := cl.Connect(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var encoding []string
+	if _, err := cl.CallTool(context.Background(), "echo", stackArgs{&encoding}); err != nil {
+		t.Fatal(err)
+	}
+	tr.mu.Lock()
+	writing := tr.files
+	tr.mu.Unlock()
+	for _, walk := range []struct {
+		name      string
+		got, want []string
+	}{
+		{"encoding the arguments", encoding, []string{"client.go", "json.go"}},
+		{"writing the request", writing, []string{"client.go", "conn.go", "conn_write.go"}},
+	} {
+		if !slices.Equal(walk.got, walk.want) {
+			t.Errorf("%s: the stack from CallTool passes through %v, want %v", walk.name, walk.got, walk.want)
+		}
 	}
 }

@@ -806,42 +806,6 @@ func (c *conn) notify(method string, params any, related ID, route any) error {
 	return c.queueWrite(outgoing{data: append(b, '}'), related: related, route: route}, false)
 }
 
-// jsonAppender encodes a value with encoding/json (the same output and
-// errors as json.Marshal) onto the end of a byte slice, without the copy
-// json.Marshal returns: for a large value that copy is a second buffer of
-// its size. Appenders are pooled, so encoding allocates nothing of its own.
-type jsonAppender struct {
-	b   []byte
-	enc *json.Encoder
-}
-
-func (a *jsonAppender) Write(p []byte) (int, error) {
-	a.b = append(growMessage(a.b, len(p)), p...)
-	return len(p), nil
-}
-
-var jsonAppenderPool = sync.Pool{New: func() any {
-	a := new(jsonAppender)
-	a.enc = json.NewEncoder(a)
-	return a
-}}
-
-// appendJSON appends the JSON encoding of v to b, as json.Marshal writes it,
-// with a pooled json.Encoder. b is a message buffer (messageBuffer), which
-// goes back to the pool when the encoding outgrows it.
-func appendJSON(b []byte, v any) ([]byte, error) {
-	a := jsonAppenderPool.Get().(*jsonAppender)
-	a.b = b
-	err := a.enc.Encode(v) // writes nothing on error
-	b = a.b
-	a.b = nil
-	jsonAppenderPool.Put(a)
-	if err != nil {
-		return b, err
-	}
-	return b[:len(b)-1], nil // Encode ends the value with a newline
-}
-
 // closedError is ErrClosed with the reason the connection ended; it reads
 // as fmt.Errorf("%w: %w", ErrClosed, cause) would, without formatting
 // anything until asked.

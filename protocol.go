@@ -64,28 +64,6 @@ func appendMetaSplice(b, obj []byte, entries []metaEntry) []byte {
 	return append(b, obj[1:]...)
 }
 
-// hasMember reports whether the JSON object obj has a member name at its
-// top level; obj must be valid JSON.
-func hasMember(obj []byte, name string) bool {
-	found := false
-	eachMember(obj, func(key, _ []byte) bool {
-		found = string(key) == name
-		return !found
-	})
-	return found
-}
-
-// hasOtherMember reports whether the JSON object obj has a top-level
-// member other than name; obj must be valid JSON.
-func hasOtherMember(obj []byte, name string) bool {
-	found := false
-	eachMember(obj, func(key, _ []byte) bool {
-		found = string(key) != name
-		return !found
-	})
-	return found
-}
-
 // withMeta adds entries to the _meta object of a JSON params object, creating
 // params or _meta as needed. Entries win over keys already present.
 func withMeta(params json.RawMessage, entries []metaEntry) json.RawMessage {
