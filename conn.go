@@ -432,10 +432,7 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	}
 	rec := &inboundRecord{call: inboundCall{cancel: cancel}}
 	in := &rec.call
-	if c.inbound == nil {
-		c.inbound = make(map[ID]*inboundCall)
-	}
-	c.inbound[id] = in
+	putEntry(&c.inbound, id, in)
 	c.occupied++
 	c.handling.Add(1)
 	in.alone = c.occupied == 1
@@ -941,16 +938,10 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 	meta := o.meta
 	if o.progress != nil {
 		call.progress = &callProgress{fn: o.progress, signal: make(chan struct{}, 1)}
-		if c.progress == nil {
-			c.progress = make(map[ID]*pendingCall)
-		}
-		c.progress[call.id] = call // the progress token is the call's id
+		putEntry(&c.progress, call.id, call) // the progress token is the call's id
 		meta = append(meta[:len(meta):len(meta)], metaEntry{key: "progressToken", value: call.id.appendJSON(nil)})
 	}
-	if c.pending == nil {
-		c.pending = make(map[ID]*pendingCall)
-	}
-	c.pending[call.id] = call
+	putEntry(&c.pending, call.id, call)
 	c.mu.Unlock()
 	data := encodeRequestMeta(call.id, method, params, meta)
 	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, false); err != nil {

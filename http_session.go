@@ -217,10 +217,7 @@ func (s *httpSession) newStream(ids []ID) *httpStream {
 	}
 	s.nextStream++
 	st := newHTTPStream(s, strconv.FormatInt(s.nextStream, 10), ids, s.h.log)
-	if s.streams == nil {
-		s.streams = make(map[string]*httpStream)
-	}
-	s.streams[st.id] = st
+	putEntry(&s.streams, st.id, st)
 	s.mu.Unlock()
 	for _, old := range retired {
 		old.forget()

@@ -17,12 +17,8 @@
 //
 // Client and Server are thin layers over one engine: a reader goroutine that
 // parses and routes and is never held up by a handler, a serialised writer,
-// a table of pending calls and a capped set of dispatched handlers. (Over an
-// OS pipe a request that finds the connection idle starts on the reader's
-// goroutine, which saves a thread wake-up; if it runs past 50 µs another
-// goroutine takes over the reading. Likewise a client's caller that waits
-// alone for its response reads it itself for up to 1 ms, then hands the
-// reading back; between calls the reading rests for at most 100 µs.)
+// a table of pending calls and a capped set of dispatched handlers
+// (ARCHITECTURE.md draws the road of a message).
 package mcp
 
 import (

@@ -117,6 +117,9 @@ func transportConfig(opts []HTTPTransportOption) *httpConfig {
 	for _, o := range opts {
 		o.applyTransport(c)
 	}
+	if c.client == nil {
+		c.client = defaultHTTPClient()
+	}
 	return c
 }
 
@@ -309,15 +312,11 @@ func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 // endpoint at url.
 func NewHTTPTransport(url string, opts ...HTTPTransportOption) *HTTPTransport {
 	cfg := transportConfig(opts)
-	client := cfg.client
-	if client == nil {
-		client = defaultHTTPClient()
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	// The URL is parsed once: each POST starts from this request.
 	post0, urlErr := http.NewRequest(http.MethodPost, url, nil)
 	t := &HTTPTransport{
-		url: url, cfg: cfg, client: client, post0: post0, urlErr: urlErr, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
+		url: url, cfg: cfg, client: cfg.client, post0: post0, urlErr: urlErr, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
 		ctx: ctx, cancel: cancel, clientInbox: newClientInbox(), jobs: make(chan postJob),
 		exchanges: make(map[ID]*exchange), toolHeaders: make(map[string][]paramHeader),
 	}
