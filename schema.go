@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 )
 
@@ -132,53 +133,19 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 		return nil, errors.New("schema sets both Type and Types")
 	}
 	var w schemaObjectWriter
-	w.add("$schema", s.Schema)
-	w.add("$id", s.ID)
-	w.add("$ref", s.Ref)
-	if s.Types != nil {
-		w.add("type", s.Types)
-	} else {
-		w.add("type", s.Type)
+	v := reflect.ValueOf(s).Elem()
+	for _, key := range schemaKeywords {
+		switch {
+		case key == "type" && s.Types != nil:
+			w.add(key, s.Types)
+		case key == "properties":
+			if s.Properties != nil {
+				w.addProperties(s.Properties, s.propertyOrder)
+			}
+		default:
+			w.add(key, v.FieldByIndex(schemaFields[key]).Interface())
+		}
 	}
-	w.add("title", s.Title)
-	w.add("description", s.Description)
-	w.add("format", s.Format)
-	w.add("contentEncoding", s.ContentEncoding)
-	w.add("enum", s.Enum)
-	w.add("const", s.Const)
-	w.add("default", s.Default)
-	w.add("pattern", s.Pattern)
-	w.add("minLength", s.MinLength)
-	w.add("maxLength", s.MaxLength)
-	w.add("minimum", s.Minimum)
-	w.add("exclusiveMinimum", s.ExclusiveMinimum)
-	w.add("maximum", s.Maximum)
-	w.add("exclusiveMaximum", s.ExclusiveMaximum)
-	w.add("multipleOf", s.MultipleOf)
-	w.add("items", s.Items)
-	w.add("prefixItems", s.PrefixItems)
-	w.add("minItems", s.MinItems)
-	w.add("maxItems", s.MaxItems)
-	w.add("uniqueItems", s.UniqueItems)
-	if s.Properties != nil {
-		w.addProperties(s.Properties, s.propertyOrder)
-	}
-	w.add("patternProperties", s.PatternProperties)
-	w.add("required", s.Required)
-	w.add("additionalProperties", s.AdditionalProperties)
-	w.add("minProperties", s.MinProperties)
-	w.add("maxProperties", s.MaxProperties)
-	w.add("allOf", s.AllOf)
-	w.add("anyOf", s.AnyOf)
-	w.add("oneOf", s.OneOf)
-	w.add("not", s.Not)
-	w.add("if", s.If)
-	w.add("then", s.Then)
-	w.add("else", s.Else)
-	w.add("readOnly", s.ReadOnly)
-	w.add("deprecated", s.Deprecated)
-	w.add("examples", s.Examples)
-	w.add("$defs", s.Defs)
 	for _, key := range slices.Sorted(maps.Keys(s.Extra)) {
 		if slices.Contains(w.keys, key) {
 			return nil, fmt.Errorf("schema Extra repeats the keyword %q, which a field already sets", key)
@@ -312,6 +279,28 @@ func (s *Schema) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// schemaKeywords are the keywords with a field of their own, in the order MarshalJSON
+// writes them.
+var schemaKeywords = []string{"$schema", "$id", "$ref", "type", "title", "description", "format",
+	"contentEncoding", "enum", "const", "default", "pattern", "minLength", "maxLength", "minimum",
+	"exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf", "items", "prefixItems",
+	"minItems", "maxItems", "uniqueItems", "properties", "patternProperties", "required",
+	"additionalProperties", "minProperties", "maxProperties", "allOf", "anyOf", "oneOf", "not",
+	"if", "then", "else", "readOnly", "deprecated", "examples", "$defs"}
+
+// schemaFields maps each keyword to its field, by the field's json tag.
+var schemaFields = func() map[string][]int {
+	fields := make(map[string][]int)
+	t := reflect.TypeFor[Schema]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			fields[name] = f.Index
+		}
+	}
+	return fields
+}()
+
 // decodeKeyword stores the value of a known keyword in its field. It reports false for an
 // unknown keyword, or for a known one whose value has the wrong shape.
 func (s *Schema) decodeKeyword(key string, raw json.RawMessage) bool {
@@ -319,25 +308,10 @@ func (s *Schema) decodeKeyword(key string, raw json.RawMessage) bool {
 		return false
 	}
 	switch key {
-	case "$schema":
-		return schemaDecodeInto(raw, &s.Schema)
-	case "$id":
-		return schemaDecodeInto(raw, &s.ID)
-	case "$ref":
-		return schemaDecodeInto(raw, &s.Ref)
-	case "$defs":
-		return schemaDecodeInto(raw, &s.Defs)
-	case "title":
-		return schemaDecodeInto(raw, &s.Title)
-	case "description":
-		return schemaDecodeInto(raw, &s.Description)
 	case "type":
 		if raw[0] == '[' {
 			return schemaDecodeInto(raw, &s.Types)
 		}
-		return schemaDecodeInto(raw, &s.Type)
-	case "enum":
-		return schemaDecodeValues(raw, &s.Enum)
 	case "const":
 		value, err := schemaDecodeAny(raw)
 		s.Const = &value
@@ -345,70 +319,26 @@ func (s *Schema) decodeKeyword(key string, raw json.RawMessage) bool {
 	case "default":
 		s.Default = raw
 		return true
-	case "examples":
-		return schemaDecodeValues(raw, &s.Examples)
-	case "format":
-		return schemaDecodeInto(raw, &s.Format)
-	case "contentEncoding":
-		return schemaDecodeInto(raw, &s.ContentEncoding)
-	case "pattern":
-		return schemaDecodeInto(raw, &s.Pattern)
-	case "minLength":
-		return schemaDecodeCount(raw, &s.MinLength)
-	case "maxLength":
-		return schemaDecodeCount(raw, &s.MaxLength)
-	case "minimum":
-		return schemaDecodeInto(raw, &s.Minimum)
-	case "exclusiveMinimum":
-		return schemaDecodeInto(raw, &s.ExclusiveMinimum)
-	case "maximum":
-		return schemaDecodeInto(raw, &s.Maximum)
-	case "exclusiveMaximum":
-		return schemaDecodeInto(raw, &s.ExclusiveMaximum)
-	case "multipleOf":
-		return schemaDecodeInto(raw, &s.MultipleOf)
-	case "items":
-		return schemaDecodeInto(raw, &s.Items)
-	case "prefixItems":
-		return schemaDecodeInto(raw, &s.PrefixItems)
-	case "minItems":
-		return schemaDecodeCount(raw, &s.MinItems)
-	case "maxItems":
-		return schemaDecodeCount(raw, &s.MaxItems)
-	case "uniqueItems":
-		return schemaDecodeInto(raw, &s.UniqueItems)
 	case "properties":
 		return s.decodeProperties(raw)
-	case "patternProperties":
-		return schemaDecodeInto(raw, &s.PatternProperties)
-	case "required":
-		return schemaDecodeInto(raw, &s.Required)
-	case "additionalProperties":
-		return schemaDecodeInto(raw, &s.AdditionalProperties)
-	case "minProperties":
-		return schemaDecodeCount(raw, &s.MinProperties)
-	case "maxProperties":
-		return schemaDecodeCount(raw, &s.MaxProperties)
-	case "allOf":
-		return schemaDecodeInto(raw, &s.AllOf)
-	case "anyOf":
-		return schemaDecodeInto(raw, &s.AnyOf)
-	case "oneOf":
-		return schemaDecodeInto(raw, &s.OneOf)
-	case "not":
-		return schemaDecodeInto(raw, &s.Not)
-	case "if":
-		return schemaDecodeInto(raw, &s.If)
-	case "then":
-		return schemaDecodeInto(raw, &s.Then)
-	case "else":
-		return schemaDecodeInto(raw, &s.Else)
-	case "readOnly":
-		return schemaDecodeInto(raw, &s.ReadOnly)
-	case "deprecated":
-		return schemaDecodeInto(raw, &s.Deprecated)
 	}
-	return false
+	index, ok := schemaFields[key]
+	if !ok {
+		return false
+	}
+	switch field := reflect.ValueOf(s).Elem().FieldByIndex(index).Addr().Interface().(type) {
+	case **int:
+		return schemaDecodeCount(raw, field)
+	case *[]any:
+		return schemaDecodeValues(raw, field)
+	default:
+		value := reflect.New(reflect.TypeOf(field).Elem())
+		if json.Unmarshal(raw, value.Interface()) != nil {
+			return false
+		}
+		reflect.ValueOf(field).Elem().Set(value.Elem())
+		return true
+	}
 }
 
 // decodeProperties decodes the properties object keeping its member order, which a map
