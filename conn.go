@@ -485,8 +485,10 @@ type job struct {
 // connection keeps parked for its next requests. A fresh goroutine starts on
 // a small stack that every request grows again (encoding/json's reflection
 // alone needs more than the initial size); a parked worker keeps its stack.
-// Workers exit when the connection closes.
-const maxIdleWorkers = 4
+// The pool grows only as far as the peer's requests overlap, so a client
+// running up to this many calls at once finds a worker for each. Workers
+// exit when the connection closes.
+const maxIdleWorkers = 64
 
 // work serves j, then waits for more requests while fewer than
 // maxIdleWorkers others are waiting.
