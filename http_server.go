@@ -489,7 +489,7 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 		st = t.stream
 	}
 	if st == nil {
-		if st = t.sess.standaloneStream(); st == nil {
+		if st = t.sess.unsolicitedStream(); st == nil {
 			t.sess.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", t.sess.id)
 			return nil
 		}
