@@ -15,10 +15,6 @@ import (
 // (the client may resume it from the event store).
 const streamBacklog = 8 << 20
 
-// standaloneBacklog bounds the messages held for a legacy session's GET
-// stream while none is open; the oldest go first.
-const standaloneBacklog = 1 << 20
-
 // streamEvent is one message of a stream, numbered for SSE event ids.
 type streamEvent struct {
 	index int64
@@ -70,6 +66,10 @@ type httpStream struct {
 	sse           bool // the stream is (or was) written as SSE: its events are stored
 	hasErr        bool // a response was an error (a failed initialize)
 	inlineStarted bool
+
+	// dropped counts the messages of a standalone stream's backlog dropped
+	// since the last report (reportDropsLocked).
+	dropped int
 
 	unstored []streamEvent // events queued for the store, in order
 	storing  bool          // a goroutine is storing the head of unstored
@@ -157,10 +157,8 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64) {
 		s.log.Warn("an HTTP client reads too slowly; dropping its stream", "stream", s.id, "backlog", s.pendBytes)
 		s.detachLocked()
 	case s.attached || s.standalone:
-		for s.standalone && len(s.pending) > 0 && s.pendBytes+len(ev.data) > standaloneBacklog {
-			s.log.Warn("dropping an undelivered message of the standalone stream", "session", s.sess.id)
-			s.pendBytes -= len(s.pending[0].data)
-			s.pending = s.pending[1:]
+		if s.standalone {
+			s.trimBacklogLocked(len(ev.data))
 		}
 		s.pending = append(s.pending, ev)
 		s.pendBytes += len(ev.data)
@@ -172,6 +170,37 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64) {
 	}
 	s.signalLocked()
 	return queued
+}
+
+// trimBacklogLocked drops the oldest messages waiting on a standalone
+// stream until one of n bytes fits within the session's backlog bounds
+// (WithSessionBacklog). The first drop of a run is logged at once, the
+// count of the run when the backlog is next handed over (reportDropsLocked).
+func (s *httpStream) trimBacklogLocked(n int) {
+	cfg := s.sess.h.cfg
+	drop, bytes := 0, s.pendBytes
+	for drop < len(s.pending) && (len(s.pending)-drop >= cfg.backlogMessages || bytes+n > cfg.backlogBytes) {
+		bytes -= len(s.pending[drop].data)
+		drop++
+	}
+	if drop == 0 {
+		return
+	}
+	clear(s.pending[:drop]) // the messages go now, not when the array does
+	s.pending, s.pendBytes = s.pending[drop:], bytes
+	if s.dropped == 0 {
+		s.log.Warn("a session's standalone stream backlog is full; dropping its oldest undelivered messages", "session", s.sess.id, "maxBytes", cfg.backlogBytes, "maxMessages", cfg.backlogMessages)
+	}
+	s.dropped += drop
+}
+
+// reportDropsLocked logs how many messages the backlog dropped since the
+// last report, if any: once it is handed over, or the stream ends.
+func (s *httpStream) reportDropsLocked() {
+	if s.dropped > 0 {
+		s.log.Warn("dropped undelivered messages of a session's standalone stream", "session", s.sess.id, "dropped", s.dropped)
+		s.dropped = 0
+	}
 }
 
 // beginInline records that the stream's request is about to run on the
@@ -357,6 +386,7 @@ func (s *httpStream) failed() bool {
 func (s *httpStream) close() {
 	s.mu.Lock()
 	s.closed = true
+	s.reportDropsLocked()
 	s.signalLocked()
 	s.mu.Unlock()
 }
@@ -399,6 +429,7 @@ func (s *httpStream) take(gen int64) ([]streamEvent, streamState) {
 	}
 	evs := s.pending
 	s.pending, s.pendBytes = nil, 0
+	s.reportDropsLocked()
 	st := streamState{finished: s.finished && !s.standalone, closed: s.closed, closeReq: s.closeReq, retry: s.retry}
 	s.closeReq = false
 	if !st.finished && !st.closed {
@@ -478,6 +509,7 @@ func (s *httpStream) resume(ctx context.Context, index int64) ([]streamEvent, in
 		return nil, 0, false
 	}
 	s.pending, s.pendBytes = nil, 0 // all of it is in the replay
+	s.reportDropsLocked()
 	gen, last := s.attachLocked(), s.next
 	s.mu.Unlock()
 	if index == last {

@@ -85,7 +85,8 @@ func (s *Server) listChanged(kind string) {
 // Streamable HTTP session's standalone GET stream, so such a session gets
 // broadcasts only once it has one: from the first GET, or from its first
 // resources/subscribe (the client asked for updates, which wait for its
-// GET). From then on they wait in a bounded backlog while no GET is open.
+// GET). From then on they wait in a backlog while no GET is open, bounded
+// by WithSessionBacklog.
 // A session that never did either holds nothing for them. Connections
 // that are not HTTP sessions (stdio, pipes, the 2024-11-05 event stream)
 // get every broadcast.
