@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -300,6 +301,10 @@ func (s *httpSession) standaloneStream() *httpStream {
 	}
 	return s.standalone
 }
+
+// errNoStandalone is the error of a message that belongs to no request
+// when the session has no standalone stream to carry it.
+var errNoStandalone = fmt.Errorf("%w: the session has no standalone GET stream", ErrStreamClosed)
 
 // unsolicitedStream returns the stream for a message that belongs to no
 // request: the session's GET stream if it has one, or nil.

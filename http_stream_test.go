@@ -1,7 +1,11 @@
 package mcp
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,6 +109,98 @@ func TestHTTPSessionBacklogLimits(t *testing.T) {
 			for i := 1; i <= tc.sent+1; i++ {
 				if e := nextEvent(t, resumed, false); e.id != eventID(i) {
 					t.Fatalf("resumed: event %s, want %s", e.id, eventID(i))
+				}
+			}
+		})
+	}
+}
+
+// TestHTTPGatewayLearnsItsStreamIsGone: once the client dropped the
+// connection of its call mid-call, the handler's next Progress, Log and
+// Notify return ErrStreamClosed where what they send can no longer reach
+// the client: a legacy session without an event store, and 2026-07-28
+// (whose handler is cancelled too). With an event store the client may
+// resume the stream, so they succeed: what they send waits in the store;
+// unless the client deleted the session.
+func TestHTTPGatewayLearnsItsStreamIsGone(t *testing.T) {
+	t.Parallel()
+	const meta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug",`
+	for _, tc := range []struct {
+		name    string
+		modern  bool
+		opts    []HTTPHandlerOption
+		deleted bool // the client deletes the session instead
+		gone    bool
+	}{
+		{"legacy without an event store", false, []HTTPHandlerOption{WithEventStore(nil)}, false, true},
+		{"legacy with an event store", false, nil, false, false},
+		{"legacy session deleted", false, nil, true, true},
+		{"2026-07-28", true, nil, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			left := make(chan struct{})
+			sent := make(chan []error, 1)
+			srv := newTestServer()
+			srv.AddTool(Tool{Name: "watch"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+				g := req.Gateway()
+				if err := g.Progress(1, 0, "before"); err != nil {
+					return nil, err
+				}
+				<-left
+				sent <- []error{g.Progress(2, 0, "after"), g.Log(LevelInfo, "", "after"), g.Notify("notifications/after", nil)}
+				return &CallToolResult{}, nil
+			})
+			inner := NewHTTPHandler(srv, tc.opts...)
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("X-Watched") != "" {
+					// Runs once the request's context, which the handler's
+					// writer watches, has ended: the client is gone.
+					context.AfterFunc(r.Context(), func() { close(left) })
+				}
+				inner.ServeHTTP(w, r)
+			}))
+			defer ts.Close()
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"watch","_meta":{"progressToken":"p"}}}`
+			header := postHeaders("X-Watched", "1")
+			if tc.deleted {
+				delete(header, "X-Watched")
+			}
+			if tc.modern {
+				body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"watch","_meta":{` + meta + `"progressToken":"p"}}}`
+				header = modernHeaders("tools/call", "Mcp-Name", "watch", "X-Watched", "1")
+			} else {
+				header["Mcp-Session-Id"] = legacySession(t, ts.URL, Version20251125)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL, strings.NewReader(body))
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			resp, err := testHTTPClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := nextEvent(t, newSSEParser(resp.Body, 1<<20), false); field(t, string(e.data), "params.message") != "before" {
+				t.Fatalf("first event %s", e.data)
+			}
+			if tc.deleted {
+				if r := doHTTP(t, "DELETE", ts.URL, "", map[string]string{"Mcp-Session-Id": header["Mcp-Session-Id"]}); r.status != 204 {
+					t.Fatalf("DELETE: %d %s", r.status, r.body)
+				}
+				close(left) // the session ended before DELETE was answered
+			} else {
+				cancel() // the client drops the connection mid-call
+			}
+			resp.Body.Close()
+			for i, err := range <-sent {
+				what := []string{"Progress", "Log", "Notify"}[i]
+				if tc.gone && !errors.Is(err, ErrStreamClosed) {
+					t.Errorf("%s after the client left: %v, want ErrStreamClosed", what, err)
+				}
+				if !tc.gone && err != nil {
+					t.Errorf("%s on a stream the client may resume: %v", what, err)
 				}
 			}
 		})
