@@ -21,6 +21,30 @@ import (
 // the handler returns in a round that left an ask unanswered is discarded.
 var ErrInputRequired = errors.New("mcp: input required from the client")
 
+// ErrStreamClosed is returned, server side, by a ClientGateway's Notify,
+// Progress and Log (and its asks) when what they send can no longer reach
+// the client: the stream that carries the request's messages was dropped
+// or closed (on Streamable HTTP the client went away and cannot resume the
+// stream, or the session ended), or the connection closed. The handler may
+// stop its work. Test for it with errors.Is.
+var ErrStreamClosed = errors.New("mcp: the request's stream to the client is closed")
+
+// streamClosedError is the error of a send on a closed connection: both
+// ErrClosed, with its cause, and ErrStreamClosed.
+type streamClosedError struct{ err error }
+
+func (e *streamClosedError) Error() string   { return e.err.Error() }
+func (e *streamClosedError) Unwrap() []error { return []error{ErrStreamClosed, e.err} }
+
+// streamErr makes the error of a send on a closed connection an
+// ErrStreamClosed too.
+func streamErr(err error) error {
+	if err != nil && errors.Is(err, ErrClosed) && !errors.Is(err, ErrStreamClosed) {
+		return &streamClosedError{err}
+	}
+	return err
+}
+
 // LoggingLevel is the severity of a log message, as in RFC 5424.
 type LoggingLevel string
 
@@ -68,17 +92,18 @@ func (r *RequestInfo) Gateway() *ClientGateway {
 }
 
 // Notify sends a notification to the client, fire and forget: it returns
-// once the notification is queued for writing. params must encode to a
-// JSON object (or be nil); a json.RawMessage or []byte is taken as the JSON
-// it holds.
+// once the notification is queued for writing, or ErrStreamClosed when it
+// can no longer reach the client. params must encode to a JSON object (or
+// be nil); a json.RawMessage or []byte is taken as the JSON it holds.
 func (g *ClientGateway) Notify(method string, params any) error {
-	return g.req.conn.notify(method, params, g.req.id, g.req.route)
+	return streamErr(g.req.conn.notify(method, params, g.req.id, g.req.route))
 }
 
 // Progress reports progress on the request, if the client asked for it by
 // sending a progress token; otherwise it does nothing. progress must
 // increase with every call: a value not above the last one is an error and
-// is not sent. total and message may be zero values when unknown.
+// is not sent. total and message may be zero values when unknown. It
+// returns ErrStreamClosed when the report can no longer reach the client.
 func (g *ClientGateway) Progress(progress, total float64, message string) error {
 	if len(g.req.token) == 0 {
 		return nil
@@ -109,7 +134,7 @@ func (g *ClientGateway) Progress(progress, total float64, message string) error 
 		b = appendJSONString(b, message)
 	}
 	b = append(b, "}}"...)
-	return g.req.conn.queueWrite(outgoing{data: b, related: g.req.id, route: g.req.route}, false)
+	return streamErr(g.req.conn.queueWrite(outgoing{data: b, related: g.req.id, route: g.req.route}, false))
 }
 
 // logMessage is the wire shape of notifications/message.
@@ -124,7 +149,8 @@ type logMessage struct {
 // sets a level with logging/setLevel; on 2026-07-28 nothing is sent unless
 // the request carries io.modelcontextprotocol/logLevel. logger names the
 // source and may be empty. data is any JSON value; a json.RawMessage or
-// []byte is taken as the JSON it holds.
+// []byte is taken as the JSON it holds. A message sent returns
+// ErrStreamClosed when it can no longer reach the client.
 //
 // Deprecated: Logging is deprecated by SEP-2577 as of protocol revision
 // 2026-07-28 (earliest removal 2027-07-28); log to standard error or use

@@ -772,3 +772,39 @@ func TestGatewayNotifyEncodesParamsAsJSONMarshal(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayAfterTheConnectionClosed: on a stdio-like connection the
+// gateway's sends fail once the connection closed, with an error that is
+// both ErrClosed, as before, and ErrStreamClosed, as on HTTP.
+func TestGatewayAfterTheConnectionClosed(t *testing.T) {
+	t.Parallel()
+	running := make(chan struct{})
+	sent := make(chan []error, 1)
+	srv := newTestServer()
+	srv.AddTool(Tool{Name: "outlive"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		close(running)
+		<-ctx.Done() // the connection closed
+		g := req.Gateway()
+		sent <- []error{g.Progress(1, 0, ""), g.Log(LevelInfo, "", "late"), g.Notify("notifications/late", nil)}
+		return &CallToolResult{}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	ct, st := NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, st) }()
+	// 2025-11-25: every log message is sent until the client sets a level.
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
+	if err := cl.Connect(context.Background(), ct); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	go cl.CallTool(context.Background(), "outlive", nil, WithProgress(func(Progress) {}))
+	<-running
+	cancel()
+	for i, err := range <-sent {
+		if !errors.Is(err, ErrStreamClosed) || !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after the connection closed: %v, want ErrStreamClosed and ErrClosed", []string{"Progress", "Log", "Notify"}[i], err)
+		}
+	}
+	<-served
+}

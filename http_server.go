@@ -489,13 +489,12 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 		st = t.stream
 	}
 	if st == nil {
-		if st = t.sess.standaloneStream(); st == nil {
+		if st = t.sess.unsolicitedStream(); st == nil {
 			t.sess.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", t.sess.id)
-			return nil
+			return errNoStandalone
 		}
 	}
-	st.push(o)
-	return nil
+	return st.push(o)
 }
 
 // serveLegacyPOST serves a POST of a legacy session: initialize creates the

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -55,7 +56,8 @@ func (h *httpHandler) newSession() *httpSession {
 	h.sessions[s.id] = s
 	h.sessionsPeak = max(h.sessionsPeak, len(h.sessions))
 	h.mu.Unlock()
-	h.srv.addSession(s.ss)
+	// Not yet among the server's sessions: broadcasts reach it once it has
+	// a standalone stream (standaloneStream).
 	return s
 }
 
@@ -279,7 +281,10 @@ func (s *httpSession) removeStream(st *httpStream) {
 const standaloneStreamID = "0"
 
 // standaloneStream returns the session's GET stream, creating it on first
-// use; nil when the session ended or has none.
+// use: when the client opens it, or subscribes to a resource. Only then
+// does the session join the server's sessions that broadcasts reach, and
+// hold a backlog of what waits for the GET (see [Server.broadcast]). nil
+// when the session ended or the handler offers no such stream.
 func (s *httpSession) standaloneStream() *httpStream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -291,8 +296,35 @@ func (s *httpSession) standaloneStream() *httpStream {
 		s.standalone.standalone = true
 		s.standalone.attached = false
 		s.standalone.sse = true
+		// Under the lock, so that close, which comes after, removes it.
+		s.h.srv.addSession(s.ss)
 	}
 	return s.standalone
+}
+
+// errNoStandalone is the error of a message that belongs to no request
+// when the session has no standalone stream to carry it.
+var errNoStandalone = fmt.Errorf("%w: the session has no standalone GET stream", ErrStreamClosed)
+
+// unsolicitedStream returns the stream for a message that belongs to no
+// request: the session's GET stream if it has one, or nil.
+func (s *httpSession) unsolicitedStream() *httpStream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	return s.standalone
+}
+
+// wantUnsolicited gives a legacy HTTP session whose connection is c its
+// standalone stream, so that it receives broadcasts before it opens the
+// GET: the client asked for them by subscribing. Other connections always
+// receive them.
+func wantUnsolicited(c *conn) {
+	if t, ok := c.t.(*streamTransport); ok && t.sess != nil {
+		t.sess.standaloneStream()
+	}
 }
 
 func (s *httpSession) stream(id string) *httpStream {

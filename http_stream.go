@@ -15,10 +15,6 @@ import (
 // (the client may resume it from the event store).
 const streamBacklog = 8 << 20
 
-// standaloneBacklog bounds the messages held for a legacy session's GET
-// stream while none is open; the oldest go first.
-const standaloneBacklog = 1 << 20
-
 // streamEvent is one message of a stream, numbered for SSE event ids.
 type streamEvent struct {
 	index int64
@@ -71,6 +67,14 @@ type httpStream struct {
 	hasErr        bool // a response was an error (a failed initialize)
 	inlineStarted bool
 
+	// writerCtx is the attached writer's request context, once it took
+	// the stream: when it ends the client has gone, whether or not the
+	// writer noticed yet.
+	writerCtx context.Context
+	// dropped counts the messages of a standalone stream's backlog dropped
+	// since the last report (reportDropsLocked).
+	dropped int
+
 	unstored []streamEvent // events queued for the store, in order
 	storing  bool          // a goroutine is storing the head of unstored
 	drained  chan struct{} // closed when it is done, if anyone waits
@@ -106,22 +110,32 @@ func (s *httpStream) signalLocked() {
 
 // push adds a message to the stream; the engine calls it from any goroutine.
 // It never waits for the client, only, once the lock is released, for the
-// event store to keep the event.
-func (s *httpStream) push(o outgoing) {
+// event store to keep the event. It returns ErrStreamClosed when the
+// message was dropped because it can no longer reach the client: the
+// stream ended, or its client went away and it cannot be resumed.
+func (s *httpStream) push(o outgoing) error {
 	s.mu.Lock()
-	index := s.pushLocked(o)
+	index, kept := s.pushLocked(o)
 	s.mu.Unlock()
 	if index > 0 {
 		s.storeUpTo(s.sess.ctx, index)
 	}
+	if !kept {
+		return ErrStreamClosed
+	}
+	return nil
 }
 
 // pushLocked adds a message to the stream; it returns the index of an event
-// queued for the store, or 0.
-func (s *httpStream) pushLocked(o outgoing) (queued int64) {
+// queued for the store, or 0, and whether the message may still reach the
+// client (written, waiting for a writer, or stored for a resume).
+func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 	if s.closed || (s.finished && !s.standalone) {
 		s.log.Debug("dropping a message for a stream that has ended", "stream", s.id)
-		return 0
+		return 0, false
+	}
+	if s.attached && s.writerCtx != nil && s.writerCtx.Err() != nil {
+		s.detachLocked() // the writer is about to notice
 	}
 	if len(o.data) == 0 {
 		// The engine's word that a cancelled request will not be answered:
@@ -130,7 +144,7 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64) {
 			s.settleLocked(o.related)
 			s.signalLocked()
 		}
-		return 0
+		return 0, true
 	}
 	s.next++
 	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true}
@@ -150,6 +164,7 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64) {
 		}
 		s.settleLocked(o.related)
 	}
+	kept = queued > 0 // stored for a resume, at least
 	switch {
 	case s.attached && s.pendBytes+len(ev.data) > streamBacklog && !s.standalone:
 		// The client reads too slowly: let the connection go rather than
@@ -157,13 +172,12 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64) {
 		s.log.Warn("an HTTP client reads too slowly; dropping its stream", "stream", s.id, "backlog", s.pendBytes)
 		s.detachLocked()
 	case s.attached || s.standalone:
-		for s.standalone && len(s.pending) > 0 && s.pendBytes+len(ev.data) > standaloneBacklog {
-			s.log.Warn("dropping an undelivered message of the standalone stream", "session", s.sess.id)
-			s.pendBytes -= len(s.pending[0].data)
-			s.pending = s.pending[1:]
+		if s.standalone {
+			s.trimBacklogLocked(len(ev.data))
 		}
 		s.pending = append(s.pending, ev)
 		s.pendBytes += len(ev.data)
+		kept = true
 	case store == nil || !s.sse:
 		s.log.Debug("dropping a message whose client stream is gone and cannot be resumed", "stream", s.id)
 	}
@@ -171,7 +185,38 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64) {
 		s.startWriterLocked()
 	}
 	s.signalLocked()
-	return queued
+	return queued, kept
+}
+
+// trimBacklogLocked drops the oldest messages waiting on a standalone
+// stream until one of n bytes fits within the session's backlog bounds
+// (WithSessionBacklog). The first drop of a run is logged at once, the
+// count of the run when the backlog is next handed over (reportDropsLocked).
+func (s *httpStream) trimBacklogLocked(n int) {
+	cfg := s.sess.h.cfg
+	drop, bytes := 0, s.pendBytes
+	for drop < len(s.pending) && (len(s.pending)-drop >= cfg.backlogMessages || bytes+n > cfg.backlogBytes) {
+		bytes -= len(s.pending[drop].data)
+		drop++
+	}
+	if drop == 0 {
+		return
+	}
+	clear(s.pending[:drop]) // the messages go now, not when the array does
+	s.pending, s.pendBytes = s.pending[drop:], bytes
+	if s.dropped == 0 {
+		s.log.Warn("a session's standalone stream backlog is full; dropping its oldest undelivered messages", "session", s.sess.id, "maxBytes", cfg.backlogBytes, "maxMessages", cfg.backlogMessages)
+	}
+	s.dropped += drop
+}
+
+// reportDropsLocked logs how many messages the backlog dropped since the
+// last report, if any: once it is handed over, or the stream ends.
+func (s *httpStream) reportDropsLocked() {
+	if s.dropped > 0 {
+		s.log.Warn("dropped undelivered messages of a session's standalone stream", "session", s.sess.id, "dropped", s.dropped)
+		s.dropped = 0
+	}
 }
 
 // beginInline records that the stream's request is about to run on the
@@ -357,6 +402,7 @@ func (s *httpStream) failed() bool {
 func (s *httpStream) close() {
 	s.mu.Lock()
 	s.closed = true
+	s.reportDropsLocked()
 	s.signalLocked()
 	s.mu.Unlock()
 }
@@ -389,16 +435,18 @@ type streamState struct {
 	wake       chan struct{} // the writer's signal, while it may wait
 }
 
-// take hands the writer of generation gen everything pushed since its last
-// turn.
-func (s *httpStream) take(gen int64) ([]streamEvent, streamState) {
+// take hands the writer of generation gen, which serves the request whose
+// context is ctx, everything pushed since its last turn.
+func (s *httpStream) take(ctx context.Context, gen int64) ([]streamEvent, streamState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gen != gen || !s.attached {
 		return nil, streamState{superseded: true}
 	}
+	s.writerCtx = ctx
 	evs := s.pending
 	s.pending, s.pendBytes = nil, 0
+	s.reportDropsLocked()
 	st := streamState{finished: s.finished && !s.standalone, closed: s.closed, closeReq: s.closeReq, retry: s.retry}
 	s.closeReq = false
 	if !st.finished && !st.closed {
@@ -437,7 +485,7 @@ func (s *httpStream) detach(gen int64) {
 }
 
 func (s *httpStream) detachLocked() {
-	s.attached = false
+	s.attached, s.writerCtx = false, nil
 	if !s.standalone {
 		s.pending, s.pendBytes = nil, 0
 	}
@@ -450,7 +498,7 @@ func (s *httpStream) detachLocked() {
 func (s *httpStream) attachLocked() int64 {
 	s.signalLocked()
 	s.gen++
-	s.wake = nil
+	s.wake, s.writerCtx = nil, nil
 	s.attached = true
 	return s.gen
 }
@@ -478,6 +526,7 @@ func (s *httpStream) resume(ctx context.Context, index int64) ([]streamEvent, in
 		return nil, 0, false
 	}
 	s.pending, s.pendBytes = nil, 0 // all of it is in the replay
+	s.reportDropsLocked()
 	gen, last := s.attachLocked(), s.next
 	s.mu.Unlock()
 	if index == last {
@@ -510,7 +559,7 @@ func (s *httpStream) complete(gen int64, resumable bool) {
 	s.mu.Lock()
 	mine := s.gen == gen
 	if mine {
-		s.attached = false
+		s.attached, s.writerCtx = false, nil
 	}
 	s.mu.Unlock()
 	if !mine || s.sess == nil {
@@ -591,7 +640,7 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 		}
 	}
 	for {
-		evs, st := s.take(gen)
+		evs, st := s.take(r.Context(), gen)
 		if st.superseded {
 			return false
 		}

@@ -1,6 +1,11 @@
 package mcp
 
 import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,5 +40,169 @@ func TestErrorCodeOf(t *testing.T) {
 		if code != tc.code || ok != tc.ok {
 			t.Errorf("errorCodeOf(%.60s) = %d, %v; want %d, %v", tc.data, code, ok, tc.code, tc.ok)
 		}
+	}
+}
+
+// TestHTTPSessionBacklogLimits: what waits for a session's standalone
+// stream keeps exactly the newest messages within WithSessionBacklog's
+// count and byte bounds, the drops are logged in two lines whatever their
+// number, and a client that resumes with Last-Event-ID still gets every
+// event the event store kept.
+func TestHTTPSessionBacklogLimits(t *testing.T) {
+	t.Parallel()
+	const uri = "test://static-text"
+	size := len(encodeRequest(ID{}, "notifications/resources/updated", []byte(`{"uri":"`+uri+`"}`)))
+	for _, tc := range []struct {
+		name        string
+		bytes, msgs int
+		sent, kept  int
+	}{
+		{"count at the limit", 1 << 20, 4, 4, 4},
+		{"count over the limit", 1 << 20, 4, 7, 4},
+		{"bytes at the limit", 4 * size, 1000, 4, 4},
+		{"bytes over the limit", 4 * size, 1000, 7, 4},
+		{"bytes one short", 4*size - 1, 1000, 4, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &logRecorder{}
+			srv := featureServer(WithLogger(slog.New(rec)))
+			ts := serveHTTP(t, srv, WithSessionBacklog(tc.bytes, tc.msgs))
+			sid := legacySession(t, ts.URL, Version20251125)
+			sub := `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"` + uri + `"}}`
+			if r := doHTTP(t, "POST", ts.URL, sub, postHeaders("Mcp-Session-Id", sid, "MCP-Protocol-Version", Version20251125)); r.status != 200 {
+				t.Fatalf("subscribe: %d %s", r.status, r.body)
+			}
+			for range tc.sent {
+				srv.ResourceUpdated(uri)
+			}
+			p, err := openStream(t, ts.URL, sid, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			primed := nextEvent(t, p, true)
+			stream, _, ok := parseEventID(primed.id)
+			if !ok {
+				t.Fatalf("priming event id %q", primed.id)
+			}
+			eventID := func(i int) string { return stream + "_" + strconv.Itoa(i) }
+			for i := tc.sent - tc.kept + 1; i <= tc.sent; i++ {
+				if e := nextEvent(t, p, false); e.id != eventID(i) || len(e.data) != size {
+					t.Fatalf("backlog event %s (%d bytes), want %s (%d bytes)", e.id, len(e.data), eventID(i), size)
+				}
+			}
+			srv.AddPrompt(Prompt{Name: "marker"}, nil)
+			if e := nextEvent(t, p, false); field(t, string(e.data), "method") != "notifications/prompts/list_changed" {
+				t.Fatalf("more than the newest %d kept: event %s %s", tc.kept, e.id, e.data)
+			}
+			dropped := tc.sent - tc.kept
+			full := rec.count("backlog is full")
+			counted := rec.count("dropped undelivered messages")
+			if dropped == 0 && full+counted != 0 || dropped > 0 && (full != 1 || counted != 1 || rec.count("dropped="+strconv.Itoa(dropped)) != 1) {
+				rec.mu.Lock()
+				t.Fatalf("%d dropped; logged:\n%s", dropped, strings.Join(rec.msgs, "\n"))
+			}
+			resumed, err := openStream(t, ts.URL, sid, primed.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= tc.sent+1; i++ {
+				if e := nextEvent(t, resumed, false); e.id != eventID(i) {
+					t.Fatalf("resumed: event %s, want %s", e.id, eventID(i))
+				}
+			}
+		})
+	}
+}
+
+// TestHTTPGatewayLearnsItsStreamIsGone: once the client dropped the
+// connection of its call mid-call, the handler's next Progress, Log and
+// Notify return ErrStreamClosed where what they send can no longer reach
+// the client: a legacy session without an event store, and 2026-07-28
+// (whose handler is cancelled too). With an event store the client may
+// resume the stream, so they succeed: what they send waits in the store;
+// unless the client deleted the session.
+func TestHTTPGatewayLearnsItsStreamIsGone(t *testing.T) {
+	t.Parallel()
+	const meta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug",`
+	for _, tc := range []struct {
+		name    string
+		modern  bool
+		opts    []HTTPHandlerOption
+		deleted bool // the client deletes the session instead
+		gone    bool
+	}{
+		{"legacy without an event store", false, []HTTPHandlerOption{WithEventStore(nil)}, false, true},
+		{"legacy with an event store", false, nil, false, false},
+		{"legacy session deleted", false, nil, true, true},
+		{"2026-07-28", true, nil, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			left := make(chan struct{})
+			sent := make(chan []error, 1)
+			srv := newTestServer()
+			srv.AddTool(Tool{Name: "watch"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+				g := req.Gateway()
+				if err := g.Progress(1, 0, "before"); err != nil {
+					return nil, err
+				}
+				<-left
+				sent <- []error{g.Progress(2, 0, "after"), g.Log(LevelInfo, "", "after"), g.Notify("notifications/after", nil)}
+				return &CallToolResult{}, nil
+			})
+			inner := NewHTTPHandler(srv, tc.opts...)
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("X-Watched") != "" {
+					// Runs once the request's context, which the handler's
+					// writer watches, has ended: the client is gone.
+					context.AfterFunc(r.Context(), func() { close(left) })
+				}
+				inner.ServeHTTP(w, r)
+			}))
+			defer ts.Close()
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"watch","_meta":{"progressToken":"p"}}}`
+			header := postHeaders("X-Watched", "1")
+			if tc.deleted {
+				delete(header, "X-Watched")
+			}
+			if tc.modern {
+				body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"watch","_meta":{` + meta + `"progressToken":"p"}}}`
+				header = modernHeaders("tools/call", "Mcp-Name", "watch", "X-Watched", "1")
+			} else {
+				header["Mcp-Session-Id"] = legacySession(t, ts.URL, Version20251125)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL, strings.NewReader(body))
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			resp, err := testHTTPClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := nextEvent(t, newSSEParser(resp.Body, 1<<20), false); field(t, string(e.data), "params.message") != "before" {
+				t.Fatalf("first event %s", e.data)
+			}
+			if tc.deleted {
+				if r := doHTTP(t, "DELETE", ts.URL, "", map[string]string{"Mcp-Session-Id": header["Mcp-Session-Id"]}); r.status != 204 {
+					t.Fatalf("DELETE: %d %s", r.status, r.body)
+				}
+				close(left) // the session ended before DELETE was answered
+			} else {
+				cancel() // the client drops the connection mid-call
+			}
+			resp.Body.Close()
+			for i, err := range <-sent {
+				what := []string{"Progress", "Log", "Notify"}[i]
+				if tc.gone && !errors.Is(err, ErrStreamClosed) {
+					t.Errorf("%s after the client left: %v, want ErrStreamClosed", what, err)
+				}
+				if !tc.gone && err != nil {
+					t.Errorf("%s on a stream the client may resume: %v", what, err)
+				}
+			}
+		})
 	}
 }

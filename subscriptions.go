@@ -39,12 +39,16 @@ func (ss *serverSession) subscribe(params json.RawMessage, on bool) (any, error)
 		delete(ss.subscriptions, p.URI)
 	}
 	ss.mu.Unlock()
+	if on {
+		wantUnsolicited(ss.conn)
+	}
 	return json.RawMessage("{}"), nil
 }
 
 // addSession and removeSession track the connections a Server serves, for
 // the notifications that go to every client. Transports that run sessions
-// of their own (HTTP) call them too.
+// of their own (HTTP) call them too: a legacy HTTP session joins once it
+// has somewhere to put them (see broadcast).
 func (s *Server) addSession(ss *serverSession) {
 	s.sessionsMu.Lock()
 	s.sessions[ss] = struct{}{}
@@ -76,6 +80,16 @@ func (s *Server) listChanged(kind string) {
 // broadcast sends a notification to every initialized session of the older
 // revisions for which sessionWants (called with the session locked) holds,
 // and to every listen stream whose honoured filter streamWants.
+//
+// A notification unrelated to any request may only travel on a legacy
+// Streamable HTTP session's standalone GET stream, so such a session gets
+// broadcasts only once it has one: from the first GET, or from its first
+// resources/subscribe (the client asked for updates, which wait for its
+// GET). From then on they wait in a backlog while no GET is open, bounded
+// by WithSessionBacklog.
+// A session that never did either holds nothing for them. Connections
+// that are not HTTP sessions (stdio, pipes, the 2024-11-05 event stream)
+// get every broadcast.
 func (s *Server) broadcast(method string, params json.RawMessage, sessionWants func(*serverSession) bool, streamWants func(*SubscriptionFilter) bool) {
 	s.sessionsMu.Lock()
 	sessions := make([]*serverSession, 0, len(s.sessions))

@@ -2,6 +2,9 @@ package mcp
 
 import (
 	"context"
+	"maps"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -150,4 +153,121 @@ func TestListChangesWithoutSubscribe(t *testing.T) {
 			rec.expect(t, "tools")
 		})
 	}
+}
+
+// TestHTTPBroadcastsNeedAStandaloneStream: a legacy HTTP session gets
+// broadcasts only once it has somewhere to put them. One that never opened
+// its GET stream holds nothing and, opening it later, starts with what
+// came after; one with an open GET gets them live; one that subscribed
+// before opening its GET finds them waiting there.
+func TestHTTPBroadcastsNeedAStandaloneStream(t *testing.T) {
+	t.Parallel()
+	srv := featureServer()
+	ts := serveHTTP(t, srv)
+	h := ts.Config.Handler.(*httpHandler)
+	idle := legacySession(t, ts.URL, Version20251125)
+	live := legacySession(t, ts.URL, Version20251125)
+	subscribed := legacySession(t, ts.URL, Version20251125)
+	sub := `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"test://static-text"}}`
+	if r := doHTTP(t, "POST", ts.URL, sub, postHeaders("Mcp-Session-Id", subscribed, "MCP-Protocol-Version", Version20251125)); r.status != 200 {
+		t.Fatalf("subscribe: %d %s", r.status, r.body)
+	}
+	liveStream, err := openStream(t, ts.URL, live, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	srv.AddTool(Tool{Name: "late"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil })
+	srv.ResourceUpdated("test://static-text")
+
+	if ok, n := heldBacklog(h.session(idle)); ok {
+		t.Fatalf("a session that never opened its GET stream holds a backlog of %d messages", n)
+	}
+	method := func(e sseEvent) string { return field(t, string(e.data), "method").(string) }
+	if m := method(nextEvent(t, liveStream, false)); m != "notifications/tools/list_changed" {
+		t.Fatalf("open GET stream: %s", m)
+	}
+	subStream, err := openStream(t, ts.URL, subscribed, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"notifications/tools/list_changed", "notifications/resources/updated"} {
+		if m := method(nextEvent(t, subStream, false)); m != want {
+			t.Fatalf("subscribed session's GET stream: %s, want %s", m, want)
+		}
+	}
+	idleStream, err := openStream(t, ts.URL, idle, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddPrompt(Prompt{Name: "later"}, nil)
+	if m := method(nextEvent(t, idleStream, false)); m != "notifications/prompts/list_changed" {
+		t.Fatalf("the idle session's first GET stream starts with %s, sent before it opened", m)
+	}
+}
+
+// TestBroadcastsSkipIdleHTTPSessions is issue 24's bound: 2,000 initialized
+// legacy sessions that never opened a GET stream and 3,000 list changes
+// grow the heap by less than 64 MB, and no session holds a backlog.
+func TestBroadcastsSkipIdleHTTPSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the heap")
+	}
+	const sessions, changes = 2000, 3000
+	srv := newTestServer()
+	h := NewHTTPHandler(srv).(*httpHandler)
+	defer h.shutdown()
+	directSession(t, h) // warm up lazily built state
+	noop := func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil }
+	srv.AddTool(Tool{Name: "flip"}, noop)
+	srv.RemoveTools("flip")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range sessions {
+		directSession(t, h)
+	}
+	for i := range changes {
+		if i%2 == 0 {
+			srv.AddTool(Tool{Name: "flip"}, noop)
+		} else {
+			srv.RemoveTools("flip")
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	h.mu.Lock()
+	all := slices.Collect(maps.Values(h.sessions))
+	h.mu.Unlock()
+	holding, held := 0, 0
+	for _, s := range all {
+		if ok, n := heldBacklog(s); ok {
+			holding, held = holding+1, held+n
+		}
+	}
+	t.Logf("%d idle sessions, %d list changes: heap grew %.1f MB; %d sessions hold %d messages", len(all), changes, float64(growth)/(1<<20), holding, held)
+	if len(all) != sessions+1 {
+		t.Fatalf("%d sessions, want %d", len(all), sessions+1)
+	}
+	if holding > 0 {
+		t.Errorf("%d idle sessions hold a backlog (%d messages)", holding, held)
+	}
+	if growth > 64<<20 {
+		t.Errorf("the heap grew by %.1f MB, want under 64 MB", float64(growth)/(1<<20))
+	}
+}
+
+// heldBacklog reports whether s has a standalone stream, which holds what
+// waits for the GET, and how many messages wait there.
+func heldBacklog(s *httpSession) (bool, int) {
+	s.mu.Lock()
+	st := s.standalone
+	s.mu.Unlock()
+	if st == nil {
+		return false, 0
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return true, len(st.pending)
 }

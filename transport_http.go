@@ -30,6 +30,11 @@ const (
 	// DefaultReconnectAttempts bounds the attempts to resume a lost SSE
 	// stream; see [WithReconnectAttempts].
 	DefaultReconnectAttempts = 5
+	// DefaultSessionBacklogBytes and DefaultSessionBacklogMessages bound
+	// what a legacy session holds for its standalone GET stream; see
+	// [WithSessionBacklog].
+	DefaultSessionBacklogBytes    = 256 << 10
+	DefaultSessionBacklogMessages = 256
 )
 
 // An HTTPOption configures both the server's HTTP handlers and the
@@ -77,6 +82,10 @@ type httpConfig struct {
 	authorize      func(*http.Request) error
 	writeTimeout   time.Duration
 	keepAlive      time.Duration
+	// backlogBytes and backlogMessages bound a session's standalone
+	// stream backlog (WithSessionBacklog).
+	backlogBytes    int
+	backlogMessages int
 	// hostAllowed is the last Host header a loopback server found allowed
 	// (a loopback name or address, or listed), which is allowed on any
 	// server: a client sends the same Host with every request, which then
@@ -99,6 +108,7 @@ func newHTTPConfig() *httpConfig {
 		reconnects:     DefaultReconnectAttempts,
 		header:         make(http.Header),
 	}
+	c.backlogBytes, c.backlogMessages = DefaultSessionBacklogBytes, DefaultSessionBacklogMessages
 	return c
 }
 
@@ -215,6 +225,27 @@ func WithKeepAlive(d time.Duration) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) {
 		if d >= 0 {
 			c.keepAlive = d
+		}
+	})
+}
+
+// WithSessionBacklog bounds what a legacy session holds for its standalone
+// GET stream while no client reads it: the messages that belong to no
+// request (list changes, resource updates, whatever the server sends
+// outside a request), waiting for the GET to be written or opened again
+// (default DefaultSessionBacklogBytes and DefaultSessionBacklogMessages; a
+// bound of 0 or less keeps its default). When a message would pass either
+// bound the oldest ones are dropped, and how many is logged once the
+// backlog is delivered or the session ends; the newest message is always
+// kept. A client that resumes the stream with Last-Event-ID still gets
+// every event the event store kept. Handler only.
+func WithSessionBacklog(maxBytes, maxMessages int) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		if maxBytes > 0 {
+			c.backlogBytes = maxBytes
+		}
+		if maxMessages > 0 {
+			c.backlogMessages = maxMessages
 		}
 	})
 }

@@ -52,6 +52,7 @@ func main() {
 	mcp.NewHTTPTransport(url, mcp.WithMaxBodyBytes(1))                     // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithAuthorizer(nil))                     // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithWriteTimeout(time.Second))           // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithSessionBacklog(1, 1))                // ERROR
 	mcp.NewSSETransport(url, mcp.WithKeepAlive(time.Second))               // ERROR
 	mcp.NewSSETransport(url, mcp.WithContext(context.Background()))        // ERROR
 	mcp.NewHTTPHandler(srv, mcp.WithHTTPClient(nil))                       // ERROR
