@@ -317,12 +317,11 @@ func (s *httpSession) unsolicitedStream() *httpStream {
 	return s.standalone
 }
 
-// wantUnsolicited gives a legacy HTTP session whose connection is c its
-// standalone stream, so that it receives broadcasts before it opens the
-// GET: the client asked for them by subscribing. Other connections always
-// receive them.
-func wantUnsolicited(c *conn) {
-	if t, ok := c.t.(*streamTransport); ok && t.sess != nil {
+// subscribed gives a legacy HTTP session its standalone stream, so that it
+// receives broadcasts before it opens the GET: the client asked for them by
+// subscribing.
+func (t *streamTransport) subscribed() {
+	if t.sess != nil {
 		t.sess.standaloneStream()
 	}
 }

@@ -32,6 +32,10 @@ type pushConn interface {
 // keeps (ownable) and may give the buffer back to the pool once written.
 type pushTransport interface {
 	writeRouted(o outgoing) error
+	// subscribed tells the transport that the peer asked for messages
+	// outside any request (resources/subscribe), which need somewhere to
+	// wait until the peer comes for them.
+	subscribed()
 }
 
 // pushSession makes a server session over HTTP streams, ready for the

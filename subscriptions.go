@@ -39,8 +39,8 @@ func (ss *serverSession) subscribe(params json.RawMessage, on bool) (any, error)
 		delete(ss.subscriptions, p.URI)
 	}
 	ss.mu.Unlock()
-	if on {
-		wantUnsolicited(ss.conn)
+	if on && ss.conn.push != nil {
+		ss.conn.push.subscribed()
 	}
 	return json.RawMessage("{}"), nil
 }
