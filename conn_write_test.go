@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -244,64 +246,82 @@ func TestNonReadingPeerIsDisconnected(t *testing.T) {
 	}
 }
 
+// floodAfterHandshake is a hostile server: it answers initialize, reads
+// notifications/initialized, then sends up to a million garbage lines and
+// never reads again.
+func floodAfterHandshake(r io.Reader, w io.Writer) {
+	br := bufio.NewReader(r)
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	var m struct{ ID json.RawMessage }
+	json.Unmarshal(line, &m)
+	io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"`+Version20251125+`","capabilities":{},"serverInfo":{"name":"hostile","version":"0"}}}`+"\n")
+	if _, err := br.ReadBytes('\n'); err != nil { // notifications/initialized
+		return
+	}
+	chunk := bytes.Repeat([]byte("garbage\n"), 1000)
+	for range 1000 {
+		if _, err := w.Write(chunk); err != nil {
+			return // the client closed the connection
+		}
+	}
+}
+
 // TestNonReadingServerDisconnectsClient: the limit holds on the client's
-// side too. A server that reads the handshake, then sends garbage and
-// never reads again fills the client's backlog with error replies; the
-// client closes the connection, logs why, and its next call fails with
-// the reason.
+// side too, in memory and over a child process. A server that reads the
+// handshake, then sends garbage and never reads again fills the client's
+// backlog with error replies; the client closes the connection, logs why,
+// and its next call fails with the reason.
 func TestNonReadingServerDisconnectsClient(t *testing.T) {
 	const limit = 64 << 10
-	clientSide, serverSide := NewInMemoryTransports()
-	hostile := serverSide.(*IOTransport)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		msg, err := hostile.ReadMessage()
-		if err != nil {
-			return
-		}
-		var m struct{ ID json.RawMessage }
-		json.Unmarshal(msg, &m)
-		hostile.WriteMessage([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"` + Version20251125 + `","capabilities":{},"serverInfo":{"name":"hostile","version":"0"}}}`))
-		if _, err := hostile.ReadMessage(); err != nil { // notifications/initialized
-			return
-		}
-		chunk := bytes.Repeat([]byte("garbage\n"), 1000)
-		for range 1000 { // at most 1,000,000 lines
-			if _, err := hostile.w.Write(chunk); err != nil {
-				return // the client closed the connection
+	for _, carrier := range []string{"in-memory", "command"} {
+		t.Run(carrier, func(t *testing.T) {
+			var tr Transport
+			switch carrier {
+			case "in-memory":
+				clientSide, serverSide := NewInMemoryTransports()
+				hostile := serverSide.(*IOTransport)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					floodAfterHandshake(hostile.r, hostile.w)
+				}()
+				t.Cleanup(func() {
+					hostile.Close()
+					<-done
+				})
+				tr = clientSide
+			case "command":
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), "MCP_TEST_FLOOD=1")
+				ct := NewCommandTransport(cmd)
+				ct.CloseTimeout = 100 * time.Millisecond // the child never reads its input's end
+				tr = ct
 			}
-		}
-	}()
-	t.Cleanup(func() {
-		hostile.Close()
-		<-done
-	})
-	rec := &logRecorder{}
-	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithWriteBacklog(limit), WithLogger(slog.New(rec)), WithProtocolVersion(Version20251125))
-	if err := cl.Connect(context.Background(), clientSide); err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the client read a million garbage lines without closing the connection")
-	}
-	conn, _, err := cl.session()
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-conn.done:
-	default:
-		t.Fatal("the connection is open after a million garbage lines nobody read the answers to")
-	}
-	var nr *errNotReading
-	if err := cl.Ping(context.Background()); !errors.As(err, &nr) || !errors.Is(err, ErrClosed) || nr.limit != limit {
-		t.Fatalf("Ping after the flood: %v, want the server not reading", err)
-	}
-	if n := rec.count("the peer is not reading; closing the connection backlog="); n != 1 {
-		t.Fatalf("the reason was logged %d times", n)
+			rec := &logRecorder{}
+			cl := NewClient(Implementation{Name: "c", Version: "1"}, WithWriteBacklog(limit), WithLogger(slog.New(rec)), WithProtocolVersion(Version20251125))
+			if err := cl.Connect(context.Background(), tr); err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			conn, _, err := cl.session()
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-conn.done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the connection is open after the flood of garbage nobody read the answers to")
+			}
+			var nr *errNotReading
+			if err := cl.Ping(context.Background()); !errors.As(err, &nr) || !errors.Is(err, ErrClosed) || nr.limit != limit {
+				t.Fatalf("Ping after the flood: %v, want the server not reading", err)
+			}
+			if n := rec.count("the peer is not reading; closing the connection backlog="); n != 1 {
+				t.Fatalf("the reason was logged %d times", n)
+			}
+		})
 	}
 }
