@@ -845,6 +845,10 @@ func (c *conn) close(cause error) {
 
 	c.w.mu.Lock()
 	c.w.closed = true
+	// Nothing queued is written now: let it go rather than keep a backlog
+	// until the connection is collected.
+	clear(c.w.queue)
+	c.w.queue, c.w.bytes = nil, 0
 	c.w.mu.Unlock()
 
 	err := &closedError{cause}

@@ -18,14 +18,27 @@ type writer struct {
 	flushed chan struct{} // closed when the goroutine writing stops, if anyone waits
 }
 
-// writeBacklog is how many queued bytes make handler writes wait for the
-// writer, so a peer that stops reading cannot grow memory without bound.
-const writeBacklog = 8 << 20
+// queuedSize is what a queued message counts against the write backlog:
+// the buffer that holds it, which may be a pooled one larger than the
+// message, so that the limit bounds the memory held.
+func queuedSize(o outgoing) int { return cap(o.data) }
 
-// queueWrite hands a message to the writer. Control writes (from the reader,
-// cancellations) never wait; others wait while the backlog is over
-// writeBacklog, so a peer that stops reading slows its handlers instead of
-// growing memory.
+// errNotReading is the cause of a connection closed because its peer does
+// not read what it is sent.
+type errNotReading struct{ backlog, message, limit int }
+
+func (e *errNotReading) Error() string {
+	return fmt.Sprintf("mcp: the peer is not reading: %d bytes are queued for it and a further %d would pass the write backlog limit of %d", e.backlog, e.message, e.limit)
+}
+
+// queueWrite hands a message to the writer. Every queued message counts
+// against the write backlog (WithWriteBacklog). Handler writes wait while
+// the message would take the backlog past the limit, so a peer that stops
+// reading slows its handlers instead of growing memory. Control writes
+// (from the reader: error replies, overloaded; cancellations) must not
+// wait: one that would take the backlog past the limit closes the
+// connection, since the peer is not reading. A message larger than the
+// limit is queued only when nothing else is.
 func (c *conn) queueWrite(o outgoing, control bool) error {
 	if c.push != nil {
 		if err := c.closedErr(); err != nil {
@@ -33,6 +46,7 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 		}
 		return c.push.writeRouted(o)
 	}
+	size, limit := queuedSize(o), c.cfg.writeBacklog
 	for {
 		c.w.mu.Lock()
 		if c.w.closed {
@@ -59,12 +73,19 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 			}
 			return nil
 		}
-		if control || c.w.bytes < writeBacklog {
+		if c.w.bytes == 0 || c.w.bytes+size <= limit {
 			c.w.queue = append(c.w.queue, o)
-			c.w.bytes += len(o.data)
+			c.w.bytes += size
 			c.w.mu.Unlock()
 			c.wakeWriter()
 			return nil
+		}
+		if control {
+			backlog := c.w.bytes
+			c.w.mu.Unlock()
+			c.log.Error("the peer is not reading; closing the connection", "backlog", backlog, "message", size, "limit", limit)
+			c.close(&errNotReading{backlog: backlog, message: size, limit: limit})
+			return c.closedErr()
 		}
 		space := c.w.space
 		c.w.waiters++

@@ -29,6 +29,12 @@ func TestMain(m *testing.M) {
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}
+	if os.Getenv("MCP_TEST_FLOOD") != "" {
+		// A server that floods its client with garbage and never reads.
+		floodAfterHandshake(os.Stdin, os.Stdout)
+		io.Copy(io.Discard, os.Stdin) // until the client ends it
+		os.Exit(0)
+	}
 	if msg, ok := os.LookupEnv("MCP_TEST_CRASH"); ok {
 		// A server that fails as it starts, saying why on standard error.
 		fmt.Fprintln(os.Stderr, "starting up")

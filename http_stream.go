@@ -53,7 +53,7 @@ type httpStream struct {
 	pendBytes     int
 	wake          chan struct{} // the attached writer's signal
 	gen           int64         // the attached writer's generation
-	awaiting      []ID          // requests whose responses are still to come
+	awaiting      awaitSet      // requests whose responses are still to come
 	retry         time.Duration
 	next          int64 // the last index assigned
 	written       int64 // the last index written to a client
@@ -84,7 +84,54 @@ type httpStream struct {
 func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
 	// wake is made when the first writer must wait (take): a request
 	// answered before its stream is written never needs one.
-	return &httpStream{sess: sess, id: id, awaiting: awaiting, log: log, gen: 1, attached: true}
+	return &httpStream{sess: sess, id: id, awaiting: newAwaitSet(awaiting), log: log, gen: 1, attached: true}
+}
+
+// awaitSet holds the requests whose responses a stream awaits: a few in a
+// slice, a batch's many in a map, so that settling each answer of a large
+// batch costs the same as settling the one answer of a POST.
+type awaitSet struct {
+	few  []ID
+	many map[ID]int // how many times each id is awaited: a batch may repeat one
+	n    int
+}
+
+// awaitSetSlice is how many ids are kept in a slice, searched in order.
+const awaitSetSlice = 16
+
+func newAwaitSet(ids []ID) awaitSet {
+	if len(ids) <= awaitSetSlice {
+		return awaitSet{few: ids, n: len(ids)}
+	}
+	m := make(map[ID]int, len(ids))
+	for _, id := range ids {
+		m[id]++
+	}
+	return awaitSet{many: m, n: len(ids)}
+}
+
+// remove takes one awaited id away; it reports whether id was awaited.
+func (a *awaitSet) remove(id ID) bool {
+	if a.many != nil {
+		k, ok := a.many[id]
+		if !ok {
+			return false
+		}
+		if k > 1 {
+			a.many[id] = k - 1
+		} else {
+			delete(a.many, id)
+		}
+		a.n--
+		return true
+	}
+	i := slices.Index(a.few, id)
+	if i < 0 {
+		return false
+	}
+	a.few = slices.Delete(a.few, i, i+1)
+	a.n--
+	return true
 }
 
 // writer returns the generation of the stream's current writer.
@@ -370,12 +417,10 @@ func (s *httpStream) settle(id ID) bool {
 }
 
 func (s *httpStream) settleLocked(id ID) bool {
-	i := slices.Index(s.awaiting, id)
-	if i < 0 {
+	if !s.awaiting.remove(id) {
 		return false
 	}
-	s.awaiting = slices.Delete(s.awaiting, i, i+1)
-	if s.dispatched && len(s.awaiting) == 0 {
+	if s.dispatched && s.awaiting.n == 0 {
 		s.finished = true
 	}
 	return true
@@ -386,7 +431,7 @@ func (s *httpStream) settleLocked(id ID) bool {
 func (s *httpStream) frameDone() {
 	s.mu.Lock()
 	s.dispatched = true
-	if len(s.awaiting) == 0 {
+	if s.awaiting.n == 0 {
 		s.finished = true
 	}
 	s.signalLocked()

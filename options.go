@@ -54,6 +54,7 @@ type config struct {
 	maxRequestTimeout time.Duration
 	maxInFlight       int
 	maxMessageSize    int
+	writeBacklog      int
 	notifications     map[string]NotificationHandler
 	protocolVersion   string
 	extensions        map[string]json.RawMessage
@@ -69,6 +70,7 @@ func newConfig() *config {
 		maxRequestTimeout: DefaultMaxRequestTimeout,
 		maxInFlight:       DefaultMaxInFlight,
 		maxMessageSize:    DefaultMaxMessageSize,
+		writeBacklog:      DefaultWriteBacklog,
 	}
 	c.server.pageSize = DefaultPageSize
 	c.server.stateTTL = DefaultStateTTL
@@ -111,6 +113,29 @@ func WithMaxMessageSize(n int) Option {
 	return bothOption(func(c *config) {
 		if n > 0 {
 			c.maxMessageSize = n
+		}
+	})
+}
+
+// DefaultWriteBacklog is the default limit on what a connection holds for a
+// peer that is not reading; see [WithWriteBacklog].
+const DefaultWriteBacklog = 8 << 20
+
+// WithWriteBacklog limits the bytes a connection holds queued for a peer
+// that does not read them (default 8 MiB; n <= 0 keeps the default). They
+// are counted by the buffers that hold them, which may be larger than the
+// messages. Past the limit a handler's message waits until the peer reads
+// (one larger than the limit waits for an empty queue); a message the
+// engine sends without waiting (an error reply to bad input, an overloaded
+// request, a cancellation) that would take the backlog past the limit means
+// the peer is not reading: the connection is closed, the reason is logged
+// and Serve returns it as its error. It does not apply to Streamable HTTP
+// servers, whose streams have limits of their own.
+// It configures either peer (NewClient or NewServer).
+func WithWriteBacklog(n int) Option {
+	return bothOption(func(c *config) {
+		if n > 0 {
+			c.writeBacklog = n
 		}
 	})
 }
