@@ -260,7 +260,9 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
 		// A body of announced length is cut off there by net/http.
 		from = http.MaxBytesReader(w, r.Body, h.cfg.maxBodyBytes)
 	}
-	body, err := readLimited(from, r.ContentLength, h.cfg.maxBodyBytes)
+	// Read as it arrives: a client that announces a large body and sends
+	// little of it holds only what it sent.
+	body, err := readArriving(from, r.ContentLength, h.cfg.maxBodyBytes)
 	if err != nil {
 		// Reading may have taken long (a slow client, cut off by
 		// http.Server.ReadTimeout): the answer gets a write bound of its
