@@ -282,6 +282,11 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
 	// a discarding copy of its own before the answer (an allocation and a
 	// read a request).
 	r.Body.Close()
+	// http.Server.ReadTimeout bounds the request, not the answer: an SSE
+	// answer may last far longer. (net/http lifts the deadline itself when
+	// it sees the body end; this does not depend on it. A recorder does
+	// not support deadlines, which is fine.)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	return body
 }
 

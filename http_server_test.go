@@ -1,11 +1,16 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // TestIsLoopbackHost: which Host names a loopback server accepts without
@@ -111,4 +116,112 @@ func TestHTTPHostCheckAfterAllowedHosts(t *testing.T) {
 			t.Fatalf("request %d, Host %s: status %d, want %d: %s", i, h.host, r.status, h.status, r.body)
 		}
 	}
+}
+
+// TestHTTPStreamsOutliveReadTimeout: behind an http.Server whose
+// ReadTimeout is a second, on a fake clock, SSE streams that last ten
+// times longer deliver every event and are never cut (and resumed): a
+// POST's answer on both eras, and a legacy session's GET stream. The
+// handler lifts the read deadline once it has read a body.
+func TestHTTPStreamsOutliveReadTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newTestServer()
+		srv.AddTool(Tool{Name: "slow"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+			for i := 1; i <= 5; i++ {
+				time.Sleep(2 * time.Second)
+				req.Gateway().Progress(float64(i), 5, "")
+			}
+			return &CallToolResult{Content: []Content{TextContent("ten seconds")}}, nil
+		})
+		var resumed atomic.Int32
+		inner := NewHTTPHandler(srv)
+		hs := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Last-Event-ID") != "" {
+					resumed.Add(1)
+				}
+				inner.ServeHTTP(w, r)
+			}),
+			ReadHeaderTimeout: time.Second,
+			ReadTimeout:       time.Second,
+		}
+		_, hc := servePipe(t, hs)
+		for _, v := range eras {
+			func() {
+				changed := make(chan struct{}, 1)
+				cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v), WithToolListChangedHandler(func(context.Context) {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}))
+				if err := cl.Connect(context.Background(), NewHTTPTransport(pipeURL, WithHTTPClient(hc))); err != nil {
+					t.Fatal(err)
+				}
+				defer cl.Close()
+				start := time.Now()
+				progress, count := orderedProgress(t, 0, nil)
+				res, err := cl.CallTool(context.Background(), "slow", nil, WithProgress(progress))
+				if err != nil || *count != 5 || res.Content[0].Text != "ten seconds" || time.Since(start) < 10*time.Second {
+					t.Fatalf("%s: a long SSE answer: %v, %d reports in %v, %+v", v, err, *count, time.Since(start), res)
+				}
+				if v == Version20251125 {
+					// The GET stream, open since the handshake, carries a
+					// notification long after ReadTimeout.
+					time.Sleep(10 * time.Second)
+					srv.AddTool(Tool{Name: "late"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+						return &CallToolResult{}, nil
+					})
+					synctest.Wait()
+					select {
+					case <-changed:
+					default:
+						t.Fatal("the GET stream did not deliver tools/list_changed after ReadTimeout")
+					}
+				}
+			}()
+		}
+		if n := resumed.Load(); n != 0 {
+			t.Fatalf("streams were cut and resumed %d times", n)
+		}
+	})
+}
+
+// TestHTTPTricklingBodyIsCut: a body that keeps arriving, a byte a second,
+// too slowly to end within ReadTimeout, is cut at ReadTimeout with a 400,
+// on a fake clock.
+func TestHTTPTricklingBodyIsCut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hs := &http.Server{Handler: NewHTTPHandler(newTestServer()), ReadHeaderTimeout: time.Second, ReadTimeout: 4 * time.Second}
+		pn, _ := servePipe(t, hs)
+		c, err := pn.DialContext(context.Background(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		rawPOST(t, c, "", 100, `{"jsonrpc"`)
+		trickled := make(chan int)
+		go func() {
+			n := 0
+			for {
+				time.Sleep(time.Second)
+				if _, err := c.Write([]byte(" ")); err != nil {
+					trickled <- n
+					return
+				}
+				n++
+			}
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		d := time.Since(start)
+		c.Close()
+		n := <-trickled
+		if resp.StatusCode != 400 || d != hs.ReadTimeout || !strings.Contains(string(body), "cannot read the body") || n < 3 {
+			t.Fatalf("a trickling body (%d bytes sent): %d after %v: %s", n, resp.StatusCode, d, body)
+		}
+	})
 }

@@ -292,11 +292,13 @@ func WithReconnectAttempts(n int) HTTPTransportOption {
 //		MaxHeaderBytes:    64 << 10,
 //	}
 //
-// ReadTimeout does not cut SSE answers: net/http lifts it once the body is
-// read. Leave WriteTimeout 0: it would cut every SSE stream that outlives
-// it, while the handler already bounds each write with [WithWriteTimeout].
-// A body over the cap is refused with 413 without being read when its
-// length is announced.
+// ReadTimeout does not cut SSE answers: the handler lifts the read
+// deadline once a body is read (a GET has none). Leave WriteTimeout 0: it
+// would cut every SSE stream that outlives it, while the handler already
+// bounds each write with [WithWriteTimeout]. A body over the cap is
+// refused with 413 without being read when its length is announced; any
+// other is read as it arrives, so that a client holds only as much memory
+// as it has sent.
 func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 	h := &httpHandler{srv: s, cfg: handlerConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
 	if !h.cfg.storeSet {
