@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -224,4 +225,77 @@ func TestHTTPTricklingBodyIsCut(t *testing.T) {
 			t.Fatalf("a trickling body (%d bytes sent): %d after %v: %s", n, resp.StatusCode, d, body)
 		}
 	})
+}
+
+// TestHTTPOriginSchemeAndUserinfo: the server's own origin is an http or
+// https origin of its host and port, nothing else: another scheme,
+// userinfo (refused even when any origin is allowed), a path or a query
+// get 403; loopback names count as one host only with the connection's
+// scheme; a TLS server's pages are https.
+func TestHTTPOriginSchemeAndUserinfo(t *testing.T) {
+	t.Parallel()
+	ts := serveHTTP(t, newTestServer())
+	port := portOf(strings.TrimPrefix(ts.URL, "http://"))
+	self := "127.0.0.1:" + port
+	discover := modernRequest("1", "server/discover", "")
+	for _, tc := range []struct {
+		origin string
+		status int
+	}{
+		{"ftp://" + self, 403},
+		{"http://evil.com@" + self, 403},
+		{"http://user:pass@" + self, 403},
+		{"javascript://" + self, 403},
+		{"http://" + self + "/mcp", 403},
+		{"http://" + self + "?x", 403},
+		{"http://" + self + "#x", 403},
+		{"http://" + self + "#", 403},
+		{"https://localhost:" + port, 403}, // another loopback name, another scheme
+		{"http://" + self, 200},
+		{"http://" + self + "/", 200},
+		{"HTTP://" + self, 200},
+		{"http://localhost:" + port, 200},
+		{"https://" + self, 200}, // the same host: a proxy may end TLS in front
+	} {
+		r := doHTTP(t, "POST", ts.URL, discover, modernHeaders("server/discover", "Origin", tc.origin))
+		if r.status != tc.status {
+			t.Errorf("Origin %q: %d, want %d: %s", tc.origin, r.status, tc.status, r.body)
+		}
+	}
+
+	// Any origin allowed, but never userinfo.
+	open := NewHTTPHandler(newTestServer(), WithAllowedOrigins("*"))
+	// A TLS server's own pages are https.
+	plain := NewHTTPHandler(newTestServer())
+	for _, tc := range []struct {
+		name   string
+		h      http.Handler
+		tls    bool
+		origin string
+		status int
+	}{
+		{"any origin", open, false, "https://anything.example", 200},
+		{"any origin, userinfo", open, false, "https://evil.example@app.example.com", 403},
+		{"TLS, https", plain, true, "https://mcp.example.com", 200},
+		{"TLS, http", plain, true, "http://mcp.example.com", 403},
+		{"TLS, another loopback name", plain, true, "https://localhost:443", 200},
+		{"TLS, another loopback name, http", plain, true, "http://localhost:443", 403},
+	} {
+		target := "https://mcp.example.com/mcp"
+		if strings.Contains(tc.origin, "localhost") {
+			target = "https://127.0.0.1:443/mcp"
+		}
+		req := httptest.NewRequest("POST", target, strings.NewReader(discover))
+		for k, v := range modernHeaders("server/discover", "Origin", tc.origin) {
+			req.Header.Set(k, v)
+		}
+		if !tc.tls {
+			req.TLS = nil
+		}
+		rec := httptest.NewRecorder()
+		tc.h.ServeHTTP(rec, req)
+		if rec.Code != tc.status {
+			t.Errorf("%s: %d, want %d: %s", tc.name, rec.Code, tc.status, rec.Body)
+		}
+	}
 }

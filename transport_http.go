@@ -162,7 +162,8 @@ func WithEventStore(store EventStore) HTTPHandlerOption {
 // "https://app.example.com", allowed to call the handler besides its own;
 // "*" allows any. A request whose Origin header names another origin gets
 // 403, so that a web page cannot drive a server on the user's machine.
-// Handler only.
+// The handler's own origin is an http or https origin of the request's
+// host and port; an origin with userinfo is always refused. Handler only.
 func WithAllowedOrigins(origins ...string) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) { c.allowedOrigins = append(c.allowedOrigins, origins...) })
 }
