@@ -81,12 +81,15 @@ func (h *httpHandler) shutdown() {
 
 // admitRequest applies the checks every request to an MCP endpoint passes
 // first: where it comes from, whether it is authorized, and whether the
-// server is shutting down. It reports false when it has answered the
-// request itself.
+// server is shutting down; a CORS preflight is answered after the first.
+// It reports false when it has answered the request itself.
 func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopped bool) bool {
 	if status, msg := checkSource(cfg, r); status != 0 {
 		writeHTTPError(w, status, CodeInvalidRequest, ID{}, msg)
 		return false
+	}
+	if serveCORS(cfg, w, r) {
+		return false // a preflight carries no credentials to check
 	}
 	if cfg.authorize != nil {
 		if err := cfg.authorize(r); err != nil {
