@@ -275,17 +275,21 @@ func fuzzServer() *Server {
 	return s
 }
 
-// FuzzHTTPHandler drives the Streamable HTTP handler with arbitrary POST
-// and DELETE requests (body and the headers it classifies: version,
-// method, name, a mirrored parameter, Accept, Content-Type, session) and
-// checks that every answer is well formed: a known status, no body with
-// 202/204, JSON-RPC in every JSON body and SSE event, no session id given
-// to a 2026-07-28 request, and the request's own id on its answer. Each
-// request runs in a synctest bubble: one still running when everything is
-// blocked waits for its client (a listen stream), which then goes away.
+// FuzzHTTPHandler drives the Streamable HTTP handler with arbitrary POST,
+// DELETE and OPTIONS requests (body and the headers it classifies:
+// version, method, name, a mirrored parameter, Accept, Content-Type,
+// session, Origin; a body shorter or longer than its Content-Length, or
+// of no announced length; CORS on or off) and checks that every answer is
+// well formed: a known status, no body with 202/204, JSON-RPC in every
+// JSON body and SSE event, no session id given to a 2026-07-28 request,
+// and the request's own id on its answer; a foreign or malformed Origin
+// refused, CORS headers only for the CORS origin, a body cut short never
+// served. Each request runs in a synctest bubble: one still running when
+// everything is blocked waits for its client (a listen stream), which then
+// goes away.
 func FuzzHTTPHandler(f *testing.F) {
 	add := func(method, body, version, mcpMethod, name, param, accept, ctype string, session uint8) {
-		f.Add(method, []byte(body), version, mcpMethod, name, param, accept, ctype, session)
+		f.Add(method, []byte(body), version, mcpMethod, name, param, accept, ctype, session, "", 0)
 	}
 	const both = "application/json, text/event-stream"
 	add("POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"0"}}}`, "", "", "", "", both, "application/json", 0)
@@ -298,22 +302,70 @@ func FuzzHTTPHandler(f *testing.F) {
 	add("POST", "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"x\":\"\xff\"}", "", "", "", "", both, "application/json", 1)
 	add("POST", `{"jsonrpc":"2.0","id":8,"method":"ping"}`, "2099-01-01", "", "", "", "text/plain", "text/plain", 3)
 	add("DELETE", ``, "2025-11-25", "", "", "", "", "", 1)
-	f.Fuzz(func(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8) {
+	// Origins, CORS (session bit 4 turns it on), announced lengths.
+	discover := []byte(modernRequest("9", "server/discover", ""))
+	for _, origin := range []string{"http://example.com", "https://example.com/", "http://evil.com@example.com", "ftp://example.com", "null", "https://app.example.com", "HTTP://EXAMPLE.COM", "http://example.com/mcp", "http://example.com?"} {
+		f.Add("POST", discover, "2026-07-28", "server/discover", "", "", both, "application/json", uint8(4), origin, 0)
+		f.Add("OPTIONS", []byte(nil), "", "", "Content-Type, Mcp-Param-Region, bad name", "", "", "", uint8(4), origin, 0)
+	}
+	f.Add("OPTIONS", []byte(nil), "", "", "Mcp-Session-Id", "", "", "", uint8(0), "https://app.example.com", 0)
+	for _, delta := range []int{-10, -1, 1, 10, 1 << 16, -1 << 20} {
+		f.Add("POST", discover, "2026-07-28", "server/discover", "", "", both, "application/json", uint8(0), "", delta)
+		f.Add("POST", []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), "2025-11-25", "", "", "", both, "application/json", uint8(1), "", delta)
+	}
+	f.Fuzz(func(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8, origin string, delta int) {
 		synctest.Test(t, func(t *testing.T) {
-			fuzzHandlerOnce(t, method, body, version, mcpMethod, name, param, accept, ctype, session)
+			fuzzHandlerOnce(t, method, body, version, mcpMethod, name, param, accept, ctype, session, origin, delta)
 		})
 	})
 }
 
-func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8) {
-	h := NewHTTPHandler(fuzzServer(), WithMaxBodyBytes(1<<16), WithKeepAlive(0)).(*httpHandler)
+// fuzzCORSOrigin is the origin the handler fuzz target lets in with
+// WithCORS, when it turns CORS on.
+const fuzzCORSOrigin = "https://app.example.com"
+
+// announcedBody is a request body as net/http gives it to a handler when
+// the client announces length bytes and sends data: cut at length, and
+// failing once data ends short of it.
+type announcedBody struct {
+	data []byte
+	left int64
+}
+
+func (b *announcedBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	if len(b.data) == 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	n := copy(p[:min(int64(len(p)), b.left)], b.data)
+	b.data, b.left = b.data[n:], b.left-int64(n)
+	return n, nil
+}
+
+func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8, origin string, delta int) {
+	opts := []HTTPHandlerOption{WithMaxBodyBytes(1 << 16), WithKeepAlive(0)}
+	cors := session&4 != 0
+	if cors {
+		opts = append(opts, WithCORS(fuzzCORSOrigin))
+	}
+	h := NewHTTPHandler(fuzzServer(), opts...).(*httpHandler)
 	defer h.shutdown()
-	if method != "DELETE" {
+	if method != "DELETE" && method != "OPTIONS" {
 		method = "POST"
 	}
 	ctx, leave := context.WithCancel(context.Background())
 	defer leave()
 	req := httptest.NewRequestWithContext(ctx, method, "/mcp", bytes.NewReader(body))
+	if announced := int64(len(body)) + int64(delta); delta != 0 {
+		if announced < 0 {
+			req.ContentLength = -1 // chunked: the whole body, its length unknown
+		} else {
+			req.ContentLength = announced
+			req.Body = io.NopCloser(&announcedBody{data: body, left: announced})
+		}
+	}
 	set := func(k, v string) {
 		if v != "" {
 			req.Header[k] = []string{v}
@@ -325,6 +377,11 @@ func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMetho
 	set("Mcp-Param-Region", param)
 	set("Accept", accept)
 	set("Content-Type", ctype)
+	set("Origin", origin)
+	if method == "OPTIONS" {
+		set("Access-Control-Request-Method", "POST")
+		set("Access-Control-Request-Headers", name)
+	}
 	switch session % 4 {
 	case 1: // a live session
 		set("Mcp-Session-Id", directSession(t, h))
@@ -348,7 +405,63 @@ func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMetho
 		leave()
 		<-done
 	}
+	checkAdmission(t, req, body, delta, cors, rec)
+	if rec.Code == http.StatusForbidden || method == "OPTIONS" {
+		return // answered before the body was looked at
+	}
 	checkHTTPAnswer(t, req, body, rec)
+}
+
+// checkAdmission checks what the handler fuzz target's answer says of the
+// request's origin, CORS and announced length. The handler serves the
+// host example.com and, with CORS on, fuzzCORSOrigin.
+func checkAdmission(t *testing.T, req *http.Request, body []byte, delta int, cors bool, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	origin := req.Header.Get("Origin")
+	trimmed := strings.TrimSuffix(origin, "/")
+	own := strings.EqualFold(trimmed, "http://example.com") || strings.EqualFold(trimmed, "https://example.com")
+	listedCORS := cors && strings.EqualFold(trimmed, fuzzCORSOrigin)
+	switch {
+	case origin == "":
+	case strings.Contains(origin, "@"):
+		if rec.Code != http.StatusForbidden {
+			t.Fatalf("Origin %q with userinfo: %d", origin, rec.Code)
+		}
+	case own || listedCORS:
+		if rec.Code == http.StatusForbidden {
+			t.Fatalf("Origin %q refused: %s", origin, rec.Body)
+		}
+	default:
+		if rec.Code != http.StatusForbidden {
+			t.Fatalf("Origin %q (CORS %v) let in: %d", origin, cors, rec.Code)
+		}
+	}
+	acao := rec.Header().Get("Access-Control-Allow-Origin")
+	if acao != "" && (!listedCORS || acao != origin) {
+		t.Fatalf("Access-Control-Allow-Origin %q for Origin %q (CORS %v)", acao, origin, cors)
+	}
+	if cors != slices.Contains(rec.Header().Values("Vary"), "Origin") && rec.Code != http.StatusForbidden {
+		t.Fatalf("CORS %v, Vary %q", cors, rec.Header().Values("Vary"))
+	}
+	if req.Method == "OPTIONS" {
+		want := http.StatusMethodNotAllowed
+		if listedCORS {
+			want = http.StatusNoContent
+		}
+		if rec.Code != want && rec.Code != http.StatusForbidden {
+			t.Fatalf("OPTIONS from %q (CORS %v): %d, want %d", origin, cors, rec.Code, want)
+		}
+		if rec.Code == http.StatusNoContent && (acao != origin || rec.Header().Get("Access-Control-Allow-Methods") == "") {
+			t.Fatalf("a preflight without its headers: %v", rec.Header())
+		}
+		return
+	}
+	if delta > 0 && req.Method == "POST" && (rec.Code == 200 || rec.Code == 202) {
+		t.Fatalf("a body %d bytes short of its Content-Length served: %d %s", delta, rec.Code, rec.Body)
+	}
+	if announced := int64(len(body)) + int64(delta); announced > 1<<16 && req.Method == "POST" && (rec.Code == 200 || rec.Code == 202) {
+		t.Fatalf("a body of %d bytes served over the cap: %d", announced, rec.Code)
+	}
 }
 
 // checkHTTPAnswer checks one recorded answer of the handler fuzz target.

@@ -79,17 +79,17 @@ func (h *httpHandler) shutdown() {
 	}
 }
 
-// checkSource refuses requests from web pages that may not call us: a
-// foreign Origin, or a non-loopback Host on a loopback listener (DNS
-// rebinding).
 // admitRequest applies the checks every request to an MCP endpoint passes
 // first: where it comes from, whether it is authorized, and whether the
-// server is shutting down. It reports false when it has answered the
-// request itself.
+// server is shutting down; a CORS preflight is answered after the first.
+// It reports false when it has answered the request itself.
 func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopped bool) bool {
 	if status, msg := checkSource(cfg, r); status != 0 {
 		writeHTTPError(w, status, CodeInvalidRequest, ID{}, msg)
 		return false
+	}
+	if serveCORS(cfg, w, r) {
+		return false // a preflight carries no credentials to check
 	}
 	if cfg.authorize != nil {
 		if err := cfg.authorize(r); err != nil {
@@ -105,6 +105,9 @@ func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopp
 	return true
 }
 
+// checkSource refuses requests from web pages that may not call us: a
+// foreign Origin, or a non-loopback Host on a loopback listener (DNS
+// rebinding).
 func checkSource(cfg *httpConfig, r *http.Request) (int, string) {
 	if last := cfg.hostAllowed.Load(); last != nil && *last == r.Host {
 		// Allowed by itself, on any server: the check below found it so.
@@ -116,7 +119,7 @@ func checkSource(cfg *httpConfig, r *http.Request) (int, string) {
 		allowed := strings.Clone(r.Host) // not the request's memory
 		cfg.hostAllowed.Store(&allowed)
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(cfg, origin, r.Host) {
+	if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(cfg, origin, r) {
 		return http.StatusForbidden, "Forbidden: origin " + strconv.Quote(origin) + " is not allowed"
 	}
 	return 0, ""
@@ -160,20 +163,35 @@ func listed(list []string, s string) bool {
 	return false
 }
 
-// originAllowed accepts the server's own origin (the same host and port;
-// loopback names count as one host), and the listed ones.
-func originAllowed(cfg *httpConfig, origin, host string) bool {
-	if listed(cfg.allowedOrigins, strings.TrimSuffix(origin, "/")) {
+// originAllowed accepts the listed origins and the server's own: an http
+// or https origin naming the request's host and port (loopback names count
+// as one host, with the scheme of the connection: a page of a loopback
+// server is never https over a plain connection). An origin is
+// scheme://host[:port]: one with userinfo is refused whatever is listed,
+// and one with a path, a query or another scheme is not the server's own;
+// no browser sends those.
+func originAllowed(cfg *httpConfig, origin string, r *http.Request) bool {
+	if strings.Contains(origin, "@") {
+		return false // userinfo: a host cannot contain "@"
+	}
+	origin = strings.TrimSuffix(origin, "/")
+	if listed(cfg.allowedOrigins, origin) {
 		return true
 	}
 	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
+	if err != nil || u.Host == "" || u.User != nil || u.Opaque != "" || u.Path != "" || strings.ContainsAny(origin, "?#") {
 		return false
 	}
-	if strings.EqualFold(u.Host, host) {
+	scheme, tls := strings.ToLower(u.Scheme), r.TLS != nil
+	if scheme != "https" && (scheme != "http" || tls) {
+		return false // another scheme, or a plain page of a TLS server
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		// Behind a proxy that ends TLS an https page reaches a plain
+		// connection: the same host is enough.
 		return true
 	}
-	return isLoopbackHost(hostname(u.Host)) && isLoopbackHost(hostname(host)) && u.Port() == portOf(host)
+	return (scheme == "https") == tls && isLoopbackHost(hostname(u.Host)) && isLoopbackHost(hostname(r.Host)) && u.Port() == portOf(r.Host)
 }
 
 func portOf(hostport string) string {
@@ -260,7 +278,9 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
 		// A body of announced length is cut off there by net/http.
 		from = http.MaxBytesReader(w, r.Body, h.cfg.maxBodyBytes)
 	}
-	body, err := readLimited(from, r.ContentLength, h.cfg.maxBodyBytes)
+	// Read as it arrives: a client that announces a large body and sends
+	// little of it holds only what it sent.
+	body, err := readArriving(from, r.ContentLength, h.cfg.maxBodyBytes)
 	if err != nil {
 		// Reading may have taken long (a slow client, cut off by
 		// http.Server.ReadTimeout): the answer gets a write bound of its
@@ -280,6 +300,11 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
 	// a discarding copy of its own before the answer (an allocation and a
 	// read a request).
 	r.Body.Close()
+	// http.Server.ReadTimeout bounds the request, not the answer: an SSE
+	// answer may last far longer. (net/http lifts the deadline itself when
+	// it sees the body end; this does not depend on it. A recorder does
+	// not support deadlines, which is fine.)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	return body
 }
 

@@ -1,11 +1,17 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // TestIsLoopbackHost: which Host names a loopback server accepts without
@@ -109,6 +115,187 @@ func TestHTTPHostCheckAfterAllowedHosts(t *testing.T) {
 		r := doHTTP(t, "POST", ts.URL, discover, modernHeaders("server/discover", "Host", h.host))
 		if r.status != h.status {
 			t.Fatalf("request %d, Host %s: status %d, want %d: %s", i, h.host, r.status, h.status, r.body)
+		}
+	}
+}
+
+// TestHTTPStreamsOutliveReadTimeout: behind an http.Server whose
+// ReadTimeout is a second, on a fake clock, SSE streams that last ten
+// times longer deliver every event and are never cut (and resumed): a
+// POST's answer on both eras, and a legacy session's GET stream. The
+// handler lifts the read deadline once it has read a body.
+func TestHTTPStreamsOutliveReadTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newTestServer()
+		srv.AddTool(Tool{Name: "slow"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+			for i := 1; i <= 5; i++ {
+				time.Sleep(2 * time.Second)
+				req.Gateway().Progress(float64(i), 5, "")
+			}
+			return &CallToolResult{Content: []Content{TextContent("ten seconds")}}, nil
+		})
+		var resumed atomic.Int32
+		inner := NewHTTPHandler(srv)
+		hs := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Last-Event-ID") != "" {
+					resumed.Add(1)
+				}
+				inner.ServeHTTP(w, r)
+			}),
+			ReadHeaderTimeout: time.Second,
+			ReadTimeout:       time.Second,
+		}
+		_, hc := servePipe(t, hs)
+		for _, v := range eras {
+			func() {
+				changed := make(chan struct{}, 1)
+				cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v), WithToolListChangedHandler(func(context.Context) {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}))
+				if err := cl.Connect(context.Background(), NewHTTPTransport(pipeURL, WithHTTPClient(hc))); err != nil {
+					t.Fatal(err)
+				}
+				defer cl.Close()
+				start := time.Now()
+				progress, count := orderedProgress(t, 0, nil)
+				res, err := cl.CallTool(context.Background(), "slow", nil, WithProgress(progress))
+				if err != nil || *count != 5 || res.Content[0].Text != "ten seconds" || time.Since(start) < 10*time.Second {
+					t.Fatalf("%s: a long SSE answer: %v, %d reports in %v, %+v", v, err, *count, time.Since(start), res)
+				}
+				if v == Version20251125 {
+					// The GET stream, open since the handshake, carries a
+					// notification long after ReadTimeout.
+					time.Sleep(10 * time.Second)
+					srv.AddTool(Tool{Name: "late"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+						return &CallToolResult{}, nil
+					})
+					synctest.Wait()
+					select {
+					case <-changed:
+					default:
+						t.Fatal("the GET stream did not deliver tools/list_changed after ReadTimeout")
+					}
+				}
+			}()
+		}
+		if n := resumed.Load(); n != 0 {
+			t.Fatalf("streams were cut and resumed %d times", n)
+		}
+	})
+}
+
+// TestHTTPTricklingBodyIsCut: a body that keeps arriving, a byte a second,
+// too slowly to end within ReadTimeout, is cut at ReadTimeout with a 400,
+// on a fake clock.
+func TestHTTPTricklingBodyIsCut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hs := &http.Server{Handler: NewHTTPHandler(newTestServer()), ReadHeaderTimeout: time.Second, ReadTimeout: 4 * time.Second}
+		pn, _ := servePipe(t, hs)
+		c, err := pn.DialContext(context.Background(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		rawPOST(t, c, "", 100, `{"jsonrpc"`)
+		trickled := make(chan int)
+		go func() {
+			n := 0
+			for {
+				time.Sleep(time.Second)
+				if _, err := c.Write([]byte(" ")); err != nil {
+					trickled <- n
+					return
+				}
+				n++
+			}
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		d := time.Since(start)
+		c.Close()
+		n := <-trickled
+		if resp.StatusCode != 400 || d != hs.ReadTimeout || !strings.Contains(string(body), "cannot read the body") || n < 3 {
+			t.Fatalf("a trickling body (%d bytes sent): %d after %v: %s", n, resp.StatusCode, d, body)
+		}
+	})
+}
+
+// TestHTTPOriginSchemeAndUserinfo: the server's own origin is an http or
+// https origin of its host and port, nothing else: another scheme,
+// userinfo (refused even when any origin is allowed), a path or a query
+// get 403; loopback names count as one host only with the connection's
+// scheme; a TLS server's pages are https.
+func TestHTTPOriginSchemeAndUserinfo(t *testing.T) {
+	t.Parallel()
+	ts := serveHTTP(t, newTestServer())
+	port := portOf(strings.TrimPrefix(ts.URL, "http://"))
+	self := "127.0.0.1:" + port
+	discover := modernRequest("1", "server/discover", "")
+	for _, tc := range []struct {
+		origin string
+		status int
+	}{
+		{"ftp://" + self, 403},
+		{"http://evil.com@" + self, 403},
+		{"http://user:pass@" + self, 403},
+		{"javascript://" + self, 403},
+		{"http://" + self + "/mcp", 403},
+		{"http://" + self + "?x", 403},
+		{"http://" + self + "#x", 403},
+		{"http://" + self + "#", 403},
+		{"https://localhost:" + port, 403}, // another loopback name, another scheme
+		{"http://" + self, 200},
+		{"http://" + self + "/", 200},
+		{"HTTP://" + self, 200},
+		{"http://localhost:" + port, 200},
+		{"https://" + self, 200}, // the same host: a proxy may end TLS in front
+	} {
+		r := doHTTP(t, "POST", ts.URL, discover, modernHeaders("server/discover", "Origin", tc.origin))
+		if r.status != tc.status {
+			t.Errorf("Origin %q: %d, want %d: %s", tc.origin, r.status, tc.status, r.body)
+		}
+	}
+
+	// Any origin allowed, but never userinfo.
+	open := NewHTTPHandler(newTestServer(), WithAllowedOrigins("*"))
+	// A TLS server's own pages are https.
+	plain := NewHTTPHandler(newTestServer())
+	for _, tc := range []struct {
+		name   string
+		h      http.Handler
+		tls    bool
+		origin string
+		status int
+	}{
+		{"any origin", open, false, "https://anything.example", 200},
+		{"any origin, userinfo", open, false, "https://evil.example@app.example.com", 403},
+		{"TLS, https", plain, true, "https://mcp.example.com", 200},
+		{"TLS, http", plain, true, "http://mcp.example.com", 403},
+		{"TLS, another loopback name", plain, true, "https://localhost:443", 200},
+		{"TLS, another loopback name, http", plain, true, "http://localhost:443", 403},
+	} {
+		target := "https://mcp.example.com/mcp"
+		if strings.Contains(tc.origin, "localhost") {
+			target = "https://127.0.0.1:443/mcp"
+		}
+		req := httptest.NewRequest("POST", target, strings.NewReader(discover))
+		for k, v := range modernHeaders("server/discover", "Origin", tc.origin) {
+			req.Header.Set(k, v)
+		}
+		if !tc.tls {
+			req.TLS = nil
+		}
+		rec := httptest.NewRecorder()
+		tc.h.ServeHTTP(rec, req)
+		if rec.Code != tc.status {
+			t.Errorf("%s: %d, want %d: %s", tc.name, rec.Code, tc.status, rec.Body)
 		}
 	}
 }

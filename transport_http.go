@@ -77,6 +77,7 @@ type httpConfig struct {
 	store          EventStore
 	storeSet       bool
 	allowedOrigins []string
+	corsOrigins    []string
 	allowedHosts   []string
 	maxBodyBytes   int64
 	authorize      func(*http.Request) error
@@ -172,9 +173,27 @@ func WithEventStore(store EventStore) HTTPHandlerOption {
 // "https://app.example.com", allowed to call the handler besides its own;
 // "*" allows any. A request whose Origin header names another origin gets
 // 403, so that a web page cannot drive a server on the user's machine.
-// Handler only.
+// The handler's own origin is an http or https origin of the request's
+// host and port; an origin with userinfo is always refused. Browsers
+// need [WithCORS] besides to call a handler of another origin. Handler
+// only.
 func WithAllowedOrigins(origins ...string) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) { c.allowedOrigins = append(c.allowedOrigins, origins...) })
+}
+
+// WithCORS lets web pages of the given origins, like
+// "https://app.example.com", call the handler from a browser: it answers
+// their CORS preflight (OPTIONS) and lets them read the answers and the
+// Mcp-Session-Id, WWW-Authenticate and Retry-After headers. The origins
+// are also allowed origins, as [WithAllowedOrigins] lists them: an origin
+// must pass the Origin check to be served. "*" lets any origin in, and so
+// turns the Origin check off. Off by default: OPTIONS then gets 405.
+// Handler only.
+func WithCORS(allowedOrigins ...string) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		c.corsOrigins = append(c.corsOrigins, allowedOrigins...)
+		c.allowedOrigins = append(c.allowedOrigins, allowedOrigins...)
+	})
 }
 
 // WithAllowedHosts lists host names (without port) that a handler serving a
@@ -323,11 +342,13 @@ func WithReconnectAttempts(n int) HTTPTransportOption {
 //		MaxHeaderBytes:    64 << 10,
 //	}
 //
-// ReadTimeout does not cut SSE answers: net/http lifts it once the body is
-// read. Leave WriteTimeout 0: it would cut every SSE stream that outlives
-// it, while the handler already bounds each write with [WithWriteTimeout].
-// A body over the cap is refused with 413 without being read when its
-// length is announced.
+// ReadTimeout does not cut SSE answers: the handler lifts the read
+// deadline once a body is read (a GET has none). Leave WriteTimeout 0: it
+// would cut every SSE stream that outlives it, while the handler already
+// bounds each write with [WithWriteTimeout]. A body over the cap is
+// refused with 413 without being read when its length is announced; any
+// other is read as it arrives, so that a client holds only as much memory
+// as it has sent.
 func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 	h := &httpHandler{srv: s, cfg: handlerConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
 	if !h.cfg.storeSet {

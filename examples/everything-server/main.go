@@ -81,27 +81,10 @@ func newServer() *mcp.Server {
 }
 
 // serveHTTP serves srv on addr until ctx ends, then shuts down gracefully.
-//
-// Timeouts: ReadHeaderTimeout bounds how long a client may take to send a
-// request's headers (slowloris); IdleTimeout closes kept-alive connections
-// that carry no request; MaxHeaderBytes caps the headers. ReadTimeout and
-// WriteTimeout stay 0 on purpose: net/http holds them for the whole life of
-// a request, so they would cut every SSE stream (a GET stream, a long tool
-// call reporting progress) once they elapse. The MCP handler bounds those
-// itself instead: each write has its own deadline (mcp.WithWriteTimeout,
-// 30s by default), bodies are capped (mcp.WithMaxBodyBytes), idle legacy
-// sessions expire (mcp.WithSessionTimeout), and WithContext ends every
-// stream at shutdown, so that Shutdown returns.
 func serveHTTP(ctx context.Context, srv *mcp.Server, addr string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcp.NewHTTPHandler(srv, mcp.WithContext(ctx)))
-	httpServer := &http.Server{
-		Addr:              addr,
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
+	httpServer := newHTTPServer(addr, mux)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -120,4 +103,27 @@ func serveHTTP(ctx context.Context, srv *mcp.Server, addr string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// newHTTPServer is the http.Server of serveHTTP: its timeouts cut off
+// clients that send too slowly, and never an SSE stream. The MCP handler
+// lifts the read deadline once a request's body is read, bounds each of
+// its writes itself (mcp.WithWriteTimeout), caps bodies
+// (mcp.WithMaxBodyBytes), reads a body only as it arrives, and ends idle
+// legacy sessions (mcp.WithSessionTimeout).
+func newHTTPServer(addr string, handler http.Handler) *http.Server {
+	return &http.Server{
+		Addr:    addr,
+		Handler: handler,
+		// Headers that trickle in (slowloris).
+		ReadHeaderTimeout: 10 * time.Second,
+		// A whole request, body included: a body trickling in is cut.
+		ReadTimeout: 30 * time.Second,
+		// Kept-alive connections that carry no request.
+		IdleTimeout: 2 * time.Minute,
+		// The size of the headers.
+		MaxHeaderBytes: 64 << 10,
+		// WriteTimeout stays 0: it would cut every SSE stream that
+		// outlives it, and the handler bounds each write itself.
+	}
 }
