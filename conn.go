@@ -416,12 +416,12 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 		c.mu.Unlock()
 		// Answered before the id is claimed: the request left no trace and
 		// a retry is not a duplicate.
-		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeOverloaded, Message: "overloaded"}), related: id, final: true, route: route}, true)
+		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeOverloaded, Message: "overloaded"}), related: id, final: true, route: route}, mustQueue)
 		return nil, nil, nil
 	}
 	if _, dup := c.inbound[id]; dup {
 		c.mu.Unlock()
-		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: request id " + id.String() + " is already in flight"}), related: id, final: true, route: route}, true)
+		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: request id " + id.String() + " is already in flight"}), related: id, final: true, route: route}, mustQueue)
 		return nil, nil, nil
 	}
 	ctx, cancel := c.baseCtx, c.cancelBase
@@ -545,7 +545,7 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 		c.log.Debug("dropping the response to a cancelled request", "id", req.id.String(), "method", req.method)
 		if c.push != nil {
 			// No response, but a stream waiting on one must still end.
-			c.queueWrite(outgoing{related: req.id, final: true, route: req.route}, false)
+			c.queueWrite(outgoing{related: req.id, final: true, route: req.route}, mayWait)
 		}
 		return
 	}
@@ -565,7 +565,7 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 			data = encodeResult(req.id, raw)
 		}
 	}
-	c.queueWrite(outgoing{data: data, related: req.id, final: true, route: req.route}, false)
+	c.queueWrite(outgoing{data: data, related: req.id, final: true, route: req.route}, mayWait)
 }
 
 // runHandler calls the dispatcher, turning a panic into an internal error.
@@ -777,7 +777,7 @@ func (c *conn) runNotifications() {
 
 // queueError queues an error response from the reader.
 func (c *conn) queueError(id ID, e *Error, route any) {
-	c.queueWrite(outgoing{data: encodeError(id, e), related: id, final: true, route: route}, true)
+	c.queueWrite(outgoing{data: encodeError(id, e), related: id, final: true, route: route}, mustQueue)
 }
 
 // notify sends a notification. related names the inbound request it belongs
@@ -788,7 +788,7 @@ func (c *conn) notify(method string, params any, related ID, route any) error {
 		if err != nil {
 			return fmt.Errorf("mcp: the params of %s: %w", method, err)
 		}
-		return c.queueWrite(outgoing{data: encodeRequest(ID{}, method, raw), related: related, route: route}, false)
+		return c.queueWrite(outgoing{data: encodeRequest(ID{}, method, raw), related: related, route: route}, mayWait)
 	}
 	// The params are encoded into the message itself, not into a copy.
 	b := appendRequestHead(messageBuffer(len(method)+128), ID{}, method)
@@ -802,7 +802,7 @@ func (c *conn) notify(method string, params any, related ID, route any) error {
 		recycleMessage(b)
 		return fmt.Errorf("mcp: the params of %s: %w", method, err)
 	}
-	return c.queueWrite(outgoing{data: append(b, '}'), related: related, route: route}, false)
+	return c.queueWrite(outgoing{data: append(b, '}'), related: related, route: route}, mayWait)
 }
 
 // closedError is ErrClosed with the reason the connection ended; it reads
@@ -950,7 +950,7 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 	putEntry(&c.pending, call.id, call)
 	c.mu.Unlock()
 	data := encodeRequestMeta(call.id, method, params, meta)
-	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, false); err != nil {
+	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, mayWait); err != nil {
 		c.forget(call)
 		return nil, err
 	}
@@ -1038,7 +1038,7 @@ func (c *conn) abandon(call *pendingCall, o *callOptions, reason string) {
 	params = appendJSONString(params, reason)
 	params = append(params, '}')
 	data := encodeRequest(ID{}, "notifications/cancelled", withMeta(params, o.meta))
-	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, true); err != nil {
+	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, mayDrop); err != nil {
 		c.log.Warn("could not tell the peer that a request was abandoned", "id", call.id.String(), "err", err)
 	}
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -31,15 +32,30 @@ func (e *errNotReading) Error() string {
 	return fmt.Sprintf("mcp: the peer is not reading: %d bytes are queued for it and a further %d would pass the write backlog limit of %d", e.backlog, e.message, e.limit)
 }
 
+// writeMode says what a write does when the write backlog is full.
+type writeMode int
+
+const (
+	// mayWait writes (handlers' messages) wait until the peer reads.
+	mayWait writeMode = iota
+	// mustQueue writes (the reader's error replies) must not wait: the
+	// reader would stop. One that finds the backlog full closes the
+	// connection, since the peer is not reading.
+	mustQueue
+	// mayDrop writes (notifications/cancelled, which the peer may miss as
+	// the spec allows) are dropped when the backlog is full.
+	mayDrop
+)
+
+// errBacklogFull is the error of a mayDrop write that found the write
+// backlog full.
+var errBacklogFull = errors.New("mcp: the write backlog is full")
+
 // queueWrite hands a message to the writer. Every queued message counts
-// against the write backlog (WithWriteBacklog). Handler writes wait while
-// the message would take the backlog past the limit, so a peer that stops
-// reading slows its handlers instead of growing memory. Control writes
-// (from the reader: error replies, overloaded; cancellations) must not
-// wait: one that would take the backlog past the limit closes the
-// connection, since the peer is not reading. A message larger than the
-// limit is queued only when nothing else is.
-func (c *conn) queueWrite(o outgoing, control bool) error {
+// against the write backlog (WithWriteBacklog); what a message that would
+// take the backlog past the limit does is its mode's. A message larger than
+// the limit is queued only when nothing else is.
+func (c *conn) queueWrite(o outgoing, mode writeMode) error {
 	if c.push != nil {
 		if err := c.closedErr(); err != nil {
 			return err
@@ -53,7 +69,7 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 			c.w.mu.Unlock()
 			return c.closedErr()
 		}
-		if !control && !c.w.busy && len(c.w.queue) == 0 {
+		if mode == mayWait && !c.w.busy && len(c.w.queue) == 0 {
 			// Nobody is writing: write on this goroutine rather than hand
 			// the message to the writer, saving a goroutine switch.
 			c.w.busy = true
@@ -80,7 +96,11 @@ func (c *conn) queueWrite(o outgoing, control bool) error {
 			c.wakeWriter()
 			return nil
 		}
-		if control {
+		switch mode {
+		case mayDrop:
+			c.w.mu.Unlock()
+			return errBacklogFull
+		case mustQueue:
 			backlog := c.w.bytes
 			c.w.mu.Unlock()
 			c.log.Error("the peer is not reading; closing the connection", "backlog", backlog, "message", size, "limit", limit)

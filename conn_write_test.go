@@ -53,8 +53,9 @@ func (t *stuckTransport) Close() error {
 // TestWriteBacklogAtTheLimit: with the writer stuck on a peer that does
 // not read, messages the engine sends without waiting are kept up to
 // exactly the limit, a handler's message past it waits until the peer
-// reads, and a message that must not wait and would pass the limit by one
-// byte closes the connection, saying why in the log and in its error.
+// reads, a cancellation past it is dropped, and a message that must not
+// wait and would pass the limit by one byte closes the connection, saying
+// why in the log and in its error.
 func TestWriteBacklogAtTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit = 1000
@@ -69,9 +70,9 @@ func TestWriteBacklogAtTheLimit(t *testing.T) {
 		}
 		defer c.closeAndWait(nil)
 		msg := func(n int) outgoing { return outgoing{data: make([]byte, n)} }
-		queue := func(n int, control bool) {
+		queue := func(n int, mode writeMode) {
 			t.Helper()
-			if err := c.queueWrite(msg(n), control); err != nil {
+			if err := c.queueWrite(msg(n), mode); err != nil {
 				t.Fatalf("queueing %d bytes: %v", n, err)
 			}
 		}
@@ -84,17 +85,17 @@ func TestWriteBacklogAtTheLimit(t *testing.T) {
 			}
 		}
 
-		queue(10, true) // the writer takes it and waits for the peer
+		queue(10, mustQueue) // the writer takes it and waits for the peer
 		synctest.Wait()
-		queue(limit-10, true)
-		queue(10, true) // exactly at the limit
+		queue(limit-10, mustQueue)
+		queue(10, mustQueue) // exactly at the limit
 		synctest.Wait()
 		if closed() {
 			t.Fatalf("closed with a backlog at the limit: %v", c.closedErr())
 		}
 
 		waited := make(chan error, 1)
-		go func() { waited <- c.queueWrite(msg(1), false) }()
+		go func() { waited <- c.queueWrite(msg(1), mayWait) }()
 		synctest.Wait()
 		select {
 		case err := <-waited:
@@ -109,12 +110,19 @@ func TestWriteBacklogAtTheLimit(t *testing.T) {
 
 		// The writer took the backlog and waits again; the handler's byte
 		// is queued.
-		queue(limit-1, true) // exactly at the limit again
+		queue(limit-1, mustQueue) // exactly at the limit again
 		synctest.Wait()
 		if closed() {
 			t.Fatalf("closed with a backlog at the limit: %v", c.closedErr())
 		}
-		if err := c.queueWrite(msg(1), true); err == nil {
+		// A cancellation past the limit is dropped, the connection kept.
+		if err := c.queueWrite(msg(1), mayDrop); !errors.Is(err, errBacklogFull) {
+			t.Fatalf("a droppable byte past the limit: %v, want errBacklogFull", err)
+		}
+		if closed() {
+			t.Fatalf("a droppable byte past the limit closed the connection: %v", c.closedErr())
+		}
+		if err := c.queueWrite(msg(1), mustQueue); err == nil {
 			t.Fatal("one byte past the limit was queued")
 		}
 		if !closed() {
@@ -144,14 +152,14 @@ func TestWriteBacklogOversizedMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.closeAndWait(nil)
-		if err := c.queueWrite(outgoing{data: make([]byte, 1)}, true); err != nil {
+		if err := c.queueWrite(outgoing{data: make([]byte, 1)}, mustQueue); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait() // the writer waits for the peer
-		if err := c.queueWrite(outgoing{data: make([]byte, 3*limit)}, true); err != nil {
+		if err := c.queueWrite(outgoing{data: make([]byte, 3*limit)}, mustQueue); err != nil {
 			t.Fatalf("a large message on an empty queue: %v", err)
 		}
-		if err := c.queueWrite(outgoing{data: make([]byte, 1)}, true); err == nil {
+		if err := c.queueWrite(outgoing{data: make([]byte, 1)}, mustQueue); err == nil {
 			t.Fatal("a message past the limit was queued behind a large one")
 		}
 	})

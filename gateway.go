@@ -134,7 +134,7 @@ func (g *ClientGateway) Progress(progress, total float64, message string) error 
 		b = appendJSONString(b, message)
 	}
 	b = append(b, "}}"...)
-	return streamErr(g.req.conn.queueWrite(outgoing{data: b, related: g.req.id, route: g.req.route}, false))
+	return streamErr(g.req.conn.queueWrite(outgoing{data: b, related: g.req.id, route: g.req.route}, mayWait))
 }
 
 // logMessage is the wire shape of notifications/message.
