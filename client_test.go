@@ -479,3 +479,60 @@ func TestCallToolArgumentsVisitEachFileOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestClientAnswersOnlyCalls: a client answers what a server sends only
+// where JSON-RPC 2.0 asks for a reply: a request, a malformed message that
+// carries a method (Invalid Request) and text that is not JSON (Parse
+// error). A response for an unknown id, a notification, {} and other
+// malformed messages without a method get nothing; the connection keeps
+// working after each.
+func TestClientAnswersOnlyCalls(t *testing.T) {
+	t.Parallel()
+	ct, st := NewInMemoryTransports()
+	p := newRawPeer(t, st.(*IOTransport))
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
+	connected := make(chan error, 1)
+	go func() { connected <- cl.Connect(context.Background(), ct) }()
+	p.recv()
+	p.send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+	if err := <-connected; err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	p.recv() // initialized
+	for _, tc := range []struct {
+		send string
+		code int // 0: no answer
+		id   any
+	}{
+		{`{}`, 0, nil},
+		{`{"jsonrpc":"2.0","id":99,"result":{}}`, 0, nil},
+		{`{"jsonrpc":"2.0","id":98,"error":{"code":-32000,"message":"x"}}`, 0, nil},
+		{`{"jsonrpc":"2.0","method":"notifications/whatever"}`, 0, nil},
+		{`{"jsonrpc":"2.0","id":5}`, 0, nil},
+		{`{"id":6,"result":{}}`, 0, nil},
+		{`{"jsonrpc":"2.0","id":7,"error":"bad"}`, 0, nil},
+		{`{"jsonrpc":"2.0","id":8,"result":{},"error":{"code":1,"message":"x"}}`, 0, nil},
+		{`1`, 0, nil},
+		{`null`, 0, nil},
+		{`"x"`, 0, nil},
+		{`{"jsonrpc":"2.0","id":1,"method":`, CodeParseError, nil},
+		{`{"jsonrpc":"2.0","id":9,"method":7}`, CodeInvalidRequest, 9.0},
+		{`{"id":10,"method":"ping"}`, CodeInvalidRequest, 10.0},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, CodeInvalidRequest, nil},
+	} {
+		p.send(tc.send)
+		p.send(`{"jsonrpc":"2.0","id":"next","method":"ping"}`)
+		got := p.recv()
+		if tc.code == 0 {
+			if !jsonEqual(got, `{"jsonrpc":"2.0","id":"next","result":{}}`) {
+				t.Fatalf("%s was answered: %s", tc.send, got)
+			}
+			continue
+		}
+		if field(t, got, "error.code") != float64(tc.code) || field(t, got, "id") != tc.id {
+			t.Fatalf("%s: got %s, want code %d, id %v", tc.send, got, tc.code, tc.id)
+		}
+		p.expect(`{"jsonrpc":"2.0","id":"next","result":{}}`)
+	}
+}

@@ -254,6 +254,9 @@ func (c *conn) handleFrame(data []byte, route any) {
 	var m wireMessage
 	if err := decodeEnvelope(data, &m); err != nil {
 		if err == errEnvelopeShape {
+			if c.ignoresMalformed(data) {
+				return
+			}
 			c.queueError(idOf(data), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()}, route)
 			return
 		}
@@ -306,6 +309,9 @@ func (c *conn) handleBatch(data []byte, route any) {
 	for _, item := range items {
 		var m wireMessage
 		if err := decodeEnvelope(item, &m); err != nil {
+			if c.ignoresMalformed(item) {
+				continue
+			}
 			c.queueError(idOf(item), &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()}, route)
 			continue
 		}
@@ -335,12 +341,36 @@ func (c *conn) handleMessage(m *wireMessage, route any, inline bool) {
 		c.routeNotification(m.Method, m.Params)
 	default:
 		id, _ := parseID(m.ID)
-		if m.Method == "" && len(m.ID) == 0 && m.JSONRPC == "2.0" {
+		if m.Method == "" && ((len(m.ID) == 0 && m.JSONRPC == "2.0") || c.isClient()) {
 			c.log.Debug("ignoring a message that is neither request nor response")
 			return
 		}
 		c.queueError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}, route)
 	}
+}
+
+// isClient reports whether c is a client's connection.
+func (c *conn) isClient() bool {
+	_, ok := c.disp.(*Client)
+	return ok
+}
+
+// ignoresMalformed reports whether a malformed message (valid JSON of the
+// wrong shape) goes unanswered, and logs it if so. JSON-RPC 2.0 asks for a
+// reply only to a call: a client is the JSON-RPC server only of messages
+// that carry a method, so it answers one of those that is malformed with
+// Invalid Request, while anything else it gets (a malformed response, a
+// bare value, {}) is the JSON-RPC client's to handle, which answers
+// nothing. A server answers every malformed message, as the JSON-RPC
+// server of all its client sends. Text that is not JSON at all is a parse
+// error, and a batch where none is allowed is refused: both sides answer
+// those. An empty method name reads as none.
+func (c *conn) ignoresMalformed(data []byte) bool {
+	if !c.isClient() || hasMember(data, "method") {
+		return false
+	}
+	c.log.Debug("ignoring a malformed message that is no request")
+	return true
 }
 
 // routeResponse hands a response to the call waiting for it. A response

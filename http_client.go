@@ -54,6 +54,14 @@ type HTTPTransport struct {
 	exchanges   map[ID]*exchange
 	toolHeaders map[string][]paramHeader
 	getStarted  bool
+	// modern: the client's last request was a 2026-07-28 one, and so it
+	// sends no responses (see queueAnswerLocked).
+	modern bool
+	// answers wait here for one of at most cfg.answerPosts answer workers;
+	// owed counts the answers queued or being POSTed.
+	answers       []postJob
+	answerWorkers int
+	owed          int
 
 	// legacyHeader is the header map every message of the older revisions
 	// shares, built for legacySession and legacyVersion; read-only.
@@ -182,6 +190,12 @@ func (b *clientInbox) next(done <-chan struct{}) ([]byte, error) {
 	case <-b.failed:
 		return nil, b.failErr
 	case <-done:
+		// A failure ends the transport too: it wins over the end.
+		select {
+		case <-b.failed:
+			return nil, b.failErr
+		default:
+		}
 		return nil, io.EOF
 	}
 }
@@ -193,6 +207,13 @@ func (b *clientInbox) fail(err error) {
 		close(b.failed)
 	})
 }
+
+// ErrTooManyAnswers is wrapped by the error that ends a client connection
+// over Streamable HTTP whose server made it owe more answers (responses to
+// its requests, error replies to its malformed messages) than the client
+// POSTs at once and queues behind them; see [WithMaxAnswerPosts]. Client
+// only.
+var ErrTooManyAnswers = errors.New("mcp: the server sent more messages needing an answer than the client could answer")
 
 // ErrSessionExpired is wrapped by the error that ends a client connection
 // whose Streamable HTTP session the server no longer knows (404): start
@@ -269,7 +290,13 @@ func (t *HTTPTransport) writeOwned(body []byte) error {
 		return nil
 	}
 	job := postJob{ctx: t.ctx, m: m.sent(), body: body, header: t.headerLocked(&m)}
+	if m.kind == kindResponse {
+		err := t.queueAnswerLocked(job)
+		t.mu.Unlock()
+		return err
+	}
 	if m.kind == kindRequest {
+		t.modern = m.hasVersion
 		job.ex = exchangePool.Get().(*exchange)
 		t.exchanges[m.id] = job.ex
 	}
@@ -298,6 +325,68 @@ func (t *HTTPTransport) writeOwned(body []byte) error {
 		}
 	}
 	return nil
+}
+
+// answersPerPost is how many answers may wait for each answer POST
+// allowed at once.
+const answersPerPost = 64
+
+// queueAnswerLocked queues a response of the client's for one of the
+// answer workers, of which at most cfg.answerPosts run at once, so that
+// whatever a server sends, the client has only so many answers in flight.
+// When the client already owes as many answers as may be in flight and
+// wait, the server sends faster than it reads them: the transport fails
+// with ErrTooManyAnswers and closes its exchanges.
+//
+// On 2026-07-28 a client sends no responses (servers send no requests, and
+// a POST body is a request or a notification): one is dropped with a log
+// line, whatever it answers.
+func (t *HTTPTransport) queueAnswerLocked(job postJob) error {
+	if t.modern {
+		t.log.Debug("dropping a response: on 2026-07-28 a client sends none", "id", job.m.id.String())
+		return nil
+	}
+	limit := t.cfg.answerPosts
+	if t.owed >= limit*(1+answersPerPost) {
+		err := fmt.Errorf("%w: %d answers were in flight or waiting", ErrTooManyAnswers, t.owed)
+		t.log.Warn("closing the connection: the server sends more than the client can answer", "owed", t.owed)
+		t.fail(err)
+		t.cancel()
+		return err
+	}
+	t.owed++
+	t.answers = append(t.answers, job)
+	if t.answerWorkers < limit {
+		t.answerWorkers++
+		t.wg.Add(1)
+		go t.answerWorker()
+	}
+	return nil
+}
+
+// answerWorker POSTs queued answers, one at a time, until none waits or
+// the transport closes.
+func (t *HTTPTransport) answerWorker() {
+	defer t.wg.Done()
+	for {
+		t.mu.Lock()
+		if len(t.answers) == 0 || t.ctx.Err() != nil {
+			t.owed -= len(t.answers)
+			clear(t.answers)
+			t.answers = t.answers[:0]
+			t.answerWorkers--
+			t.mu.Unlock()
+			return
+		}
+		job := t.answers[0]
+		t.answers[0] = postJob{}
+		t.answers = t.answers[1:]
+		t.mu.Unlock()
+		t.post(job.ctx, nil, &job.m, job.body, job.header)
+		t.mu.Lock()
+		t.owed--
+		t.mu.Unlock()
+	}
 }
 
 // postJob is one POST for a worker to send.
@@ -508,11 +597,11 @@ func (t *HTTPTransport) readJSON(ctx context.Context, data []byte, m *sentMessag
 		var items []json.RawMessage
 		json.Unmarshal(data, &items)
 		for _, item := range items {
-			if len(item) > 0 && !t.receive(ctx, t.inspect(item, st)) {
+			if len(item) > 0 && !t.refused(item, st) && !t.receive(ctx, t.inspect(item, st)) {
 				return
 			}
 		}
-	} else if len(data) > 0 && !t.receive(ctx, t.inspect(data, st)) {
+	} else if len(data) > 0 && !t.refused(data, st) && !t.receive(ctx, t.inspect(data, st)) {
 		return
 	}
 	if !st.done {
@@ -572,6 +661,9 @@ func (t *HTTPTransport) readEvents(ctx context.Context, body io.Reader, st *clie
 			continue
 		}
 		st.progress = true
+		if t.refused(ev.data, st) {
+			continue
+		}
 		if !t.receive(ctx, t.inspect(ev.data, st)) {
 			return
 		}
@@ -579,6 +671,22 @@ func (t *HTTPTransport) readEvents(ctx context.Context, body io.Reader, st *clie
 			return
 		}
 	}
+}
+
+// refused reports whether a message of st's stream is a server's request
+// on 2026-07-28, where servers send none (they ask inside input_required
+// results): it is dropped with a log line, unanswered and unseen by the
+// client's handlers.
+func (t *HTTPTransport) refused(data []byte, st *clientStream) bool {
+	if !st.modern || !bytes.Contains(data, []byte(`"method"`)) {
+		return false
+	}
+	var probe wireMessage
+	if !scanEnvelope(data, &probe, false) || probe.Method == "" || len(probe.ID) == 0 || string(probe.ID) == "null" {
+		return false
+	}
+	t.log.Debug("dropping a server request: on 2026-07-28 servers send none", "method", probe.Method)
+	return true
 }
 
 // inspect watches the messages of want's stream for want's response: it

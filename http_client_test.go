@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -389,5 +392,302 @@ func TestHTTPPOSTBodyIsClosedOnceRead(t *testing.T) {
 	}
 	if rb, code := post(discover[:10], int64(len(discover))); code != 400 || rb.closed {
 		t.Errorf("a body shorter than announced: status %d, body closed %v", code, rb.closed)
+	}
+}
+
+// hostileServer serves a real server over Streamable HTTP, except where it
+// is hostile: it answers every tools/call with an SSE stream of what
+// events writes, floods the standalone GET stream the same way once a call
+// is under way, and counts the answers the client POSTs (bodies without a
+// method), holding each until the client goes away when hold is set.
+type hostileServer struct {
+	next   http.Handler
+	hold   bool
+	events func(n int) string // the event data of the n-th event; "" ends the stream
+	// floodGET: the standalone stream floods too.
+	floodGET bool
+
+	calling              chan struct{} // closed when the first tools/call arrives
+	callingOnce          sync.Once
+	inFlight, maxFlight  atomic.Int64
+	answers, conns, sent atomic.Int64
+}
+
+func newHostileServer(srv *Server) *hostileServer {
+	return &hostileServer{next: NewHTTPHandler(srv), calling: make(chan struct{})}
+}
+
+func (h *hostileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		if !h.floodGET {
+			h.next.ServeHTTP(w, r)
+			return
+		}
+		h.flood(w, r, nil)
+		return
+	case http.MethodPost:
+	default:
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	json.Unmarshal(body, &m)
+	switch {
+	case m.Method == "":
+		h.answers.Add(1)
+		n := h.inFlight.Add(1)
+		for {
+			old := h.maxFlight.Load()
+			if n <= old || h.maxFlight.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		if h.hold {
+			<-r.Context().Done()
+		} else {
+			w.WriteHeader(http.StatusAccepted)
+		}
+		h.inFlight.Add(-1)
+	case m.Method == "tools/call":
+		h.callingOnce.Do(func() { close(h.calling) })
+		h.flood(w, r, m.ID)
+	default:
+		h.next.ServeHTTP(w, r)
+	}
+}
+
+// flood writes events as an SSE stream until they end or the client goes
+// away; then, for a call (id set), the call's answer.
+func (h *hostileServer) flood(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl := w.(http.Flusher)
+	fl.Flush()
+	if id == nil {
+		// The GET stream floods once a call is under way.
+		select {
+		case <-h.calling:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	var buf []byte
+	for n := 0; ; n++ {
+		data := h.events(n)
+		if data != "" {
+			buf = append(buf, "data: "+data+"\n\n"...)
+		}
+		if len(buf) > 0 && (data == "" || n%64 == 63) {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			fl.Flush()
+			buf = buf[:0]
+		}
+		if data == "" {
+			break
+		}
+		h.sent.Add(1)
+	}
+	if id != nil && r.Context().Err() == nil {
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[],\"resultType\":\"complete\"}}\n\n", id)
+		fl.Flush()
+	}
+}
+
+// garbage is the n-th of 100,000 hostile events: shapes that need no
+// answer and some that do (requests, a parse error, an invalid request).
+func garbage(n int) string {
+	if n >= 100_000 {
+		return ""
+	}
+	switch n % 8 {
+	case 0:
+		return `{}`
+	case 1:
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, 1_000_000+n) // an unknown id
+	case 2:
+		return `{"jsonrpc":"2.0","method":"notifications/whatever"}`
+	case 3:
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":"p%d","method":"ping"}`, n)
+	case 4:
+		return `not json`
+	case 5:
+		return `[1]`
+	case 6:
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d}`, n)
+	default:
+		return fmt.Sprintf(`{"id":%d,"method":7}`, n)
+	}
+}
+
+// TestHTTPClientHostileFlood: a server that answers a call with 100,000
+// garbage events, and floods the standalone GET stream the same way, never
+// has more than the client's cap of answer POSTs in flight (it holds each
+// one), and the client ends with ErrTooManyAnswers, from the call and from
+// its methods after, leaving no goroutine behind.
+func TestHTTPClientHostileFlood(t *testing.T) {
+	before := runtime.NumGoroutine()
+	h := newHostileServer(newTestServer())
+	h.hold, h.floodGET, h.events = true, true, garbage
+	ts := httptest.NewServer(h)
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
+	if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL, WithHTTPClient(hc))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := cl.CallTool(ctx, "echo", nil)
+	if !errors.Is(err, ErrTooManyAnswers) || !strings.Contains(err.Error(), "more messages needing an answer than the client could answer") {
+		t.Fatalf("CallTool = %v, want ErrTooManyAnswers", err)
+	}
+	if err := cl.Ping(ctx); !errors.Is(err, ErrTooManyAnswers) {
+		t.Fatalf("Ping after = %v, want ErrTooManyAnswers", err)
+	}
+	cl.Close()
+	ts.Close()
+	hc.CloseIdleConnections()
+	if m := h.maxFlight.Load(); m > DefaultMaxAnswerPosts {
+		t.Fatalf("%d answer POSTs in flight at once, want at most %d", m, DefaultMaxAnswerPosts)
+	}
+	if n := h.answers.Load(); n > DefaultMaxAnswerPosts {
+		t.Fatalf("%d answer POSTs, want at most %d (each held)", n, DefaultMaxAnswerPosts)
+	}
+	t.Logf("%d events sent, %d answer POSTs, at most %d at once", h.sent.Load(), h.answers.Load(), h.maxFlight.Load())
+	settleGoroutines(t, before)
+}
+
+// TestHTTPClientOpenEndedRequests: a server that answers a call with an
+// endless stream of pings, and each answer POST at once, gets at most the
+// client's cap of answer POSTs at once over a bounded number of
+// connections; the call ends with an error and no goroutine is left.
+func TestHTTPClientOpenEndedRequests(t *testing.T) {
+	before := runtime.NumGoroutine()
+	h := newHostileServer(newTestServer())
+	h.events = func(n int) string {
+		if n >= 100_000 {
+			return "" // a bound for the test; the client gives up long before
+		}
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, n)
+	}
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			h.conns.Add(1)
+		}
+	}
+	ts.Start()
+	const limit = 2
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
+	if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL, WithHTTPClient(hc), WithMaxAnswerPosts(limit), WithoutStandaloneStream())); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := cl.CallTool(ctx, "echo", nil)
+	if err == nil {
+		t.Fatal("CallTool succeeded")
+	}
+	cl.Close()
+	ts.Close()
+	hc.CloseIdleConnections()
+	if m := h.maxFlight.Load(); m > limit {
+		t.Fatalf("%d answer POSTs in flight at once, want at most %d", m, limit)
+	}
+	// initialize, notifications/initialized and the call, then the answers.
+	if c := h.conns.Load(); c > limit+3 {
+		t.Fatalf("%d connections, want at most %d", c, limit+3)
+	}
+	t.Logf("%d pings sent, %d answer POSTs, at most %d at once, %d connections; the call: %v", h.sent.Load(), h.answers.Load(), h.maxFlight.Load(), h.conns.Load(), err)
+	settleGoroutines(t, before)
+}
+
+// TestHTTPAnswerPostsAtLimit: the transport POSTs at most its cap of
+// answers at once and queues 64 more per allowed POST; one answer more
+// than that fails the transport with ErrTooManyAnswers.
+func TestHTTPAnswerPostsAtLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 2
+	var inFlight, maxFlight atomic.Int64
+	arrived := make(chan struct{}, limit+1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that net/http notices the client going
+		n := inFlight.Add(1)
+		for old := maxFlight.Load(); n > old && !maxFlight.CompareAndSwap(old, n); old = maxFlight.Load() {
+		}
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done() // held until the transport closes
+		inFlight.Add(-1)
+	}))
+	defer ts.Close()
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	defer hc.CloseIdleConnections()
+	tr := NewHTTPTransport(ts.URL, WithHTTPClient(hc), WithMaxAnswerPosts(limit))
+	defer tr.Close()
+	for i := range limit * (1 + 64) {
+		if err := tr.WriteMessage(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"result":{}}`, i)); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+	}
+	for range limit {
+		<-arrived
+	}
+	err := tr.WriteMessage([]byte(`{"jsonrpc":"2.0","id":"one more","result":{}}`))
+	if !errors.Is(err, ErrTooManyAnswers) {
+		t.Fatalf("the answer past the limit: %v, want ErrTooManyAnswers", err)
+	}
+	if _, err := tr.ReadMessage(); !errors.Is(err, ErrTooManyAnswers) {
+		t.Fatalf("ReadMessage = %v, want ErrTooManyAnswers", err)
+	}
+	tr.Close()
+	if m := maxFlight.Load(); m != limit {
+		t.Fatalf("%d answer POSTs at once, want %d", m, limit)
+	}
+}
+
+// TestHTTPModernClientSendsNoResponses: on 2026-07-28 a server request is a
+// protocol violation: the client drops it unanswered (its roots handler
+// never runs), answers nothing else it cannot parse, and its call still
+// gets its answer.
+func TestHTTPModernClientSendsNoResponses(t *testing.T) {
+	t.Parallel()
+	h := newHostileServer(newTestServer())
+	h.events = func(n int) string {
+		return [...]string{`{"jsonrpc":"2.0","id":"s1","method":"roots/list"}`, `{"jsonrpc":"2.0","id":"s2","method":"ping"}`, `not json`, `{"id":3,"method":7}`, ""}[n]
+	}
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	listed := make(chan struct{}, 1)
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20260728),
+		WithRootsHandler(func(context.Context) ([]Root, error) {
+			listed <- struct{}{}
+			return nil, nil
+		}))
+	if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL)); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	if n := h.answers.Load(); n != 0 {
+		t.Fatalf("the client POSTed %d responses on 2026-07-28", n)
+	}
+	select {
+	case <-listed:
+		t.Fatal("the roots handler ran for a 2026-07-28 server request")
+	default:
 	}
 }

@@ -35,6 +35,9 @@ const (
 	// [WithSessionBacklog].
 	DefaultSessionBacklogBytes    = 256 << 10
 	DefaultSessionBacklogMessages = 256
+	// DefaultMaxAnswerPosts bounds the answers to the server a client
+	// transport POSTs at once; see [WithMaxAnswerPosts].
+	DefaultMaxAnswerPosts = 4
 )
 
 // An HTTPOption configures both the server's HTTP handlers and the
@@ -97,6 +100,7 @@ type httpConfig struct {
 	header       http.Header
 	closeTimeout time.Duration
 	reconnects   int
+	answerPosts  int
 }
 
 func newHTTPConfig() *httpConfig {
@@ -107,6 +111,7 @@ func newHTTPConfig() *httpConfig {
 		keepAlive:      DefaultKeepAlive,
 		closeTimeout:   DefaultCloseTimeout,
 		reconnects:     DefaultReconnectAttempts,
+		answerPosts:    DefaultMaxAnswerPosts,
 		header:         make(http.Header),
 	}
 	c.backlogBytes, c.backlogMessages = DefaultSessionBacklogBytes, DefaultSessionBacklogMessages
@@ -313,6 +318,20 @@ func WithReconnectAttempts(n int) HTTPTransportOption {
 	return httpTransportOption(func(c *httpConfig) {
 		if n >= 0 {
 			c.reconnects = n
+		}
+	})
+}
+
+// WithMaxAnswerPosts bounds how many answers the Streamable HTTP client
+// transport POSTs at once (default 4): its responses to the server's requests and its error
+// replies to what the server sent malformed. Up to 64 more per allowed POST
+// wait their turn; a server that makes the client owe more answers than
+// that ends the connection with [ErrTooManyAnswers]. The client's own
+// requests and notifications are not counted. Client only.
+func WithMaxAnswerPosts(n int) HTTPTransportOption {
+	return httpTransportOption(func(c *httpConfig) {
+		if n > 0 {
+			c.answerPosts = n
 		}
 	})
 }

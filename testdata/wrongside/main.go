@@ -60,6 +60,7 @@ func main() {
 	mcp.NewHTTPHandler(srv, mcp.WithHeader("Authorization", "Bearer x"))   // ERROR
 	mcp.NewSSEHandler(srv, mcp.WithCloseTimeout(time.Second))              // ERROR
 	mcp.NewSSEHandler(srv, mcp.WithReconnectAttempts(1))                   // ERROR
+	mcp.NewHTTPHandler(srv, mcp.WithMaxAnswerPosts(1))                     // ERROR
 	mcp.NewHTTPHandler(srv, mcp.WithoutStandaloneStream())
 	mcp.NewHTTPTransport(url, mcp.WithoutStandaloneStream())
 
