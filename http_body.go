@@ -16,8 +16,8 @@ var errBodyTooLong = errors.New("the body is longer than its Content-Length")
 
 var bodyChunks = sync.Pool{New: func() any { return new([bodyChunkSize]byte) }}
 
-// readArriving reads a POST body to its end, at most limit bytes, as it
-// arrives: each read lands in a pooled chunk, and the body grows only by
+// readArriving reads an HTTP body (a POST's at the handler, a JSON answer's
+// at the client) to its end, at most limit bytes, as it arrives: each read lands in a pooled chunk, and the body grows only by
 // what was received, never to an announced length that the client has
 // not sent. announced (the Content-Length, or -1) caps the growth, so
 // that a body that does arrive whole ends in a buffer of its size, and a

@@ -545,14 +545,17 @@ func (t *HTTPTransport) takeResponse(ctx context.Context, ex *exchange, m *sentM
 		}
 		t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: "the server ended the HTTP stream of request " + m.id.String() + " before answering it"})
 	case "application/json":
-		data, err := readLimited(resp.Body, resp.ContentLength, int64(t.maxMsg))
+		// Read as it arrives: a server that announces a large body and
+		// sends nothing costs no buffer of the announced size.
+		data, err := readArriving(resp.Body, resp.ContentLength, int64(t.maxMsg))
 		if err != nil && (ctx.Err() != nil || ex.aborted()) {
 			return
 		}
-		if err != nil || len(data) > t.maxMsg {
-			msg := fmt.Sprintf("the response exceeds %d bytes", t.maxMsg)
-			if err != nil {
-				msg = "reading the response: " + err.Error()
+		if err != nil {
+			msg := "reading the response: " + err.Error()
+			var tooLong *http.MaxBytesError
+			if errors.As(err, &tooLong) {
+				msg = fmt.Sprintf("the response exceeds %d bytes", t.maxMsg)
 			}
 			t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: msg})
 			return
@@ -564,28 +567,6 @@ func (t *HTTPTransport) takeResponse(ctx context.Context, ex *exchange, m *sentM
 		}
 		t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: fmt.Sprintf("HTTP %s with content type %q: no JSON-RPC answer", resp.Status, resp.Header.Get("Content-Type"))})
 	}
-}
-
-// readLimited reads a body of at most limit bytes (one more tells that it
-// is longer), in one allocation when its length is announced.
-func readLimited(r io.Reader, length, limit int64) ([]byte, error) {
-	if length < 0 || length > limit {
-		return io.ReadAll(io.LimitReader(r, limit+1))
-	}
-	buf := make([]byte, length, length+1)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
-	}
-	// A body longer than announced is an error of net/http's, not ours;
-	// read on to see it.
-	n, err := r.Read(buf[length : length+1])
-	if n > 0 {
-		return nil, errors.New("the body is longer than its Content-Length")
-	}
-	if err != nil && err != io.EOF {
-		return nil, err
-	}
-	return buf, nil
 }
 
 // readJSON reads a JSON response body, one message or a batch; a

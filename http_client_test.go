@@ -691,3 +691,76 @@ func TestHTTPModernClientSendsNoResponses(t *testing.T) {
 	default:
 	}
 }
+
+// signalBody reports its first Read on reading, then reads on.
+type signalBody struct {
+	io.ReadCloser
+	once    sync.Once
+	reading chan<- struct{}
+}
+
+func (b *signalBody) Read(p []byte) (int, error) {
+	b.once.Do(func() { b.reading <- struct{}{} })
+	return b.ReadCloser.Read(p)
+}
+
+// TestHTTPClientAnnouncedResponsesCostNothing: a server that answers calls
+// with headers announcing a body of the client's whole message cap and then
+// sends nothing costs the client no buffer of that size: the body is read
+// as it arrives.
+func TestHTTPClientAnnouncedResponsesCostNothing(t *testing.T) {
+	const calls = 20
+	real := NewHTTPHandler(newTestServer())
+	release := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "" {
+			body, _ := io.ReadAll(r.Body)
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", fmt.Sprint(DefaultMaxMessageSize))
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		real.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	defer close(release)
+	reading := make(chan struct{}, calls)
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := http.DefaultTransport.RoundTrip(r)
+		if err == nil && resp.ContentLength == DefaultMaxMessageSize {
+			resp.Body = &signalBody{ReadCloser: resp.Body, reading: reading}
+		}
+		return resp, err
+	})}
+	cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
+	if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL, WithHTTPClient(hc), WithoutStandaloneStream())); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() { cl.CallTool(ctx, "echo", map[string]any{"text": "x"}) })
+	}
+	for range calls {
+		<-reading
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	cancel()
+	wg.Wait()
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 16<<20 {
+		t.Fatalf("%d responses announcing %d bytes and sending none grew the heap by %d bytes", calls, DefaultMaxMessageSize, grew)
+	}
+}
