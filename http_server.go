@@ -35,16 +35,17 @@ type httpHandler struct {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !admitRequest(h.cfg, w, r, h.isStopped()) {
+	principal, ok := admitRequest(h.cfg, w, r, h.isStopped())
+	if !ok {
 		return
 	}
 	switch r.Method {
 	case http.MethodPost:
-		h.servePOST(w, r)
+		h.servePOST(w, r, principal)
 	case http.MethodGet:
-		h.serveGET(w, r)
+		h.serveGET(w, r, principal)
 	case http.MethodDelete:
-		h.serveDELETE(w, r)
+		h.serveDELETE(w, r, principal)
 	default:
 		h.methodNotAllowed(w)
 	}
@@ -84,25 +85,27 @@ func (h *httpHandler) shutdown() {
 // rebinding).
 // admitRequest applies the checks every request to an MCP endpoint passes
 // first: where it comes from, whether it is authorized, and whether the
-// server is shutting down. It reports false when it has answered the
-// request itself.
-func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopped bool) bool {
+// server is shutting down. It returns the principal the authorizer named
+// (empty without one), and ok false when it has answered the request
+// itself.
+func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopped bool) (principal string, ok bool) {
 	if status, msg := checkSource(cfg, r); status != 0 {
 		writeHTTPError(w, status, CodeInvalidRequest, ID{}, msg)
-		return false
+		return "", false
 	}
 	if cfg.authorize != nil {
-		if err := cfg.authorize(r); err != nil {
+		var err error
+		if principal, err = cfg.authorize(r); err != nil {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			writeHTTPError(w, http.StatusUnauthorized, CodeInvalidRequest, ID{}, "Unauthorized: "+err.Error())
-			return false
+			return "", false
 		}
 	}
 	if stopped {
 		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
-		return false
+		return "", false
 	}
-	return true
+	return principal, true
 }
 
 func checkSource(cfg *httpConfig, r *http.Request) (int, string) {
@@ -283,7 +286,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
 	return body
 }
 
-func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request) {
+func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request, principal string) {
 	body := h.readBody(w, r)
 	if body == nil {
 		return
@@ -303,10 +306,10 @@ func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.isModern(r, msgs, batch) {
-		h.serveModernPOST(w, r, body, msgs, batch, one)
+		h.serveModernPOST(w, r, body, msgs, batch, one, principal)
 		return
 	}
-	h.serveLegacyPOST(w, r, body, msgs, batch, one)
+	h.serveLegacyPOST(w, r, body, msgs, batch, one, principal)
 }
 
 // isModern judges a POST's era: 2026-07-28 when the body carries its _meta
@@ -332,7 +335,7 @@ func (h *httpHandler) isModern(r *http.Request, msgs []*httpMessage, batch bool)
 
 // serveModernPOST serves one 2026-07-28 POST: its own connection, its own
 // session state, cancelled when the client closes the stream.
-func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage) {
+func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, principal string) {
 	if batch {
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: protocol revision 2026-07-28 has no batches")
 		return
@@ -377,7 +380,7 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 	}
 	st := newHTTPStream(nil, "", []ID{m.id}, h.log)
 	// The POST's one message (no batches on 2026-07-28).
-	_, c := h.srv.pushSession(&streamTransport{stream: st}, oneRequest)
+	_, c := h.srv.pushSession(&streamTransport{stream: st}, oneRequest, principal)
 	if h.cfg.ctx != nil {
 		// At shutdown the handler is asked to finish, not cancelled: its
 		// answer (a listen's closing result) still goes out.
@@ -500,8 +503,9 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 
 // serveLegacyPOST serves a POST of a legacy session: initialize creates the
 // session; notifications and responses are accepted with 202; requests are
-// answered on this POST's response, JSON or SSE.
-func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage) {
+// answered on this POST's response, JSON or SSE. A session belongs to the
+// principal that opened it.
+func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, principal string) {
 	sid := r.Header.Get(headerSessionID)
 	var sess *httpSession
 	created := false
@@ -510,17 +514,16 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the Mcp-Session-Id header is required; start a session with initialize")
 			return
 		}
-		if sess = h.newSession(); sess == nil {
+		if sess = h.newSession(principal); sess == nil {
 			writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
 			return
 		}
 		created = true
-	} else if sess = h.session(sid); sess == nil {
-		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
-		return
-	}
-	if !sess.begin() {
-		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
+		if !sess.begin() {
+			writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
+			return
+		}
+	} else if sess = h.useSession(w, sid, principal); sess == nil {
 		return
 	}
 	defer sess.end()
@@ -575,7 +578,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 	}
 }
 
-func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
+func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal string) {
 	if h.cfg.statelessOnly || isModernVersion(r.Header.Get(headerProtocolVersion)) {
 		h.methodNotAllowed(w)
 		return
@@ -584,7 +587,7 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotAcceptable, CodeInvalidRequest, ID{}, "Not Acceptable: a GET must accept text/event-stream")
 		return
 	}
-	sess, ok := h.requestSession(w, r)
+	sess, ok := h.requestSession(w, r, principal)
 	if !ok {
 		return
 	}
@@ -624,12 +627,12 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
 	h.serveStream(w, r, st, gen, streamMode{sse: true, prime: sess.primes()})
 }
 
-func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request) {
+func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request, principal string) {
 	if h.cfg.statelessOnly || isModernVersion(r.Header.Get(headerProtocolVersion)) {
 		h.methodNotAllowed(w)
 		return
 	}
-	sess, ok := h.requestSession(w, r)
+	sess, ok := h.requestSession(w, r, principal)
 	if !ok {
 		return
 	}

@@ -16,18 +16,27 @@ import (
 
 // requestSession finds the session a GET or DELETE names and marks it busy;
 // it answers the request itself when there is none.
-func (h *httpHandler) requestSession(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
+func (h *httpHandler) requestSession(w http.ResponseWriter, r *http.Request, principal string) (*httpSession, bool) {
 	sid := r.Header.Get(headerSessionID)
 	if sid == "" {
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the Mcp-Session-Id header is required")
 		return nil, false
 	}
+	sess := h.useSession(w, sid, principal)
+	return sess, sess != nil
+}
+
+// useSession finds the session sid names and marks it busy. A session that
+// another principal opened is not told apart from an unknown one: both get
+// 404, and the request can neither use nor end it. It answers the request
+// itself and returns nil when there is no such session.
+func (h *httpHandler) useSession(w http.ResponseWriter, sid, principal string) *httpSession {
 	sess := h.session(sid)
-	if sess == nil || !sess.begin() {
+	if sess == nil || sess.principal != principal || !sess.begin() {
 		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
-		return nil, false
+		return nil
 	}
-	return sess, true
+	return sess
 }
 
 func (h *httpHandler) session(id string) *httpSession {
@@ -36,13 +45,14 @@ func (h *httpHandler) session(id string) *httpSession {
 	return h.sessions[id]
 }
 
-// newSession creates and registers a legacy session: a connection in push
-// mode, so that it holds no goroutine while idle, and an expiry timer.
-func (h *httpHandler) newSession() *httpSession {
-	s := &httpSession{h: h, id: rand.Text()}
+// newSession creates and registers a legacy session of principal: a
+// connection in push mode, so that it holds no goroutine while idle, and an
+// expiry timer.
+func (h *httpHandler) newSession(principal string) *httpSession {
+	s := &httpSession{h: h, id: rand.Text(), principal: principal}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.storeHolds.Store(1) // the session's own, until it closes
-	s.ss, s.conn = h.srv.pushSession(&streamTransport{sess: s}, 0)
+	s.ss, s.conn = h.srv.pushSession(&streamTransport{sess: s}, 0, principal)
 	if d := h.cfg.sessionTimeout; d > 0 {
 		s.expiry = time.AfterFunc(d, s.expire)
 	}
@@ -77,10 +87,11 @@ func (h *httpHandler) forget(s *httpSession) {
 // httpSession is a legacy session: one connection in push mode whose
 // messages are routed onto the streams of its HTTP requests.
 type httpSession struct {
-	h    *httpHandler
-	id   string
-	ss   *serverSession
-	conn pushConn
+	h         *httpHandler
+	id        string
+	principal string // who opened it (WithAuthorizer); empty: anonymous
+	ss        *serverSession
+	conn      pushConn
 
 	mu         sync.Mutex
 	streams    map[string]*httpStream // POST streams that may still be resumed

@@ -2,8 +2,11 @@ package mcp
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -144,4 +147,112 @@ func BenchmarkHTTPIdleSessions(b *testing.B) {
 	}
 	b.ReportMetric(bytes, "B/session")
 	b.ReportMetric(goroutines, "goroutines/session")
+}
+
+// tokenAuthorizer names the principal of "Bearer <name>"; "Bearer -" is
+// anonymous and anything else is refused.
+func tokenAuthorizer(r *http.Request) (string, error) {
+	name, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || name == "" {
+		return "", errors.New("a bearer token is required")
+	}
+	if name == "-" {
+		return "", nil
+	}
+	return name, nil
+}
+
+// TestHTTPSessionBoundToPrincipal: a legacy session belongs to the
+// principal whose initialize opened it; another principal, or an anonymous
+// one, that names it gets the 404 of an unknown session on POST, GET and
+// DELETE, and the session lives on for its owner.
+func TestHTTPSessionBoundToPrincipal(t *testing.T) {
+	t.Parallel()
+	h := NewHTTPHandler(newTestServer(), WithAuthorizer(tokenAuthorizer)).(*httpHandler)
+	defer h.shutdown()
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+	rec := serveDirect(h, "POST", init, postHeaders("Authorization", "Bearer alice"))
+	sid := rec.Header().Get("Mcp-Session-Id")
+	if rec.Code != 200 || sid == "" {
+		t.Fatalf("initialize: %d %s", rec.Code, rec.Body)
+	}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	unknown := serveDirect(h, "POST", ping, postHeaders("Authorization", "Bearer alice", "Mcp-Session-Id", "no-such-session"))
+	if unknown.Code != 404 {
+		t.Fatalf("an unknown session: %d %s", unknown.Code, unknown.Body)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, who := range []string{"Bearer bob", "Bearer -"} {
+		for _, tc := range []struct {
+			method, body string
+			header       map[string]string
+		}{
+			{"POST", ping, postHeaders("Authorization", who, "Mcp-Session-Id", sid)},
+			{"POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, postHeaders("Authorization", who, "Mcp-Session-Id", sid)},
+			{"GET", "", map[string]string{"Authorization": who, "Mcp-Session-Id": sid, "Accept": "text/event-stream"}},
+			{"GET", "", map[string]string{"Authorization": who, "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": "0_1"}},
+			{"DELETE", "", map[string]string{"Authorization": who, "Mcp-Session-Id": sid}},
+		} {
+			// The request's context has ended, so that a GET let through
+			// returns instead of streaming.
+			req := httptest.NewRequestWithContext(done, tc.method, "/mcp", strings.NewReader(tc.body))
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != 404 || rec.Body.String() != unknown.Body.String() {
+				t.Errorf("%s %s as %q: %d %s, want the 404 of an unknown session", tc.method, tc.body, who, rec.Code, rec.Body)
+			}
+		}
+	}
+	if rec := serveDirect(h, "POST", ping, postHeaders("Authorization", "Bearer alice", "Mcp-Session-Id", sid)); rec.Code != 200 {
+		t.Fatalf("the owner after the others tried: %d %s", rec.Code, rec.Body)
+	}
+	if rec := serveDirect(h, "DELETE", "", map[string]string{"Authorization": "Bearer alice", "Mcp-Session-Id": sid}); rec.Code != 204 {
+		t.Fatalf("the owner's DELETE: %d %s", rec.Code, rec.Body)
+	}
+
+	// An anonymous session (empty principal) is not another principal's.
+	anon := serveDirect(h, "POST", init, postHeaders("Authorization", "Bearer -"))
+	asid := anon.Header().Get("Mcp-Session-Id")
+	if anon.Code != 200 || asid == "" {
+		t.Fatalf("anonymous initialize: %d %s", anon.Code, anon.Body)
+	}
+	if rec := serveDirect(h, "POST", ping, postHeaders("Authorization", "Bearer bob", "Mcp-Session-Id", asid)); rec.Code != 404 {
+		t.Fatalf("bob on an anonymous session: %d %s", rec.Code, rec.Body)
+	}
+	if rec := serveDirect(h, "POST", ping, postHeaders("Authorization", "Bearer -", "Mcp-Session-Id", asid)); rec.Code != 200 {
+		t.Fatalf("anonymous on its own session: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestSSESessionBoundToPrincipal: a 2024-11-05 session takes messages only
+// from the principal that opened its event stream.
+func TestSSESessionBoundToPrincipal(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(NewSSEHandler(newTestServer(), WithAuthorizer(tokenAuthorizer)))
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/sse", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer alice")
+	resp, err := testHTTPClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ev, err := newSSEParser(resp.Body, 1<<20).next()
+	if err != nil || ev.event != "endpoint" {
+		t.Fatalf("first event %+v %v", ev, err)
+	}
+	endpoint := ts.URL + string(ev.data)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for who, want := range map[string]int{"Bearer bob": 404, "Bearer -": 404, "Bearer alice": 202} {
+		if r := doHTTP(t, "POST", endpoint, ping, map[string]string{"Content-Type": "application/json", "Authorization": who}); r.status != want {
+			t.Errorf("POST as %q: %d, want %d: %s", who, r.status, want, r.body)
+		}
+	}
 }

@@ -269,6 +269,9 @@ func (s *Server) capabilities() ServerCapabilities {
 type serverSession struct {
 	srv  *Server
 	conn *conn
+	// principal is who the HTTP handler's authorizer says sent the
+	// session's requests; empty over other transports or without one.
+	principal string
 
 	mu          sync.Mutex
 	initialized bool

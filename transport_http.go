@@ -74,7 +74,7 @@ type httpConfig struct {
 	allowedOrigins []string
 	allowedHosts   []string
 	maxBodyBytes   int64
-	authorize      func(*http.Request) error
+	authorize      Authorizer
 	writeTimeout   time.Duration
 	keepAlive      time.Duration
 	// hostAllowed is the last Host header a loopback server found allowed
@@ -187,12 +187,21 @@ func WithMaxBodyBytes(n int64) HTTPHandlerOption {
 	})
 }
 
-// WithAuthorizer makes the handler call authorize with every request before
-// reading it. A non-nil error refuses the request with 401 Unauthorized and
-// a "WWW-Authenticate: Bearer" challenge; the error's text is the reason
-// given. Use it to check bearer tokens. Handler only.
-func WithAuthorizer(authorize func(*http.Request) error) HTTPHandlerOption {
-	return httpHandlerOption(func(c *httpConfig) { c.authorize = authorize })
+// Authorizer checks a request before the handler reads it and returns the
+// principal it acts for: who sent it, like the subject of a bearer token. A
+// non-nil error refuses the request with 401 Unauthorized and a
+// "WWW-Authenticate: Bearer" challenge; the error's text is the reason
+// given. An empty principal with a nil error lets the request through as
+// anonymous. Handler only.
+type Authorizer func(r *http.Request) (principal string, err error)
+
+// WithAuthorizer makes the handler call a with every request before reading
+// it. A legacy session belongs to the principal whose initialize opened it:
+// a request of another principal that names it gets 404, as for an unknown
+// session, and can neither use nor end it. Use it to check bearer tokens.
+// Handler only.
+func WithAuthorizer(a Authorizer) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) { c.authorize = a })
 }
 
 // WithWriteTimeout bounds each write to a client (default 30s; 0 leaves
