@@ -29,6 +29,10 @@ type httpHandler struct {
 	mu           sync.Mutex
 	sessions     map[string]*httpSession
 	sessionsPeak int // the most sessions since the map was last rebuilt
+	// sessionsLive counts the sessions registered or being created, and
+	// perPrincipal those of each principal: what the session caps count.
+	sessionsLive int
+	perPrincipal map[string]int
 	stopped      bool
 
 	modernInFlight atomic.Int64
@@ -514,8 +518,9 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the Mcp-Session-Id header is required; start a session with initialize")
 			return
 		}
-		if sess = h.newSession(principal); sess == nil {
-			writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
+		var err error
+		if sess, err = h.newSession(principal); err != nil {
+			refuseSession(w, msgs[0].id, err)
 			return
 		}
 		created = true

@@ -45,10 +45,69 @@ func (h *httpHandler) session(id string) *httpSession {
 	return h.sessions[id]
 }
 
+var (
+	errTooManySessions          = errors.New("the server holds as many sessions as it may; try again later")
+	errTooManyPrincipalSessions = errors.New("this principal holds as many sessions as it may; end one or try again later")
+	errHandlerStopped           = errors.New("the server is shutting down")
+)
+
+// sessionRetryAfter is the Retry-After, in seconds, of an initialize
+// refused by a session cap.
+const sessionRetryAfter = "30"
+
+// refuseSession answers the initialize (id) that newSession refused with
+// err: a session cap's 503 asks the client to come back later.
+func refuseSession(w http.ResponseWriter, id ID, err error) {
+	if err == errHandlerStopped {
+		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: "+err.Error())
+		return
+	}
+	w.Header().Set("Retry-After", sessionRetryAfter)
+	writeHTTPError(w, http.StatusServiceUnavailable, CodeOverloaded, id, "Service Unavailable: "+err.Error())
+}
+
+// reserveSession counts a session of principal about to be created, or
+// reports the cap it would exceed; nothing is made for a refused one.
+func (h *httpHandler) reserveSession(principal string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return errHandlerStopped
+	}
+	if n := h.cfg.maxSessions; n > 0 && h.sessionsLive >= n {
+		return errTooManySessions
+	}
+	if principal != "" {
+		held := h.perPrincipal[principal]
+		if n := h.cfg.maxPerUser; n > 0 && held >= n {
+			return errTooManyPrincipalSessions
+		}
+		putEntry(&h.perPrincipal, principal, held+1)
+	}
+	h.sessionsLive++
+	return nil
+}
+
+// releaseSessionLocked gives back what reserveSession counted.
+func (h *httpHandler) releaseSessionLocked(principal string) {
+	h.sessionsLive--
+	if principal == "" {
+		return
+	}
+	if n := h.perPrincipal[principal] - 1; n > 0 {
+		h.perPrincipal[principal] = n
+	} else {
+		delete(h.perPrincipal, principal)
+	}
+}
+
 // newSession creates and registers a legacy session of principal: a
 // connection in push mode, so that it holds no goroutine while idle, and an
-// expiry timer.
-func (h *httpHandler) newSession(principal string) *httpSession {
+// expiry timer. Beyond a session cap it creates nothing.
+func (h *httpHandler) newSession(principal string) (*httpSession, error) {
+	if err := h.reserveSession(principal); err != nil {
+		return nil, err
+	}
 	s := &httpSession{h: h, id: rand.Text(), principal: principal}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.storeHolds.Store(1) // the session's own, until it closes
@@ -58,25 +117,28 @@ func (h *httpHandler) newSession(principal string) *httpSession {
 	}
 	h.mu.Lock()
 	if h.stopped {
+		h.releaseSessionLocked(principal)
 		h.mu.Unlock()
 		s.conn.close(errors.New("the HTTP handler shut down"))
-		return nil
+		return nil, errHandlerStopped
 	}
 	h.sessions[s.id] = s
 	h.sessionsPeak = max(h.sessionsPeak, len(h.sessions))
 	h.mu.Unlock()
 	h.srv.addSession(s.ss)
-	return s
+	return s, nil
 }
 
 func (h *httpHandler) forget(s *httpSession) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
+		h.releaseSessionLocked(s.principal)
 		// A Go map keeps its peak size: after a burst of sessions has
-		// ended, copy the few left into a map of their size.
+		// ended, copy the few left into maps of their size.
 		if n := len(h.sessions); h.sessionsPeak > 1024 && n < h.sessionsPeak/4 {
 			h.sessions = maps.Clone(h.sessions)
+			h.perPrincipal = maps.Clone(h.perPrincipal)
 			h.sessionsPeak = n
 		}
 	}

@@ -256,3 +256,137 @@ func TestSSESessionBoundToPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// initBody is a legacy initialize request with id 7.
+const initBody = `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+
+// expectSessionRefused checks the answer to an initialize beyond a session
+// cap: 503, a Retry-After and a JSON-RPC error for the request, no session.
+func expectSessionRefused(t *testing.T, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || rec.Header().Get("Mcp-Session-Id") != "" {
+		t.Fatalf("initialize beyond the cap: %d, Retry-After %q, session %q: %s", rec.Code, rec.Header().Get("Retry-After"), rec.Header().Get("Mcp-Session-Id"), rec.Body)
+	}
+	if code := field(t, rec.Body.String(), "error.code"); code != float64(CodeOverloaded) {
+		t.Fatalf("error code %v: %s", code, rec.Body)
+	}
+	if id := field(t, rec.Body.String(), "id"); id != float64(7) {
+		t.Fatalf("error id %v: %s", id, rec.Body)
+	}
+}
+
+// TestHTTPMaxSessions: exactly WithMaxSessions sessions are made; the next
+// initialize gets 503 with Retry-After and creates nothing, however many
+// come (20,000 refused ones leave the heap flat); a failed initialize does
+// not keep a place, and a deleted session frees one.
+func TestHTTPMaxSessions(t *testing.T) {
+	const n = 5
+	srv := newTestServer()
+	h := NewHTTPHandler(srv, WithMaxSessions(n)).(*httpHandler)
+	defer h.shutdown()
+	var sids []string
+	for range n {
+		sids = append(sids, directSession(t, h))
+	}
+	expectSessionRefused(t, serveDirect(h, "POST", initBody, postHeaders()))
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const refused = 20000
+	for i := range refused {
+		if rec := serveDirect(h, "POST", initBody, postHeaders()); rec.Code != 503 {
+			t.Fatalf("refused initialize %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap growth after %d refused initializes: %d bytes", refused, growth)
+	if growth > 1<<20 {
+		t.Errorf("%d refused initializes grew the heap by %d bytes, want under 1 MiB", refused, growth)
+	}
+	srv.sessionsMu.Lock()
+	live := len(srv.sessions)
+	srv.sessionsMu.Unlock()
+	if live != n {
+		t.Fatalf("%d server sessions, want %d", live, n)
+	}
+
+	if rec := serveDirect(h, "DELETE", "", map[string]string{"Mcp-Session-Id": sids[0]}); rec.Code != 204 {
+		t.Fatalf("DELETE: %d %s", rec.Code, rec.Body)
+	}
+	// A failed initialize takes the free place only while it runs.
+	bad := serveDirect(h, "POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}`, postHeaders())
+	if field(t, bad.Body.String(), "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("bad initialize: %d %s", bad.Code, bad.Body)
+	}
+	directSession(t, h)
+	expectSessionRefused(t, serveDirect(h, "POST", initBody, postHeaders()))
+}
+
+// TestHTTPMaxSessionsPerPrincipal: with an authorizer, one principal holds
+// at most WithMaxSessionsPerPrincipal sessions, while others, and
+// anonymous requests, still get theirs; a deleted session frees a place.
+func TestHTTPMaxSessionsPerPrincipal(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	h := NewHTTPHandler(newTestServer(), WithAuthorizer(tokenAuthorizer), WithMaxSessionsPerPrincipal(n), WithMaxSessions(2*n+n+1)).(*httpHandler)
+	defer h.shutdown()
+	open := func(who string) *httptest.ResponseRecorder {
+		return serveDirect(h, "POST", initBody, postHeaders("Authorization", "Bearer "+who))
+	}
+	var alice []string
+	for range n {
+		rec := open("alice")
+		if rec.Code != 200 {
+			t.Fatalf("alice's initialize: %d %s", rec.Code, rec.Body)
+		}
+		alice = append(alice, rec.Header().Get("Mcp-Session-Id"))
+	}
+	expectSessionRefused(t, open("alice"))
+	for range n {
+		if rec := open("bob"); rec.Code != 200 {
+			t.Fatalf("bob's initialize: %d %s", rec.Code, rec.Body)
+		}
+	}
+	expectSessionRefused(t, open("bob"))
+	// Anonymous sessions count only against the handler's cap (10 here).
+	for range n + 1 {
+		if rec := open("-"); rec.Code != 200 {
+			t.Fatalf("an anonymous initialize: %d %s", rec.Code, rec.Body)
+		}
+	}
+	expectSessionRefused(t, open("carol")) // the handler's cap
+	rec := serveDirect(h, "DELETE", "", map[string]string{"Authorization": "Bearer alice", "Mcp-Session-Id": alice[0]})
+	if rec.Code != 204 {
+		t.Fatalf("DELETE: %d %s", rec.Code, rec.Body)
+	}
+	if rec := open("alice"); rec.Code != 200 {
+		t.Fatalf("alice after deleting one: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestHTTPSessionCapOptions: the caps' defaults, 0 for no cap, and
+// negative values ignored.
+func TestHTTPSessionCapOptions(t *testing.T) {
+	t.Parallel()
+	c := handlerConfig(nil)
+	if c.maxSessions != DefaultMaxSessions || c.maxPerUser != DefaultMaxSessionsPerPrincipal {
+		t.Fatalf("defaults %d, %d", c.maxSessions, c.maxPerUser)
+	}
+	c = handlerConfig([]HTTPHandlerOption{WithMaxSessions(0), WithMaxSessionsPerPrincipal(0)})
+	if c.maxSessions != 0 || c.maxPerUser != 0 {
+		t.Fatalf("0 gave %d, %d", c.maxSessions, c.maxPerUser)
+	}
+	c = handlerConfig([]HTTPHandlerOption{WithMaxSessions(-1), WithMaxSessionsPerPrincipal(-1)})
+	if c.maxSessions != DefaultMaxSessions || c.maxPerUser != DefaultMaxSessionsPerPrincipal {
+		t.Fatalf("negative values gave %d, %d", c.maxSessions, c.maxPerUser)
+	}
+	// No cap: more sessions than a cap of 2 would allow.
+	h := NewHTTPHandler(newTestServer(), WithMaxSessions(2), WithMaxSessions(0)).(*httpHandler)
+	defer h.shutdown()
+	for range 3 {
+		directSession(t, h)
+	}
+}

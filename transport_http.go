@@ -30,6 +30,12 @@ const (
 	// DefaultReconnectAttempts bounds the attempts to resume a lost SSE
 	// stream; see [WithReconnectAttempts].
 	DefaultReconnectAttempts = 5
+	// DefaultMaxSessions bounds the live legacy sessions of a handler; see
+	// [WithMaxSessions].
+	DefaultMaxSessions = 10000
+	// DefaultMaxSessionsPerPrincipal bounds the live legacy sessions of one
+	// principal; see [WithMaxSessionsPerPrincipal].
+	DefaultMaxSessionsPerPrincipal = 1000
 )
 
 // An HTTPOption configures both the server's HTTP handlers and the
@@ -75,6 +81,8 @@ type httpConfig struct {
 	allowedHosts   []string
 	maxBodyBytes   int64
 	authorize      Authorizer
+	maxSessions    int
+	maxPerUser     int
 	writeTimeout   time.Duration
 	keepAlive      time.Duration
 	// hostAllowed is the last Host header a loopback server found allowed
@@ -97,6 +105,8 @@ func newHTTPConfig() *httpConfig {
 		keepAlive:      DefaultKeepAlive,
 		closeTimeout:   DefaultCloseTimeout,
 		reconnects:     DefaultReconnectAttempts,
+		maxSessions:    DefaultMaxSessions,
+		maxPerUser:     DefaultMaxSessionsPerPrincipal,
 		header:         make(http.Header),
 	}
 	return c
@@ -204,6 +214,36 @@ func WithAuthorizer(a Authorizer) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) { c.authorize = a })
 }
 
+// WithMaxSessions caps the live legacy sessions (2025-03-26 … 2025-11-25)
+// of a [NewHTTPHandler] (default 10,000; 0 means no cap, a negative n is
+// ignored). An initialize beyond the cap creates nothing and gets 503
+// Service Unavailable with a JSON-RPC error and a Retry-After header; a
+// session frees its place when the client deletes it or it expires (see
+// [WithSessionTimeout]). 2026-07-28 requests keep no session and are not
+// counted. Handler only.
+func WithMaxSessions(n int) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		if n >= 0 {
+			c.maxSessions = n
+		}
+	})
+}
+
+// WithMaxSessionsPerPrincipal caps the live legacy sessions that one
+// principal, as named by the [Authorizer] of [WithAuthorizer], may hold
+// (default 1,000, so that no principal takes more than a tenth of the
+// default total; 0 means no cap, a negative n is ignored). Anonymous
+// requests (an empty principal) count only against [WithMaxSessions]. An
+// initialize beyond the cap is answered as beyond WithMaxSessions. Handler
+// only.
+func WithMaxSessionsPerPrincipal(n int) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		if n >= 0 {
+			c.maxPerUser = n
+		}
+	})
+}
+
 // WithWriteTimeout bounds each write to a client (default 30s; 0 leaves
 // http.Server's own timeouts alone). The bound is set afresh before every
 // write, so a long SSE stream that keeps moving is never cut, whatever
@@ -287,8 +327,8 @@ func WithReconnectAttempts(n int) HTTPTransportOption {
 // It is safe by default: Origin validation, a Host check against DNS
 // rebinding when it serves a loopback address, a body cap, Content-Type and
 // Accept checks, a write timeout that never cuts a moving stream, idle
-// session expiry; an idle session holds no goroutine. See the HTTPOptions
-// for each.
+// session expiry and caps on live sessions; an idle session holds no
+// goroutine. See the HTTPOptions for each.
 //
 // A slow client is the http.Server's to cut off; these timeouts suit the
 // handler:
