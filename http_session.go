@@ -26,17 +26,33 @@ func (h *httpHandler) requestSession(w http.ResponseWriter, r *http.Request, pri
 	return sess, sess != nil
 }
 
-// useSession finds the session sid names and marks it busy. A session that
-// another principal opened is not told apart from an unknown one: both get
-// 404, and the request can neither use nor end it. It answers the request
-// itself and returns nil when there is no such session.
+// useSession finds the session sid names and marks it busy. An id that is
+// not visible ASCII gets 400 and is never looked up. A session that another
+// principal opened is not told apart from an unknown one: both get 404, and
+// the request can neither use nor end it. It answers the request itself and
+// returns nil when there is no such session.
 func (h *httpHandler) useSession(w http.ResponseWriter, sid, principal string) *httpSession {
+	if !validSessionID(sid) {
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: a session id is visible ASCII only")
+		return nil
+	}
 	sess := h.session(sid)
 	if sess == nil || sess.principal != principal || !sess.begin() {
 		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
 		return nil
 	}
 	return sess
+}
+
+// validSessionID reports whether id is one the spec allows: visible ASCII,
+// 0x21 to 0x7E, and not empty.
+func validSessionID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return id != ""
 }
 
 func (h *httpHandler) session(id string) *httpSession {
@@ -122,11 +138,16 @@ func (h *httpHandler) newSession(principal string) (*httpSession, error) {
 		s.conn.close(errors.New("the HTTP handler shut down"))
 		return nil, errHandlerStopped
 	}
-	h.sessions[s.id] = s
-	h.sessionsPeak = max(h.sessionsPeak, len(h.sessions))
+	h.registerLocked(s)
 	h.mu.Unlock()
 	h.srv.addSession(s.ss)
 	return s, nil
+}
+
+// registerLocked puts s in the session map, whose peak size forget watches.
+func (h *httpHandler) registerLocked(s *httpSession) {
+	h.sessions[s.id] = s
+	h.sessionsPeak = max(h.sessionsPeak, len(h.sessions))
 }
 
 func (h *httpHandler) forget(s *httpSession) {
@@ -134,16 +155,27 @@ func (h *httpHandler) forget(s *httpSession) {
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
 		h.releaseSessionLocked(s.principal)
-		// A Go map keeps its peak size: after a burst of sessions has
-		// ended, copy the few left into maps of their size.
+		// A Go map keeps its peak size, and so does its maps.Clone: after a
+		// burst of sessions has ended, copy the few left into new maps of
+		// their size.
 		if n := len(h.sessions); h.sessionsPeak > 1024 && n < h.sessionsPeak/4 {
-			h.sessions = maps.Clone(h.sessions)
-			h.perPrincipal = maps.Clone(h.perPrincipal)
+			h.sessions = resized(h.sessions)
+			h.perPrincipal = resized(h.perPrincipal)
 			h.sessionsPeak = n
 		}
 	}
 	h.mu.Unlock()
 	h.srv.removeSession(s.ss)
+}
+
+// resized copies m into a new map made for its present size.
+func resized[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return nil
+	}
+	c := make(map[K]V, len(m))
+	maps.Copy(c, m)
+	return c
 }
 
 // httpSession is a legacy session: one connection in push mode whose

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -162,6 +163,20 @@ func tokenAuthorizer(r *http.Request) (string, error) {
 	return name, nil
 }
 
+// serveEnded is serveDirect with a request whose context has ended, so
+// that a GET let through by mistake returns instead of streaming.
+func serveEnded(h http.Handler, method, body string, header map[string]string) *httptest.ResponseRecorder {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, method, "/mcp", strings.NewReader(body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
 // TestHTTPSessionBoundToPrincipal: a legacy session belongs to the
 // principal whose initialize opened it; another principal, or an anonymous
 // one, that names it gets the 404 of an unknown session on POST, GET and
@@ -181,8 +196,6 @@ func TestHTTPSessionBoundToPrincipal(t *testing.T) {
 	if unknown.Code != 404 {
 		t.Fatalf("an unknown session: %d %s", unknown.Code, unknown.Body)
 	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
 	for _, who := range []string{"Bearer bob", "Bearer -"} {
 		for _, tc := range []struct {
 			method, body string
@@ -194,14 +207,7 @@ func TestHTTPSessionBoundToPrincipal(t *testing.T) {
 			{"GET", "", map[string]string{"Authorization": who, "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": "0_1"}},
 			{"DELETE", "", map[string]string{"Authorization": who, "Mcp-Session-Id": sid}},
 		} {
-			// The request's context has ended, so that a GET let through
-			// returns instead of streaming.
-			req := httptest.NewRequestWithContext(done, tc.method, "/mcp", strings.NewReader(tc.body))
-			for k, v := range tc.header {
-				req.Header.Set(k, v)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
+			rec := serveEnded(h, tc.method, tc.body, tc.header)
 			if rec.Code != 404 || rec.Body.String() != unknown.Body.String() {
 				t.Errorf("%s %s as %q: %d %s, want the 404 of an unknown session", tc.method, tc.body, who, rec.Code, rec.Body)
 			}
@@ -388,5 +394,90 @@ func TestHTTPSessionCapOptions(t *testing.T) {
 	defer h.shutdown()
 	for range 3 {
 		directSession(t, h)
+	}
+}
+
+// TestHTTPSessionIDValidation: a session id that is not visible ASCII gets
+// 400 with a JSON-RPC error on POST, GET and DELETE, and is never looked
+// up: not even a session registered under that very id is found.
+func TestHTTPSessionIDValidation(t *testing.T) {
+	t.Parallel()
+	h := NewHTTPHandler(newTestServer()).(*httpHandler)
+	defer h.shutdown()
+	bad := []string{"a b", "a\tb", "a\x7fb", "a\x01b", "sé", "a\xffb", "\x00"}
+	for _, id := range bad {
+		// Register a live session under the bad id: were the id looked
+		// up, the request would reach it.
+		sess := h.session(directSession(t, h))
+		h.mu.Lock()
+		h.sessions[id] = sess
+		h.mu.Unlock()
+		for _, tc := range []struct {
+			method, body string
+			header       map[string]string
+		}{
+			{"POST", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, postHeaders("Mcp-Session-Id", id)},
+			{"GET", "", map[string]string{"Mcp-Session-Id": id, "Accept": "text/event-stream"}},
+			{"DELETE", "", map[string]string{"Mcp-Session-Id": id}},
+		} {
+			rec := serveEnded(h, tc.method, tc.body, tc.header)
+			if rec.Code != 400 || field(t, rec.Body.String(), "error.code") != float64(CodeInvalidRequest) {
+				t.Errorf("%s with session id %q: %d %s, want 400 with a JSON-RPC error", tc.method, id, rec.Code, rec.Body)
+			}
+		}
+		h.mu.Lock()
+		delete(h.sessions, id)
+		h.mu.Unlock()
+	}
+	// Every visible ASCII byte is allowed: an unknown id is 404.
+	var all []byte
+	for c := byte(0x21); c <= 0x7e; c++ {
+		all = append(all, c)
+	}
+	if rec := serveDirect(h, "POST", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, postHeaders("Mcp-Session-Id", string(all))); rec.Code != 404 {
+		t.Errorf("an unknown visible ASCII id: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestHTTPSessionMapShrinks: the session map gives back its memory after
+// 100,000 sessions ended (a Go map keeps its peak size, so forget rebuilds
+// it when few are left). The sessions are bare, registered and forgotten
+// through the handler's own bookkeeping, as newSession and a DELETE or an
+// expiry do.
+func TestHTTPSessionMapShrinks(t *testing.T) {
+	h := NewHTTPHandler(newTestServer(), WithMaxSessions(0)).(*httpHandler)
+	const n = 100_000
+	heap := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	before := heap()
+	sessions := make([]*httpSession, n)
+	for i := range sessions {
+		s := &httpSession{h: h, id: strconv.Itoa(i), ss: &serverSession{}}
+		if err := h.reserveSession(""); err != nil {
+			t.Fatal(err)
+		}
+		h.mu.Lock()
+		h.registerLocked(s)
+		h.mu.Unlock()
+		sessions[i] = s
+	}
+	full := heap()
+	for _, s := range sessions {
+		h.forget(s)
+	}
+	clear(sessions)
+	after := heap()
+	t.Logf("heap: %d bytes with %d sessions, %d bytes after they ended", full-before, n, after-before)
+	if after-before > 256<<10 {
+		t.Errorf("the handler holds %d bytes after every session ended, want under 256 KiB", after-before)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.sessions) != 0 || h.sessionsLive != 0 || h.sessionsPeak > 1024 {
+		t.Fatalf("%d sessions, %d counted, peak %d", len(h.sessions), h.sessionsLive, h.sessionsPeak)
 	}
 }
