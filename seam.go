@@ -36,7 +36,8 @@ type pushTransport interface {
 
 // pushSession makes a server session over HTTP streams, ready for the
 // handler to push messages into, acting for principal: the one the
-// handler's authorizer named (empty: anonymous).
+// handler's authorizer named (empty: anonymous), which binds the session's
+// 2026-07-28 requestStates and which its handlers see.
 func (s *Server) pushSession(t *streamTransport, mode connMode, principal string) (*serverSession, pushConn) {
 	ss, c := s.newSession(t, mode)
 	ss.principal = principal

@@ -208,8 +208,9 @@ type Authorizer func(r *http.Request) (principal string, err error)
 // WithAuthorizer makes the handler call a with every request before reading
 // it. A legacy session belongs to the principal whose initialize opened it:
 // a request of another principal that names it gets 404, as for an unknown
-// session, and can neither use nor end it. Use it to check bearer tokens.
-// Handler only.
+// session, and can neither use nor end it; a 2026-07-28 requestState minted
+// for one principal is refused for another. Handlers learn the principal
+// from RequestInfo.Principal. Use it to check bearer tokens. Handler only.
 func WithAuthorizer(a Authorizer) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) { c.authorize = a })
 }
