@@ -283,9 +283,16 @@ func fuzzServer() *Server {
 // to a 2026-07-28 request, and the request's own id on its answer. Each
 // request runs in a synctest bubble: one still running when everything is
 // blocked waits for its client (a listen stream), which then goes away.
+//
+// The handler has an authorizer: who picks the request's principal (alice,
+// who opens the live sessions, bob, anonymous, or none: 401), and sid is a
+// session id of any bytes. A session id that is not visible ASCII, or
+// alice's session named by another principal, never gets a legacy request
+// through (an odd id is not even looked up: no 404), and alice's session
+// outlives the others' requests.
 func FuzzHTTPHandler(f *testing.F) {
 	add := func(method, body, version, mcpMethod, name, param, accept, ctype string, session uint8) {
-		f.Add(method, []byte(body), version, mcpMethod, name, param, accept, ctype, session)
+		f.Add(method, []byte(body), version, mcpMethod, name, param, accept, ctype, session, "", uint8(0))
 	}
 	const both = "application/json, text/event-stream"
 	add("POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"0"}}}`, "", "", "", "", both, "application/json", 0)
@@ -298,15 +305,29 @@ func FuzzHTTPHandler(f *testing.F) {
 	add("POST", "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"x\":\"\xff\"}", "", "", "", "", both, "application/json", 1)
 	add("POST", `{"jsonrpc":"2.0","id":8,"method":"ping"}`, "2099-01-01", "", "", "", "text/plain", "text/plain", 3)
 	add("DELETE", ``, "2025-11-25", "", "", "", "", "", 1)
-	f.Fuzz(func(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8) {
+	ping := `{"jsonrpc":"2.0","id":9,"method":"ping"}`
+	for who := range uint8(4) {
+		f.Add("POST", []byte(ping), "2025-11-25", "", "", "", both, "application/json", uint8(1), "", who)
+		f.Add("DELETE", []byte{}, "2025-11-25", "", "", "", "", "", uint8(1), "", who)
+		f.Add("POST", []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), "", "", "", "", both, "application/json", uint8(1), "", who)
+	}
+	for _, sid := range []string{"a b", "a\tb", "\x7f", "s\xc3\xa9", "\xff", "\x00", " ", "ok-id"} {
+		f.Add("POST", []byte(ping), "2025-11-25", "", "", "", both, "application/json", uint8(4), sid, uint8(0))
+		f.Add("DELETE", []byte{}, "", "", "", "", "", "", uint8(4), sid, uint8(2))
+	}
+	f.Fuzz(func(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8, sid string, who uint8) {
 		synctest.Test(t, func(t *testing.T) {
-			fuzzHandlerOnce(t, method, body, version, mcpMethod, name, param, accept, ctype, session)
+			fuzzHandlerOnce(t, method, body, version, mcpMethod, name, param, accept, ctype, session, sid, who)
 		})
 	})
 }
 
-func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8) {
-	h := NewHTTPHandler(fuzzServer(), WithMaxBodyBytes(1<<16), WithKeepAlive(0)).(*httpHandler)
+// fuzzPrincipals are the Authorization headers of the handler fuzz
+// target's principals: alice, bob, anonymous, and none (refused).
+var fuzzPrincipals = [4]string{"Bearer alice", "Bearer bob", "Bearer -", ""}
+
+func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8, sid string, who uint8) {
+	h := NewHTTPHandler(fuzzServer(), WithMaxBodyBytes(1<<16), WithKeepAlive(0), WithAuthorizer(tokenAuthorizer)).(*httpHandler)
 	defer h.shutdown()
 	if method != "DELETE" {
 		method = "POST"
@@ -325,15 +346,28 @@ func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMetho
 	set("Mcp-Param-Region", param)
 	set("Accept", accept)
 	set("Content-Type", ctype)
-	switch session % 4 {
-	case 1: // a live session
-		set("Mcp-Session-Id", directSession(t, h))
+	set("Authorization", fuzzPrincipals[who%4])
+	live := ""
+	switch session % 5 {
+	case 1: // a live session of alice's
+		live = aliceSession(t, h)
+		set("Mcp-Session-Id", live)
 	case 2: // a forged one
 		set("Mcp-Session-Id", "forged")
 	case 3: // an ended one
-		sid := directSession(t, h)
-		serveDirect(h, "DELETE", "", map[string]string{"Mcp-Session-Id": sid})
+		sid := aliceSession(t, h)
+		serveDirect(h, "DELETE", "", map[string]string{"Mcp-Session-Id": sid, "Authorization": "Bearer alice"})
 		set("Mcp-Session-Id", sid)
+	case 4: // any bytes
+		set("Mcp-Session-Id", sid)
+	}
+	// Whether the request takes the legacy road, where its session id
+	// counts, as the handler judges it.
+	legacy := !isModernVersion(version)
+	if method == "POST" {
+		msgs, batch, ok, one := readPOSTBody(body)
+		legacy = ok && !h.isModern(req, msgs, batch)
+		one.release()
 	}
 	rec := httptest.NewRecorder()
 	done := make(chan struct{})
@@ -349,13 +383,35 @@ func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMetho
 		<-done
 	}
 	checkHTTPAnswer(t, req, body, rec)
+	foreign := live != "" && who%4 != 0
+	odd := session%5 == 4 && sid != "" && strings.ContainsFunc(sid, func(r rune) bool { return r < 0x21 || r > 0x7e })
+	// An odd id is refused before any lookup: never the 404 of one.
+	if legacy && (foreign || odd) && (rec.Code < 300 || odd && rec.Code == 404) {
+		t.Fatalf("%s with session id %q as %q: %d %s", method, req.Header.Get(headerSessionID), fuzzPrincipals[who%4], rec.Code, rec.Body)
+	}
+	if foreign && h.session(live) == nil {
+		t.Fatalf("%s as %q ended alice's session", method, fuzzPrincipals[who%4])
+	}
+}
+
+// aliceSession initializes a legacy session as alice on h.
+func aliceSession(tb testing.TB, h http.Handler) string {
+	rec := serveDirect(h, "POST", initBody, postHeaders("Authorization", "Bearer alice"))
+	sid := rec.Header().Get("Mcp-Session-Id")
+	if rec.Code != 200 || sid == "" {
+		tb.Fatalf("initialize: %d %s", rec.Code, rec.Body)
+	}
+	if rec := serveDirect(h, "POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, postHeaders("Mcp-Session-Id", sid, "Authorization", "Bearer alice")); rec.Code != 202 {
+		tb.Fatalf("initialized: %d %s", rec.Code, rec.Body)
+	}
+	return sid
 }
 
 // checkHTTPAnswer checks one recorded answer of the handler fuzz target.
 func checkHTTPAnswer(t *testing.T, req *http.Request, body []byte, rec *httptest.ResponseRecorder) {
 	t.Helper()
 	switch rec.Code {
-	case 200, 202, 204, 400, 404, 405, 406, 409, 413, 415, 503:
+	case 200, 202, 204, 400, 401, 404, 405, 406, 409, 413, 415, 503:
 	default:
 		t.Fatalf("status %d for %s %q: %s", rec.Code, req.Method, body, rec.Body)
 	}
