@@ -221,7 +221,8 @@ func WithAuthorizer(a Authorizer) HTTPHandlerOption {
 // Service Unavailable with a JSON-RPC error and a Retry-After header; a
 // session frees its place when the client deletes it or it expires (see
 // [WithSessionTimeout]). 2026-07-28 requests keep no session and are not
-// counted. Handler only.
+// counted, nor are the sessions of [NewSSEHandler], which live only as long
+// as their GET stream. Handler only.
 func WithMaxSessions(n int) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) {
 		if n >= 0 {
