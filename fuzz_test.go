@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -215,15 +217,24 @@ func FuzzEngine(f *testing.F) {
 // survives any binding it was made for. The codec's clock is fixed, so
 // that the genuine state is the same in every fuzzing process (minted a
 // second apart, two would differ, and one would pass for a forgery).
+//
+// Through requestBinding: a state minted for alice's call with amount x
+// opens for principal's call with amount y exactly when principal is
+// alice and y is the same number as x, by value (math/big decides; -0 is
+// apart from 0), however either is spelled.
 func FuzzStateCodec(f *testing.F) {
 	at := time.Unix(1_800_000_000, 0)
 	c := stateCodec{key: []byte(strings.Repeat("s", 32)), ttl: time.Minute, now: func() time.Time { return at }}
 	genuine := c.seal(&sealedState{Binding: "b"})
-	f.Add(genuine, "b")
-	f.Add(genuine+"x", "b")
-	f.Add("eyJleHAiOjF9.AAAA", "b")
-	f.Add("", "")
-	f.Fuzz(func(t *testing.T, state, binding string) {
+	f.Add(genuine, "b", "alice", "9007199254740992", "9007199254740993")
+	f.Add(genuine+"x", "b", "alice", "1", "1.0")
+	f.Add("eyJleHAiOjF9.AAAA", "b", "alice", "10E-1", "0.1e1")
+	f.Add("", "", "bob", "1", "1")
+	f.Add(genuine, "b", "alice", "-0", "0")
+	f.Add(genuine, "b", "alice", "1e400", "10e399")
+	f.Add(genuine, "b", "alice\x00", "123.4500", "1.2345e2")
+	f.Add(genuine, "b", "", "-0.000", "-0e7")
+	f.Fuzz(func(t *testing.T, state, binding, principal, x, y string) {
 		st, err := c.open(state, binding)
 		if err == nil && (state != genuine || binding != "b") {
 			t.Fatalf("accepted a state the codec did not mint: %q %+v", state, st)
@@ -231,7 +242,36 @@ func FuzzStateCodec(f *testing.F) {
 		if err != nil && !errors.Is(err, errBadState) {
 			t.Fatalf("unexpected error %v", err)
 		}
+		rx, okx := fuzzNumber(x)
+		ry, oky := fuzzNumber(y)
+		if !okx || !oky {
+			return
+		}
+		bind := func(who, n string) string {
+			return requestBinding(who, "tools/call", json.RawMessage(`{"name":"t","arguments":{"amount":`+n+`}}`))
+		}
+		minted := c.seal(&sealedState{Binding: bind("alice", x)})
+		_, err = c.open(minted, bind(principal, y))
+		same := rx.Cmp(ry) == 0 && (rx.Sign() != 0 || strings.HasPrefix(x, "-") == strings.HasPrefix(y, "-"))
+		if want := principal == "alice" && same; (err == nil) != want {
+			t.Fatalf("alice's state for %s opened by %q for %s: %v, want accepted %v", x, principal, y, err, want)
+		}
 	})
+}
+
+// fuzzNumber reads s as a JSON number with an exponent small enough for
+// math/big to expand; ok is false for anything else.
+func fuzzNumber(s string) (*big.Rat, bool) {
+	if s == "" || strings.TrimSpace(s) != s || !json.Valid([]byte(s)) || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return nil, false
+	}
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		if e, err := strconv.Atoi(s[i+1:]); err != nil || e > 1000 || e < -1000 {
+			return nil, false
+		}
+	}
+	r, ok := new(big.Rat).SetString(s)
+	return r, ok
 }
 
 // FuzzIOTransport: any byte stream splits into messages within the size

@@ -537,6 +537,7 @@ type inputRound struct {
 	mu       sync.Mutex
 	method   string
 	params   json.RawMessage
+	owner    string // the principal who sent the request, bound into its states
 	binding  string // computed when first needed: most calls never need it
 	retry    bool   // the request carried inputResponses or a requestState
 	answers  map[string]json.RawMessage
@@ -547,8 +548,8 @@ type inputRound struct {
 	next     json.RawMessage // the handler's state for the next round
 }
 
-func newInputRound(method string, params json.RawMessage) *inputRound {
-	return &inputRound{method: method, params: params}
+func newInputRound(principal, method string, params json.RawMessage) *inputRound {
+	return &inputRound{owner: principal, method: method, params: params}
 }
 
 // putEntry sets (*m)[key], making the map on first use: most of the maps
@@ -563,16 +564,17 @@ func putEntry[K comparable, V any](m *map[K]V, key K, value V) {
 // bindingLocked digests the request the round belongs to.
 func (r *inputRound) bindingLocked() string {
 	if r.binding == "" {
-		r.binding = requestBinding(r.method, r.params)
+		r.binding = requestBinding(r.owner, r.method, r.params)
 	}
 	return r.binding
 }
 
 // openRound reads a 2026-07-28 retry's inputResponses and requestState. A
-// state that fails verification is -32602; an inputResponses that is not an
-// object is ignored, so its asks are simply asked again.
-func (s *Server) openRound(method string, params json.RawMessage, hasInput bool) (*inputRound, error) {
-	r := newInputRound(method, params)
+// state that fails verification, or was minted for another principal, is
+// -32602; an inputResponses that is not an object is ignored, so its asks
+// are simply asked again.
+func (s *Server) openRound(principal, method string, params json.RawMessage, hasInput bool) (*inputRound, error) {
+	r := newInputRound(principal, method, params)
 	if !hasInput {
 		return r, nil // a first round: nothing to read
 	}
@@ -790,7 +792,7 @@ func (r *RequestInfo) State(v any) (bool, error) {
 // round if this run ends asking for input.
 func (r *RequestInfo) SetState(v any) error {
 	if r.round == nil && mrtrMethods[r.method] {
-		r.round = newInputRound(r.method, nil) // a first run on an older revision
+		r.round = newInputRound(r.Principal(), r.method, nil) // a first run on an older revision
 	}
 	if r.round == nil {
 		return errors.New("mcp: no input round: SetState needs a tools/call, prompts/get or resources/read request")
@@ -845,7 +847,7 @@ func (ss *serverSession) shimRounds(ctx context.Context, req *inboundRequest, in
 				return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
 			}
 		}
-		next := newInputRound(req.method, req.params)
+		next := newInputRound(info.Principal(), req.method, req.params)
 		for key, ask := range own.Requests {
 			answer, err := req.conn.call(ctx, ask.Method, ask.Params, &callOptions{related: req.id, route: req.route})
 			if err != nil {

@@ -264,7 +264,8 @@ func TestHTTPAbandonedSessions(t *testing.T) {
 	}
 	synctest.Test(t, func(t *testing.T) {
 		srv := newTestServer()
-		h := NewHTTPHandler(srv, WithSessionTimeout(time.Minute)).(*httpHandler)
+		// No session cap: the wave is as large as the default one.
+		h := NewHTTPHandler(srv, WithSessionTimeout(time.Minute), WithMaxSessions(0)).(*httpHandler)
 		store := h.cfg.store.(*MemoryEventStore)
 		directSession(t, h) // warm up what is built once
 		heap := func() uint64 {

@@ -39,11 +39,11 @@ func TestHTTPCORS(t *testing.T) {
 		t.Fatalf("a same-origin POST without WithCORS: %d %v", r.status, r.header)
 	}
 
-	on := serveHTTP(t, newTestServer(), WithCORS(app), WithAuthorizer(func(r *http.Request) error {
+	on := serveHTTP(t, newTestServer(), WithCORS(app), WithAuthorizer(func(r *http.Request) (string, error) {
 		if r.Header.Get("Authorization") != "Bearer good" {
-			return errors.New("invalid token")
+			return "", errors.New("invalid token")
 		}
-		return nil
+		return "good", nil
 	}))
 	r = doHTTP(t, "OPTIONS", on.URL, "", preflight)
 	if r.status != http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != app || r.header.Get("Access-Control-Max-Age") == "" {

@@ -287,9 +287,16 @@ func fuzzServer() *Server {
 // served. Each request runs in a synctest bubble: one still running when
 // everything is blocked waits for its client (a listen stream), which then
 // goes away.
+//
+// The handler has an authorizer: who picks the request's principal (alice,
+// who opens the live sessions, bob, anonymous, or none: 401), and with
+// session bit 8 sid is a session id of any bytes. A session id that is not
+// visible ASCII, or alice's session named by another principal, never gets
+// a legacy request through (an odd id is not even looked up: no 404), and
+// alice's session outlives the others' requests.
 func FuzzHTTPHandler(f *testing.F) {
 	add := func(method, body, version, mcpMethod, name, param, accept, ctype string, session uint8) {
-		f.Add(method, []byte(body), version, mcpMethod, name, param, accept, ctype, session, "", 0)
+		f.Add(method, []byte(body), version, mcpMethod, name, param, accept, ctype, session, "", 0, "", uint8(0))
 	}
 	const both = "application/json, text/event-stream"
 	add("POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"0"}}}`, "", "", "", "", both, "application/json", 0)
@@ -305,19 +312,43 @@ func FuzzHTTPHandler(f *testing.F) {
 	// Origins, CORS (session bit 4 turns it on), announced lengths.
 	discover := []byte(modernRequest("9", "server/discover", ""))
 	for _, origin := range []string{"http://example.com", "https://example.com/", "http://evil.com@example.com", "ftp://example.com", "null", "https://app.example.com", "HTTP://EXAMPLE.COM", "http://example.com/mcp", "http://example.com?"} {
-		f.Add("POST", discover, "2026-07-28", "server/discover", "", "", both, "application/json", uint8(4), origin, 0)
-		f.Add("OPTIONS", []byte(nil), "", "", "Content-Type, Mcp-Param-Region, bad name", "", "", "", uint8(4), origin, 0)
+		f.Add("POST", discover, "2026-07-28", "server/discover", "", "", both, "application/json", uint8(4), origin, 0, "", uint8(0))
+		f.Add("OPTIONS", []byte(nil), "", "", "Content-Type, Mcp-Param-Region, bad name", "", "", "", uint8(4), origin, 0, "", uint8(0))
 	}
-	f.Add("OPTIONS", []byte(nil), "", "", "Mcp-Session-Id", "", "", "", uint8(0), "https://app.example.com", 0)
+	f.Add("OPTIONS", []byte(nil), "", "", "Mcp-Session-Id", "", "", "", uint8(0), "https://app.example.com", 0, "", uint8(0))
 	for _, delta := range []int{-10, -1, 1, 10, 1 << 16, -1 << 20} {
-		f.Add("POST", discover, "2026-07-28", "server/discover", "", "", both, "application/json", uint8(0), "", delta)
-		f.Add("POST", []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), "2025-11-25", "", "", "", both, "application/json", uint8(1), "", delta)
+		f.Add("POST", discover, "2026-07-28", "server/discover", "", "", both, "application/json", uint8(0), "", delta, "", uint8(0))
+		f.Add("POST", []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), "2025-11-25", "", "", "", both, "application/json", uint8(1), "", delta, "", uint8(0))
 	}
-	f.Fuzz(func(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8, origin string, delta int) {
+	// Principals and session ids of any bytes (session bit 8).
+	ping := `{"jsonrpc":"2.0","id":9,"method":"ping"}`
+	for who := range uint8(4) {
+		f.Add("POST", []byte(ping), "2025-11-25", "", "", "", both, "application/json", uint8(1), "", 0, "", who)
+		f.Add("DELETE", []byte{}, "2025-11-25", "", "", "", "", "", uint8(1), "", 0, "", who)
+		f.Add("POST", []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), "", "", "", "", both, "application/json", uint8(1), "", 0, "", who)
+	}
+	for _, sid := range []string{"a b", "a\tb", "\x7f", "s\xc3\xa9", "\xff", "\x00", " ", "ok-id"} {
+		f.Add("POST", []byte(ping), "2025-11-25", "", "", "", both, "application/json", uint8(8), "", 0, sid, uint8(0))
+		f.Add("DELETE", []byte{}, "", "", "", "", "", "", uint8(8), "", 0, sid, uint8(2))
+	}
+	f.Fuzz(func(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8, origin string, delta int, sid string, who uint8) {
 		synctest.Test(t, func(t *testing.T) {
-			fuzzHandlerOnce(t, method, body, version, mcpMethod, name, param, accept, ctype, session, origin, delta)
+			fuzzHandlerOnce(t, method, body, version, mcpMethod, name, param, accept, ctype, session, origin, delta, sid, who)
 		})
 	})
+}
+
+// aliceSession initializes a legacy session as alice on h.
+func aliceSession(tb testing.TB, h http.Handler) string {
+	rec := serveDirect(h, "POST", initBody, postHeaders("Authorization", "Bearer alice"))
+	sid := rec.Header().Get("Mcp-Session-Id")
+	if rec.Code != 200 || sid == "" {
+		tb.Fatalf("initialize: %d %s", rec.Code, rec.Body)
+	}
+	if rec := serveDirect(h, "POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, postHeaders("Mcp-Session-Id", sid, "Authorization", "Bearer alice")); rec.Code != 202 {
+		tb.Fatalf("initialized: %d %s", rec.Code, rec.Body)
+	}
+	return sid
 }
 
 // fuzzCORSOrigin is the origin the handler fuzz target lets in with
@@ -344,8 +375,12 @@ func (b *announcedBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8, origin string, delta int) {
-	opts := []HTTPHandlerOption{WithMaxBodyBytes(1 << 16), WithKeepAlive(0)}
+// fuzzPrincipals are the Authorization headers of the handler fuzz
+// target's principals: alice, bob, anonymous, and none (refused).
+var fuzzPrincipals = [4]string{"Bearer alice", "Bearer bob", "Bearer -", ""}
+
+func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8, origin string, delta int, sid string, who uint8) {
+	opts := []HTTPHandlerOption{WithMaxBodyBytes(1 << 16), WithKeepAlive(0), WithAuthorizer(tokenAuthorizer)}
 	cors := session&4 != 0
 	if cors {
 		opts = append(opts, WithCORS(fuzzCORSOrigin))
@@ -382,15 +417,32 @@ func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMetho
 		set("Access-Control-Request-Method", "POST")
 		set("Access-Control-Request-Headers", name)
 	}
+	set("Authorization", fuzzPrincipals[who%4])
+	live := ""
 	switch session % 4 {
-	case 1: // a live session
-		set("Mcp-Session-Id", directSession(t, h))
+	case 1: // a live session of alice's
+		live = aliceSession(t, h)
+		set("Mcp-Session-Id", live)
 	case 2: // a forged one
 		set("Mcp-Session-Id", "forged")
 	case 3: // an ended one
-		sid := directSession(t, h)
-		serveDirect(h, "DELETE", "", map[string]string{"Mcp-Session-Id": sid})
+		sid := aliceSession(t, h)
+		serveDirect(h, "DELETE", "", map[string]string{"Mcp-Session-Id": sid, "Authorization": "Bearer alice"})
 		set("Mcp-Session-Id", sid)
+	}
+	odd := false
+	if session&8 != 0 { // any bytes
+		set("Mcp-Session-Id", sid)
+		live = ""
+		odd = sid != "" && strings.ContainsFunc(sid, func(r rune) bool { return r < 0x21 || r > 0x7e })
+	}
+	// Whether the request takes the legacy road, where its session id
+	// counts, as the handler judges it.
+	legacy := !isModernVersion(version)
+	if method == "POST" {
+		msgs, batch, ok, one := readPOSTBody(body)
+		legacy = ok && !h.isModern(req, msgs, batch)
+		one.release()
 	}
 	rec := httptest.NewRecorder()
 	done := make(chan struct{})
@@ -406,6 +458,14 @@ func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMetho
 		<-done
 	}
 	checkAdmission(t, req, body, delta, cors, rec)
+	foreign := live != "" && who%4 != 0
+	// An odd id is refused before any lookup: never the 404 of one.
+	if legacy && (foreign || odd) && (rec.Code < 300 || odd && rec.Code == 404) {
+		t.Fatalf("%s with session id %q as %q: %d %s", method, req.Header.Get(headerSessionID), fuzzPrincipals[who%4], rec.Code, rec.Body)
+	}
+	if foreign && h.session(live) == nil {
+		t.Fatalf("%s as %q ended alice's session", method, fuzzPrincipals[who%4])
+	}
 	if rec.Code == http.StatusForbidden || method == "OPTIONS" {
 		return // answered before the body was looked at
 	}
@@ -468,7 +528,7 @@ func checkAdmission(t *testing.T, req *http.Request, body []byte, delta int, cor
 func checkHTTPAnswer(t *testing.T, req *http.Request, body []byte, rec *httptest.ResponseRecorder) {
 	t.Helper()
 	switch rec.Code {
-	case 200, 202, 204, 400, 404, 405, 406, 409, 413, 415, 503:
+	case 200, 202, 204, 400, 401, 404, 405, 406, 409, 413, 415, 503:
 	default:
 		t.Fatalf("status %d for %s %q: %s", rec.Code, req.Method, body, rec.Body)
 	}

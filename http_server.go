@@ -29,22 +29,27 @@ type httpHandler struct {
 	mu           sync.Mutex
 	sessions     map[string]*httpSession
 	sessionsPeak int // the most sessions since the map was last rebuilt
+	// sessionsLive counts the sessions registered or being created, and
+	// perPrincipal those of each principal: what the session caps count.
+	sessionsLive int
+	perPrincipal map[string]int
 	stopped      bool
 
 	modernInFlight atomic.Int64
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !admitRequest(h.cfg, w, r, h.isStopped()) {
+	principal, ok := admitRequest(h.cfg, w, r, h.isStopped())
+	if !ok {
 		return
 	}
 	switch r.Method {
 	case http.MethodPost:
-		h.servePOST(w, r)
+		h.servePOST(w, r, principal)
 	case http.MethodGet:
-		h.serveGET(w, r)
+		h.serveGET(w, r, principal)
 	case http.MethodDelete:
-		h.serveDELETE(w, r)
+		h.serveDELETE(w, r, principal)
 	default:
 		h.methodNotAllowed(w)
 	}
@@ -82,27 +87,29 @@ func (h *httpHandler) shutdown() {
 // admitRequest applies the checks every request to an MCP endpoint passes
 // first: where it comes from, whether it is authorized, and whether the
 // server is shutting down; a CORS preflight is answered after the first.
-// It reports false when it has answered the request itself.
-func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopped bool) bool {
+// It returns the principal the authorizer named (empty without one), and
+// ok false when it has answered the request itself.
+func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopped bool) (principal string, ok bool) {
 	if status, msg := checkSource(cfg, r); status != 0 {
 		writeHTTPError(w, status, CodeInvalidRequest, ID{}, msg)
-		return false
+		return "", false
 	}
 	if serveCORS(cfg, w, r) {
-		return false // a preflight carries no credentials to check
+		return "", false // a preflight carries no credentials to check
 	}
 	if cfg.authorize != nil {
-		if err := cfg.authorize(r); err != nil {
+		var err error
+		if principal, err = cfg.authorize(r); err != nil {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			writeHTTPError(w, http.StatusUnauthorized, CodeInvalidRequest, ID{}, "Unauthorized: "+err.Error())
-			return false
+			return "", false
 		}
 	}
 	if stopped {
 		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
-		return false
+		return "", false
 	}
-	return true
+	return principal, true
 }
 
 // checkSource refuses requests from web pages that may not call us: a
@@ -308,7 +315,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
 	return body
 }
 
-func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request) {
+func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request, principal string) {
 	body := h.readBody(w, r)
 	if body == nil {
 		return
@@ -328,10 +335,10 @@ func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.isModern(r, msgs, batch) {
-		h.serveModernPOST(w, r, body, msgs, batch, one)
+		h.serveModernPOST(w, r, body, msgs, batch, one, principal)
 		return
 	}
-	h.serveLegacyPOST(w, r, body, msgs, batch, one)
+	h.serveLegacyPOST(w, r, body, msgs, batch, one, principal)
 }
 
 // isModern judges a POST's era: 2026-07-28 when the body carries its _meta
@@ -357,7 +364,7 @@ func (h *httpHandler) isModern(r *http.Request, msgs []*httpMessage, batch bool)
 
 // serveModernPOST serves one 2026-07-28 POST: its own connection, its own
 // session state, cancelled when the client closes the stream.
-func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage) {
+func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, principal string) {
 	if batch {
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: protocol revision 2026-07-28 has no batches")
 		return
@@ -402,7 +409,7 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 	}
 	st := newHTTPStream(nil, "", []ID{m.id}, h.log)
 	// The POST's one message (no batches on 2026-07-28).
-	_, c := h.srv.pushSession(&streamTransport{stream: st}, oneRequest)
+	_, c := h.srv.pushSession(&streamTransport{stream: st}, oneRequest, principal)
 	if h.cfg.ctx != nil {
 		// At shutdown the handler is asked to finish, not cancelled: its
 		// answer (a listen's closing result) still goes out.
@@ -524,8 +531,9 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 
 // serveLegacyPOST serves a POST of a legacy session: initialize creates the
 // session; notifications and responses are accepted with 202; requests are
-// answered on this POST's response, JSON or SSE.
-func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage) {
+// answered on this POST's response, JSON or SSE. A session belongs to the
+// principal that opened it.
+func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, principal string) {
 	sid := r.Header.Get(headerSessionID)
 	var sess *httpSession
 	created := false
@@ -534,17 +542,17 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the Mcp-Session-Id header is required; start a session with initialize")
 			return
 		}
-		if sess = h.newSession(); sess == nil {
-			writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
+		var err error
+		if sess, err = h.newSession(principal); err != nil {
+			refuseSession(w, msgs[0].id, err)
 			return
 		}
 		created = true
-	} else if sess = h.session(sid); sess == nil {
-		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
-		return
-	}
-	if !sess.begin() {
-		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
+		if !sess.begin() {
+			writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
+			return
+		}
+	} else if sess = h.useSession(w, sid, principal); sess == nil {
 		return
 	}
 	defer sess.end()
@@ -599,7 +607,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 	}
 }
 
-func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
+func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal string) {
 	if h.cfg.statelessOnly || isModernVersion(r.Header.Get(headerProtocolVersion)) {
 		h.methodNotAllowed(w)
 		return
@@ -608,7 +616,7 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotAcceptable, CodeInvalidRequest, ID{}, "Not Acceptable: a GET must accept text/event-stream")
 		return
 	}
-	sess, ok := h.requestSession(w, r)
+	sess, ok := h.requestSession(w, r, principal)
 	if !ok {
 		return
 	}
@@ -648,12 +656,12 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request) {
 	h.serveStream(w, r, st, gen, streamMode{sse: true, prime: sess.primes()})
 }
 
-func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request) {
+func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request, principal string) {
 	if h.cfg.statelessOnly || isModernVersion(r.Header.Get(headerProtocolVersion)) {
 		h.methodNotAllowed(w)
 		return
 	}
-	sess, ok := h.requestSession(w, r)
+	sess, ok := h.requestSession(w, r, principal)
 	if !ok {
 		return
 	}

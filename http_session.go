@@ -17,18 +17,43 @@ import (
 
 // requestSession finds the session a GET or DELETE names and marks it busy;
 // it answers the request itself when there is none.
-func (h *httpHandler) requestSession(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
+func (h *httpHandler) requestSession(w http.ResponseWriter, r *http.Request, principal string) (*httpSession, bool) {
 	sid := r.Header.Get(headerSessionID)
 	if sid == "" {
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the Mcp-Session-Id header is required")
 		return nil, false
 	}
-	sess := h.session(sid)
-	if sess == nil || !sess.begin() {
-		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
-		return nil, false
+	sess := h.useSession(w, sid, principal)
+	return sess, sess != nil
+}
+
+// useSession finds the session sid names and marks it busy. An id that is
+// not visible ASCII gets 400 and is never looked up. A session that another
+// principal opened is not told apart from an unknown one: both get 404, and
+// the request can neither use nor end it. It answers the request itself and
+// returns nil when there is no such session.
+func (h *httpHandler) useSession(w http.ResponseWriter, sid, principal string) *httpSession {
+	if !validSessionID(sid) {
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: a session id is visible ASCII only")
+		return nil
 	}
-	return sess, true
+	sess := h.session(sid)
+	if sess == nil || sess.principal != principal || !sess.begin() {
+		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
+		return nil
+	}
+	return sess
+}
+
+// validSessionID reports whether id is one the spec allows: visible ASCII,
+// 0x21 to 0x7E, and not empty.
+func validSessionID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return id != ""
 }
 
 func (h *httpHandler) session(id string) *httpSession {
@@ -37,38 +62,107 @@ func (h *httpHandler) session(id string) *httpSession {
 	return h.sessions[id]
 }
 
-// newSession creates and registers a legacy session: a connection in push
-// mode, so that it holds no goroutine while idle, and an expiry timer.
-func (h *httpHandler) newSession() *httpSession {
-	s := &httpSession{h: h, id: rand.Text()}
+var (
+	errTooManySessions          = errors.New("the server holds as many sessions as it may; try again later")
+	errTooManyPrincipalSessions = errors.New("this principal holds as many sessions as it may; end one or try again later")
+	errHandlerStopped           = errors.New("the server is shutting down")
+)
+
+// sessionRetryAfter is the Retry-After, in seconds, of an initialize
+// refused by a session cap.
+const sessionRetryAfter = "30"
+
+// refuseSession answers the initialize (id) that newSession refused with
+// err: a session cap's 503 asks the client to come back later.
+func refuseSession(w http.ResponseWriter, id ID, err error) {
+	if err == errHandlerStopped {
+		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: "+err.Error())
+		return
+	}
+	w.Header().Set("Retry-After", sessionRetryAfter)
+	writeHTTPError(w, http.StatusServiceUnavailable, CodeOverloaded, id, "Service Unavailable: "+err.Error())
+}
+
+// reserveSession counts a session of principal about to be created, or
+// reports the cap it would exceed; nothing is made for a refused one.
+func (h *httpHandler) reserveSession(principal string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return errHandlerStopped
+	}
+	if n := h.cfg.maxSessions; n > 0 && h.sessionsLive >= n {
+		return errTooManySessions
+	}
+	if principal != "" {
+		held := h.perPrincipal[principal]
+		if n := h.cfg.maxPerUser; n > 0 && held >= n {
+			return errTooManyPrincipalSessions
+		}
+		putEntry(&h.perPrincipal, principal, held+1)
+	}
+	h.sessionsLive++
+	return nil
+}
+
+// releaseSessionLocked gives back what reserveSession counted.
+func (h *httpHandler) releaseSessionLocked(principal string) {
+	h.sessionsLive--
+	if principal == "" {
+		return
+	}
+	if n := h.perPrincipal[principal] - 1; n > 0 {
+		h.perPrincipal[principal] = n
+	} else {
+		delete(h.perPrincipal, principal)
+	}
+}
+
+// newSession creates and registers a legacy session of principal: a
+// connection in push mode, so that it holds no goroutine while idle, and an
+// expiry timer. Beyond a session cap it creates nothing.
+func (h *httpHandler) newSession(principal string) (*httpSession, error) {
+	if err := h.reserveSession(principal); err != nil {
+		return nil, err
+	}
+	s := &httpSession{h: h, id: rand.Text(), principal: principal}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.storeHolds.Store(1) // the session's own, until it closes
-	s.ss, s.conn = h.srv.pushSession(&streamTransport{sess: s}, 0)
+	s.ss, s.conn = h.srv.pushSession(&streamTransport{sess: s}, 0, principal)
 	if d := h.cfg.sessionTimeout; d > 0 {
 		s.expiry = time.AfterFunc(d, s.expire)
 	}
 	h.mu.Lock()
 	if h.stopped {
+		h.releaseSessionLocked(principal)
 		h.mu.Unlock()
 		s.conn.close(errors.New("the HTTP handler shut down"))
-		return nil
+		return nil, errHandlerStopped
 	}
-	h.sessions[s.id] = s
-	h.sessionsPeak = max(h.sessionsPeak, len(h.sessions))
+	h.registerLocked(s)
 	h.mu.Unlock()
 	// Not yet among the server's sessions: broadcasts reach it once it has
 	// a standalone stream (standaloneStream).
-	return s
+	return s, nil
+}
+
+// registerLocked puts s in the session map, whose peak size forget watches.
+func (h *httpHandler) registerLocked(s *httpSession) {
+	h.sessions[s.id] = s
+	h.sessionsPeak = max(h.sessionsPeak, len(h.sessions))
 }
 
 func (h *httpHandler) forget(s *httpSession) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
-		// A Go map keeps its peak size: after a burst of sessions has
-		// ended, copy the few left into a map of their size.
+		h.releaseSessionLocked(s.principal)
+		// A Go map keeps its peak size, and so does its maps.Clone: after a
+		// burst of sessions has ended, copy the few left into new maps of
+		// their size.
 		if n := len(h.sessions); h.sessionsPeak > 1024 && n < h.sessionsPeak/4 {
-			h.sessions = maps.Clone(h.sessions)
+			h.sessions = resized(h.sessions)
+			h.perPrincipal = resized(h.perPrincipal)
 			h.sessionsPeak = n
 		}
 	}
@@ -76,13 +170,24 @@ func (h *httpHandler) forget(s *httpSession) {
 	h.srv.removeSession(s.ss)
 }
 
+// resized copies m into a new map made for its present size.
+func resized[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return nil
+	}
+	c := make(map[K]V, len(m))
+	maps.Copy(c, m)
+	return c
+}
+
 // httpSession is a legacy session: one connection in push mode whose
 // messages are routed onto the streams of its HTTP requests.
 type httpSession struct {
-	h    *httpHandler
-	id   string
-	ss   *serverSession
-	conn pushConn
+	h         *httpHandler
+	id        string
+	principal string // who opened it (WithAuthorizer); empty: anonymous
+	ss        *serverSession
+	conn      pushConn
 
 	mu         sync.Mutex
 	streams    map[string]*httpStream // POST streams that may still be resumed

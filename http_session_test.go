@@ -2,8 +2,12 @@ package mcp
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -144,4 +148,336 @@ func BenchmarkHTTPIdleSessions(b *testing.B) {
 	}
 	b.ReportMetric(bytes, "B/session")
 	b.ReportMetric(goroutines, "goroutines/session")
+}
+
+// tokenAuthorizer names the principal of "Bearer <name>"; "Bearer -" is
+// anonymous and anything else is refused.
+func tokenAuthorizer(r *http.Request) (string, error) {
+	name, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || name == "" {
+		return "", errors.New("a bearer token is required")
+	}
+	if name == "-" {
+		return "", nil
+	}
+	return name, nil
+}
+
+// serveEnded is serveDirect with a request whose context has ended, so
+// that a GET let through by mistake returns instead of streaming.
+func serveEnded(h http.Handler, method, body string, header map[string]string) *httptest.ResponseRecorder {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, method, "/mcp", strings.NewReader(body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestHTTPSessionBoundToPrincipal: a legacy session belongs to the
+// principal whose initialize opened it; another principal, or an anonymous
+// one, that names it gets the 404 of an unknown session on POST, GET and
+// DELETE, and the session lives on for its owner.
+func TestHTTPSessionBoundToPrincipal(t *testing.T) {
+	t.Parallel()
+	h := NewHTTPHandler(newTestServer(), WithAuthorizer(tokenAuthorizer)).(*httpHandler)
+	defer h.shutdown()
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+	rec := serveDirect(h, "POST", init, postHeaders("Authorization", "Bearer alice"))
+	sid := rec.Header().Get("Mcp-Session-Id")
+	if rec.Code != 200 || sid == "" {
+		t.Fatalf("initialize: %d %s", rec.Code, rec.Body)
+	}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	unknown := serveDirect(h, "POST", ping, postHeaders("Authorization", "Bearer alice", "Mcp-Session-Id", "no-such-session"))
+	if unknown.Code != 404 {
+		t.Fatalf("an unknown session: %d %s", unknown.Code, unknown.Body)
+	}
+	for _, who := range []string{"Bearer bob", "Bearer -"} {
+		for _, tc := range []struct {
+			method, body string
+			header       map[string]string
+		}{
+			{"POST", ping, postHeaders("Authorization", who, "Mcp-Session-Id", sid)},
+			{"POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, postHeaders("Authorization", who, "Mcp-Session-Id", sid)},
+			{"GET", "", map[string]string{"Authorization": who, "Mcp-Session-Id": sid, "Accept": "text/event-stream"}},
+			{"GET", "", map[string]string{"Authorization": who, "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": "0_1"}},
+			{"DELETE", "", map[string]string{"Authorization": who, "Mcp-Session-Id": sid}},
+		} {
+			rec := serveEnded(h, tc.method, tc.body, tc.header)
+			if rec.Code != 404 || rec.Body.String() != unknown.Body.String() {
+				t.Errorf("%s %s as %q: %d %s, want the 404 of an unknown session", tc.method, tc.body, who, rec.Code, rec.Body)
+			}
+		}
+	}
+	if rec := serveDirect(h, "POST", ping, postHeaders("Authorization", "Bearer alice", "Mcp-Session-Id", sid)); rec.Code != 200 {
+		t.Fatalf("the owner after the others tried: %d %s", rec.Code, rec.Body)
+	}
+	if rec := serveDirect(h, "DELETE", "", map[string]string{"Authorization": "Bearer alice", "Mcp-Session-Id": sid}); rec.Code != 204 {
+		t.Fatalf("the owner's DELETE: %d %s", rec.Code, rec.Body)
+	}
+
+	// An anonymous session (empty principal) is not another principal's.
+	anon := serveDirect(h, "POST", init, postHeaders("Authorization", "Bearer -"))
+	asid := anon.Header().Get("Mcp-Session-Id")
+	if anon.Code != 200 || asid == "" {
+		t.Fatalf("anonymous initialize: %d %s", anon.Code, anon.Body)
+	}
+	if rec := serveDirect(h, "POST", ping, postHeaders("Authorization", "Bearer bob", "Mcp-Session-Id", asid)); rec.Code != 404 {
+		t.Fatalf("bob on an anonymous session: %d %s", rec.Code, rec.Body)
+	}
+	if rec := serveDirect(h, "POST", ping, postHeaders("Authorization", "Bearer -", "Mcp-Session-Id", asid)); rec.Code != 200 {
+		t.Fatalf("anonymous on its own session: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestSSESessionBoundToPrincipal: a 2024-11-05 session takes messages only
+// from the principal that opened its event stream.
+func TestSSESessionBoundToPrincipal(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(NewSSEHandler(newTestServer(), WithAuthorizer(tokenAuthorizer)))
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/sse", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer alice")
+	resp, err := testHTTPClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ev, err := newSSEParser(resp.Body, 1<<20).next()
+	if err != nil || ev.event != "endpoint" {
+		t.Fatalf("first event %+v %v", ev, err)
+	}
+	endpoint := ts.URL + string(ev.data)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for who, want := range map[string]int{"Bearer bob": 404, "Bearer -": 404, "Bearer alice": 202} {
+		if r := doHTTP(t, "POST", endpoint, ping, map[string]string{"Content-Type": "application/json", "Authorization": who}); r.status != want {
+			t.Errorf("POST as %q: %d, want %d: %s", who, r.status, want, r.body)
+		}
+	}
+}
+
+// initBody is a legacy initialize request with id 7.
+const initBody = `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+
+// expectSessionRefused checks the answer to an initialize beyond a session
+// cap: 503, a Retry-After and a JSON-RPC error for the request, no session.
+func expectSessionRefused(t *testing.T, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || rec.Header().Get("Mcp-Session-Id") != "" {
+		t.Fatalf("initialize beyond the cap: %d, Retry-After %q, session %q: %s", rec.Code, rec.Header().Get("Retry-After"), rec.Header().Get("Mcp-Session-Id"), rec.Body)
+	}
+	if code := field(t, rec.Body.String(), "error.code"); code != float64(CodeOverloaded) {
+		t.Fatalf("error code %v: %s", code, rec.Body)
+	}
+	if id := field(t, rec.Body.String(), "id"); id != float64(7) {
+		t.Fatalf("error id %v: %s", id, rec.Body)
+	}
+}
+
+// TestHTTPMaxSessions: exactly WithMaxSessions sessions are made; the next
+// initialize gets 503 with Retry-After and creates nothing, however many
+// come (20,000 refused ones leave the heap flat); a failed initialize does
+// not keep a place, and a deleted session frees one.
+func TestHTTPMaxSessions(t *testing.T) {
+	const n = 5
+	srv := newTestServer()
+	h := NewHTTPHandler(srv, WithMaxSessions(n)).(*httpHandler)
+	defer h.shutdown()
+	var sids []string
+	for range n {
+		sids = append(sids, directSession(t, h))
+	}
+	expectSessionRefused(t, serveDirect(h, "POST", initBody, postHeaders()))
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const refused = 20000
+	for i := range refused {
+		if rec := serveDirect(h, "POST", initBody, postHeaders()); rec.Code != 503 {
+			t.Fatalf("refused initialize %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap growth after %d refused initializes: %d bytes", refused, growth)
+	if growth > 1<<20 {
+		t.Errorf("%d refused initializes grew the heap by %d bytes, want under 1 MiB", refused, growth)
+	}
+	h.mu.Lock()
+	live := len(h.sessions)
+	h.mu.Unlock()
+	if live != n {
+		t.Fatalf("%d sessions, want %d", live, n)
+	}
+
+	if rec := serveDirect(h, "DELETE", "", map[string]string{"Mcp-Session-Id": sids[0]}); rec.Code != 204 {
+		t.Fatalf("DELETE: %d %s", rec.Code, rec.Body)
+	}
+	// A failed initialize takes the free place only while it runs.
+	bad := serveDirect(h, "POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}`, postHeaders())
+	if field(t, bad.Body.String(), "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("bad initialize: %d %s", bad.Code, bad.Body)
+	}
+	directSession(t, h)
+	expectSessionRefused(t, serveDirect(h, "POST", initBody, postHeaders()))
+}
+
+// TestHTTPMaxSessionsPerPrincipal: with an authorizer, one principal holds
+// at most WithMaxSessionsPerPrincipal sessions, while others, and
+// anonymous requests, still get theirs; a deleted session frees a place.
+func TestHTTPMaxSessionsPerPrincipal(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	h := NewHTTPHandler(newTestServer(), WithAuthorizer(tokenAuthorizer), WithMaxSessionsPerPrincipal(n), WithMaxSessions(2*n+n+1)).(*httpHandler)
+	defer h.shutdown()
+	open := func(who string) *httptest.ResponseRecorder {
+		return serveDirect(h, "POST", initBody, postHeaders("Authorization", "Bearer "+who))
+	}
+	var alice []string
+	for range n {
+		rec := open("alice")
+		if rec.Code != 200 {
+			t.Fatalf("alice's initialize: %d %s", rec.Code, rec.Body)
+		}
+		alice = append(alice, rec.Header().Get("Mcp-Session-Id"))
+	}
+	expectSessionRefused(t, open("alice"))
+	for range n {
+		if rec := open("bob"); rec.Code != 200 {
+			t.Fatalf("bob's initialize: %d %s", rec.Code, rec.Body)
+		}
+	}
+	expectSessionRefused(t, open("bob"))
+	// Anonymous sessions count only against the handler's cap (10 here).
+	for range n + 1 {
+		if rec := open("-"); rec.Code != 200 {
+			t.Fatalf("an anonymous initialize: %d %s", rec.Code, rec.Body)
+		}
+	}
+	expectSessionRefused(t, open("carol")) // the handler's cap
+	rec := serveDirect(h, "DELETE", "", map[string]string{"Authorization": "Bearer alice", "Mcp-Session-Id": alice[0]})
+	if rec.Code != 204 {
+		t.Fatalf("DELETE: %d %s", rec.Code, rec.Body)
+	}
+	if rec := open("alice"); rec.Code != 200 {
+		t.Fatalf("alice after deleting one: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestHTTPSessionCapOptions: the caps' defaults, 0 for no cap, and
+// negative values ignored.
+func TestHTTPSessionCapOptions(t *testing.T) {
+	t.Parallel()
+	c := handlerConfig(nil)
+	if c.maxSessions != DefaultMaxSessions || c.maxPerUser != DefaultMaxSessionsPerPrincipal {
+		t.Fatalf("defaults %d, %d", c.maxSessions, c.maxPerUser)
+	}
+	c = handlerConfig([]HTTPHandlerOption{WithMaxSessions(0), WithMaxSessionsPerPrincipal(0)})
+	if c.maxSessions != 0 || c.maxPerUser != 0 {
+		t.Fatalf("0 gave %d, %d", c.maxSessions, c.maxPerUser)
+	}
+	c = handlerConfig([]HTTPHandlerOption{WithMaxSessions(-1), WithMaxSessionsPerPrincipal(-1)})
+	if c.maxSessions != DefaultMaxSessions || c.maxPerUser != DefaultMaxSessionsPerPrincipal {
+		t.Fatalf("negative values gave %d, %d", c.maxSessions, c.maxPerUser)
+	}
+	// No cap: more sessions than a cap of 2 would allow.
+	h := NewHTTPHandler(newTestServer(), WithMaxSessions(2), WithMaxSessions(0)).(*httpHandler)
+	defer h.shutdown()
+	for range 3 {
+		directSession(t, h)
+	}
+}
+
+// TestHTTPSessionIDValidation: a session id that is not visible ASCII gets
+// 400 with a JSON-RPC error on POST, GET and DELETE, and is never looked
+// up: not even a session registered under that very id is found.
+func TestHTTPSessionIDValidation(t *testing.T) {
+	t.Parallel()
+	h := NewHTTPHandler(newTestServer()).(*httpHandler)
+	defer h.shutdown()
+	bad := []string{"a b", "a\tb", "a\x7fb", "a\x01b", "sé", "a\xffb", "\x00"}
+	for _, id := range bad {
+		// Register a live session under the bad id: were the id looked
+		// up, the request would reach it.
+		sess := h.session(directSession(t, h))
+		h.mu.Lock()
+		h.sessions[id] = sess
+		h.mu.Unlock()
+		for _, tc := range []struct {
+			method, body string
+			header       map[string]string
+		}{
+			{"POST", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, postHeaders("Mcp-Session-Id", id)},
+			{"GET", "", map[string]string{"Mcp-Session-Id": id, "Accept": "text/event-stream"}},
+			{"DELETE", "", map[string]string{"Mcp-Session-Id": id}},
+		} {
+			rec := serveEnded(h, tc.method, tc.body, tc.header)
+			if rec.Code != 400 || field(t, rec.Body.String(), "error.code") != float64(CodeInvalidRequest) {
+				t.Errorf("%s with session id %q: %d %s, want 400 with a JSON-RPC error", tc.method, id, rec.Code, rec.Body)
+			}
+		}
+		h.mu.Lock()
+		delete(h.sessions, id)
+		h.mu.Unlock()
+	}
+	// Every visible ASCII byte is allowed: an unknown id is 404.
+	var all []byte
+	for c := byte(0x21); c <= 0x7e; c++ {
+		all = append(all, c)
+	}
+	if rec := serveDirect(h, "POST", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, postHeaders("Mcp-Session-Id", string(all))); rec.Code != 404 {
+		t.Errorf("an unknown visible ASCII id: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestHTTPSessionMapShrinks: the session map gives back its memory after
+// 100,000 sessions ended (a Go map keeps its peak size, so forget rebuilds
+// it when few are left). The sessions are bare, registered and forgotten
+// through the handler's own bookkeeping, as newSession and a DELETE or an
+// expiry do.
+func TestHTTPSessionMapShrinks(t *testing.T) {
+	h := NewHTTPHandler(newTestServer(), WithMaxSessions(0)).(*httpHandler)
+	const n = 100_000
+	heap := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	before := heap()
+	sessions := make([]*httpSession, n)
+	for i := range sessions {
+		s := &httpSession{h: h, id: strconv.Itoa(i), ss: &serverSession{}}
+		if err := h.reserveSession(""); err != nil {
+			t.Fatal(err)
+		}
+		h.mu.Lock()
+		h.registerLocked(s)
+		h.mu.Unlock()
+		sessions[i] = s
+	}
+	full := heap()
+	for _, s := range sessions {
+		h.forget(s)
+	}
+	clear(sessions)
+	after := heap()
+	t.Logf("heap: %d bytes with %d sessions, %d bytes after they ended", full-before, n, after-before)
+	if after-before > 256<<10 {
+		t.Errorf("the handler holds %d bytes after every session ended, want under 256 KiB", after-before)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.sessions) != 0 || h.sessionsLive != 0 || h.sessionsPeak > 1024 {
+		t.Fatalf("%d sessions, %d counted, peak %d", len(h.sessions), h.sessionsLive, h.sessionsPeak)
+	}
 }

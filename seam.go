@@ -39,7 +39,11 @@ type pushTransport interface {
 }
 
 // pushSession makes a server session over HTTP streams, ready for the
-// handler to push messages into.
-func (s *Server) pushSession(t *streamTransport, mode connMode) (*serverSession, pushConn) {
-	return s.newSession(t, mode)
+// handler to push messages into, acting for principal: the one the
+// handler's authorizer named (empty: anonymous), which binds the session's
+// 2026-07-28 requestStates and which its handlers see.
+func (s *Server) pushSession(t *streamTransport, mode connMode, principal string) (*serverSession, pushConn) {
+	ss, c := s.newSession(t, mode)
+	ss.principal = principal
+	return ss, c
 }

@@ -109,6 +109,16 @@ func (r *RequestInfo) ProtocolVersion() string { return r.version }
 // ID returns the request's JSON-RPC id.
 func (r *RequestInfo) ID() ID { return r.id }
 
+// Principal returns who sent the request as the HTTP handler's
+// [Authorizer] named it; empty when there is none, or over another
+// transport. Server only.
+func (r *RequestInfo) Principal() string {
+	if r.session == nil {
+		return ""
+	}
+	return r.session.principal
+}
+
 // Server serves tools, resources and prompts to MCP clients. One Server can
 // serve many connections at once, each on either protocol era. Tools,
 // resources and prompts may be added and removed while it serves: connected
@@ -269,6 +279,9 @@ func (s *Server) capabilities() ServerCapabilities {
 type serverSession struct {
 	srv  *Server
 	conn *conn
+	// principal is who the HTTP handler's authorizer says sent the
+	// session's requests; empty over other transports or without one.
+	principal string
 
 	mu          sync.Mutex
 	initialized bool
@@ -404,7 +417,7 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	case req.method == "server/discover":
 		result = ss.srv.discover()
 	case mrtrMethods[req.method]:
-		if info.round, err = ss.srv.openRound(req.method, req.params, env.hasInput); err != nil {
+		if info.round, err = ss.srv.openRound(ss.principal, req.method, req.params, env.hasInput); err != nil {
 			return nil, err
 		}
 		result, err = ss.dispatch(ctx, req, info)

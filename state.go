@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,9 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultStateTTL is how long a requestState minted by a server stays
@@ -117,34 +121,95 @@ func (c stateCodec) open(state, binding string) (*sealedState, error) {
 	return &s, nil
 }
 
-// requestBinding digests what a request is about: its method and params
-// without the members that change between rounds (_meta, inputResponses,
-// requestState). Object keys are sorted, so key order does not matter.
-func requestBinding(method string, params json.RawMessage) string {
+// requestBinding digests what a request is about: who sent it (the
+// principal the HTTP handler's authorizer named, empty when none), its
+// method and its params without the members that change between rounds
+// (_meta, inputResponses, requestState). Object keys are sorted, so key
+// order does not matter; each part is quoted, so no two requests share a
+// digest.
+func requestBinding(principal, method string, params json.RawMessage) string {
 	var obj map[string]json.RawMessage
 	_ = json.Unmarshal(params, &obj)
 	delete(obj, "_meta")
 	delete(obj, "inputResponses")
 	delete(obj, "requestState")
 	h := sha256.New()
-	h.Write([]byte(method))
-	h.Write([]byte{0})
+	h.Write([]byte(strconv.Quote(principal)))
+	h.Write([]byte(strconv.Quote(method)))
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		h.Write([]byte(k))
-		h.Write([]byte{0})
+		h.Write([]byte(strconv.Quote(k)))
+		h.Write([]byte{':'})
 		h.Write(canonicalJSON(obj[k]))
-		h.Write([]byte{0})
+		h.Write([]byte{','})
 	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
-// canonicalJSON re-encodes a JSON value with sorted object keys and no
-// insignificant space.
+// canonicalJSON re-encodes a JSON value with sorted object keys, no
+// insignificant space and every number in its one spelling
+// (canonicalNumber), never through float64: two values a handler may see
+// apart never share it. Bytes that are not UTF-8 are left as they are.
 func canonicalJSON(raw json.RawMessage) []byte {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	if !utf8.Valid(raw) {
 		return raw
 	}
-	out, _ := json.Marshal(v)
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return raw
+	}
+	out, err := json.Marshal(canonicalNumbers(v))
+	if err != nil {
+		return raw
+	}
 	return out
+}
+
+// canonicalNumbers respells every number of a decoded value in place.
+func canonicalNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		return json.Number(canonicalNumber(string(v)))
+	case map[string]any:
+		for k, e := range v {
+			v[k] = canonicalNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = canonicalNumbers(e)
+		}
+	}
+	return v
+}
+
+// canonicalNumber spells a JSON number exactly, from its text: zero is "0",
+// any other number is its sign, "0.", its significant digits without
+// leading or trailing zeros, "e" and the exponent, so 1, 1.0, 1e0, 10E-1
+// and 0.1e1 are all "0.1e1", while 9007199254740992 and 9007199254740993
+// stay apart. Negative zero is "-0", apart from 0, since a float64 tells
+// them apart.
+func canonicalNumber(s string) string {
+	sign := ""
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		sign, s = "-", rest
+	}
+	mant, exp := s, "0"
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], s[i+1:]
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := whole + frac
+	lead := len(digits) - len(strings.TrimLeft(digits, "0"))
+	digits = strings.TrimRight(digits[lead:], "0")
+	if digits == "" {
+		return sign + "0"
+	}
+	// The value is 0.digits times ten to the power of e.
+	e, ok := new(big.Int).SetString(exp, 10)
+	if !ok {
+		return sign + s // not a JSON number: kept as it is
+	}
+	e.Add(e, big.NewInt(int64(len(whole)-lead)))
+	return sign + "0." + digits + "e" + e.String()
 }

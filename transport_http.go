@@ -38,6 +38,12 @@ const (
 	// DefaultMaxAnswerPosts bounds the answers to the server a client
 	// transport POSTs at once; see [WithMaxAnswerPosts].
 	DefaultMaxAnswerPosts = 4
+	// DefaultMaxSessions bounds the live legacy sessions of a handler; see
+	// [WithMaxSessions].
+	DefaultMaxSessions = 10000
+	// DefaultMaxSessionsPerPrincipal bounds the live legacy sessions of one
+	// principal; see [WithMaxSessionsPerPrincipal].
+	DefaultMaxSessionsPerPrincipal = 1000
 )
 
 // An HTTPOption configures both the server's HTTP handlers and the
@@ -83,7 +89,9 @@ type httpConfig struct {
 	corsOrigins    []string
 	allowedHosts   []string
 	maxBodyBytes   int64
-	authorize      func(*http.Request) error
+	authorize      Authorizer
+	maxSessions    int
+	maxPerUser     int
 	writeTimeout   time.Duration
 	keepAlive      time.Duration
 	// backlogBytes and backlogMessages bound a session's standalone
@@ -112,6 +120,8 @@ func newHTTPConfig() *httpConfig {
 		closeTimeout:   DefaultCloseTimeout,
 		reconnects:     DefaultReconnectAttempts,
 		answerPosts:    DefaultMaxAnswerPosts,
+		maxSessions:    DefaultMaxSessions,
+		maxPerUser:     DefaultMaxSessionsPerPrincipal,
 		header:         make(http.Header),
 	}
 	c.backlogBytes, c.backlogMessages = DefaultSessionBacklogBytes, DefaultSessionBacklogMessages
@@ -221,12 +231,53 @@ func WithMaxBodyBytes(n int64) HTTPHandlerOption {
 	})
 }
 
-// WithAuthorizer makes the handler call authorize with every request before
-// reading it. A non-nil error refuses the request with 401 Unauthorized and
-// a "WWW-Authenticate: Bearer" challenge; the error's text is the reason
-// given. Use it to check bearer tokens. Handler only.
-func WithAuthorizer(authorize func(*http.Request) error) HTTPHandlerOption {
-	return httpHandlerOption(func(c *httpConfig) { c.authorize = authorize })
+// Authorizer checks a request before the handler reads it and returns the
+// principal it acts for: who sent it, like the subject of a bearer token. A
+// non-nil error refuses the request with 401 Unauthorized and a
+// "WWW-Authenticate: Bearer" challenge; the error's text is the reason
+// given. An empty principal with a nil error lets the request through as
+// anonymous. Handler only.
+type Authorizer func(r *http.Request) (principal string, err error)
+
+// WithAuthorizer makes the handler call a with every request before reading
+// it. A legacy session belongs to the principal whose initialize opened it:
+// a request of another principal that names it gets 404, as for an unknown
+// session, and can neither use nor end it; a 2026-07-28 requestState minted
+// for one principal is refused for another. Handlers learn the principal
+// from RequestInfo.Principal. Use it to check bearer tokens. Handler only.
+func WithAuthorizer(a Authorizer) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) { c.authorize = a })
+}
+
+// WithMaxSessions caps the live legacy sessions (2025-03-26 … 2025-11-25)
+// of a [NewHTTPHandler] (default 10,000; 0 means no cap, a negative n is
+// ignored). An initialize beyond the cap creates nothing and gets 503
+// Service Unavailable with a JSON-RPC error and a Retry-After header; a
+// session frees its place when the client deletes it or it expires (see
+// [WithSessionTimeout]). 2026-07-28 requests keep no session and are not
+// counted, nor are the sessions of [NewSSEHandler], which live only as long
+// as their GET stream. Handler only.
+func WithMaxSessions(n int) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		if n >= 0 {
+			c.maxSessions = n
+		}
+	})
+}
+
+// WithMaxSessionsPerPrincipal caps the live legacy sessions that one
+// principal, as named by the [Authorizer] of [WithAuthorizer], may hold
+// (default 1,000, so that no principal takes more than a tenth of the
+// default total; 0 means no cap, a negative n is ignored). Anonymous
+// requests (an empty principal) count only against [WithMaxSessions]. An
+// initialize beyond the cap is answered as beyond WithMaxSessions. Handler
+// only.
+func WithMaxSessionsPerPrincipal(n int) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		if n >= 0 {
+			c.maxPerUser = n
+		}
+	})
 }
 
 // WithWriteTimeout bounds each write to a client (default 30s; 0 leaves
@@ -347,8 +398,8 @@ func WithMaxAnswerPosts(n int) HTTPTransportOption {
 // It is safe by default: Origin validation, a Host check against DNS
 // rebinding when it serves a loopback address, a body cap, Content-Type and
 // Accept checks, a write timeout that never cuts a moving stream, idle
-// session expiry; an idle session holds no goroutine. See the HTTPOptions
-// for each.
+// session expiry and caps on live sessions; an idle session holds no
+// goroutine. See the HTTPOptions for each.
 //
 // A slow client is the http.Server's to cut off; these timeouts suit the
 // handler:

@@ -39,10 +39,12 @@ type sseHandler struct {
 }
 
 // sseSession is one 2024-11-05 session: a connection in push mode whose
-// every message goes on the GET stream.
+// every message goes on the GET stream. It belongs to the principal that
+// opened it.
 type sseSession struct {
-	stream *httpStream
-	conn   pushConn
+	stream    *httpStream
+	conn      pushConn
+	principal string
 }
 
 func (h *sseHandler) shutdown() {
@@ -59,14 +61,15 @@ func (h *sseHandler) shutdown() {
 }
 
 func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !admitRequest(h.cfg, w, r, h.isStopped()) {
+	principal, ok := admitRequest(h.cfg, w, r, h.isStopped())
+	if !ok {
 		return
 	}
 	switch r.Method {
 	case http.MethodGet:
-		h.serveEvents(w, r)
+		h.serveEvents(w, r, principal)
 	case http.MethodPost:
-		h.serveMessage(w, r)
+		h.serveMessage(w, r, principal)
 	default:
 		w.Header().Set("Allow", "GET, POST")
 		writeHTTPError(w, http.StatusMethodNotAllowed, CodeInvalidRequest, ID{}, "Method Not Allowed")
@@ -74,7 +77,7 @@ func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveEvents runs a session for as long as its GET stream is open.
-func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request) {
+func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request, principal string) {
 	if !accepts(r, "text/event-stream", "text/*") {
 		writeHTTPError(w, http.StatusNotAcceptable, CodeInvalidRequest, ID{}, "Not Acceptable: the event stream is text/event-stream")
 		return
@@ -82,8 +85,8 @@ func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	id := rand.Text()
 	// The stream never finishes: it carries every message of the session.
 	st := newHTTPStream(nil, "", nil, h.log)
-	ss, c := h.srv.pushSession(&streamTransport{stream: st}, 0)
-	sess := &sseSession{stream: st, conn: c}
+	ss, c := h.srv.pushSession(&streamTransport{stream: st}, 0, principal)
+	sess := &sseSession{stream: st, conn: c, principal: principal}
 	h.mu.Lock()
 	if h.stopped {
 		h.mu.Unlock()
@@ -107,13 +110,13 @@ func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveMessage hands a POSTed message to its session; answers go on the
-// session's event stream.
-func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request) {
+// session's event stream. Another principal's session is unknown to it.
+func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request, principal string) {
 	id := r.URL.Query().Get("sessionId")
 	h.mu.Lock()
 	sess := h.sessions[id]
 	h.mu.Unlock()
-	if sess == nil {
+	if sess == nil || sess.principal != principal {
 		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown session; open the event stream first")
 		return
 	}
