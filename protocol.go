@@ -211,8 +211,11 @@ type Tool struct {
 	InputSchema  json.RawMessage  `json:"inputSchema"`
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
-	Icons        []Icon           `json:"icons,omitempty"`
-	Meta         Meta             `json:"_meta,omitempty"`
+	// Execution says how the tool runs: whether as a task (see
+	// TaskSupport); nil means never.
+	Execution *ToolExecution `json:"execution,omitempty"`
+	Icons     []Icon         `json:"icons,omitempty"`
+	Meta      Meta           `json:"_meta,omitempty"`
 }
 
 // ToolAnnotations are hints about a tool's behaviour. Clients must not trust
