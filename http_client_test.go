@@ -341,10 +341,13 @@ func TestHTTPPOSTWorkersOutlastAPause(t *testing.T) {
 		if n := workers(); n != was {
 			t.Fatalf("%d POST workers left after a pause shorter than an idle connection is kept, want %d", n, was)
 		}
-		burst(16) // takes the waiting workers, and their count starts again
+		burst(16) // takes 16 of the waiting workers, whose count starts again
 		time.Sleep(postWorkerIdle - time.Second)
-		if n := workers(); n != was {
-			t.Fatalf("%d POST workers after a second burst and a pause, want the %d of the first", n, was)
+		// The first burst may have started a worker more than it had calls
+		// (a POST of the session's own, at the same time); one that the
+		// second burst did not take has now idled past its time.
+		if n := workers(); n < 16 || n > was {
+			t.Fatalf("%d POST workers after a second burst and a pause, want the 16 it took, and at most the %d of the first", n, was)
 		}
 		time.Sleep(2 * time.Second)
 		if n := workers(); n != 0 {
