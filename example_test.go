@@ -493,7 +493,8 @@ func ExampleClient_Subscribe() {
 
 // A server is an http.Handler: mount it on any mux, behind any middleware.
 // One endpoint serves every protocol revision. Here httptest stands in for
-// http.ListenAndServe, and a client connects over Streamable HTTP.
+// an http.Server (in production, one with ReadHeaderTimeout, ReadTimeout and
+// IdleTimeout set), and a client connects over Streamable HTTP.
 func ExampleNewHTTPHandler() {
 	srv := mcp.NewServer(mcp.Implementation{Name: "greeter", Version: "1.0.0"})
 	srv.AddTool(mcp.Tool{Name: "greet"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -504,7 +505,7 @@ func ExampleNewHTTPHandler() {
 		mcp.WithAllowedOrigins("https://app.example.com"), // browsers from elsewhere get 403
 		mcp.WithSessionTimeout(5*time.Minute),             // idle legacy sessions end
 	))
-	httpServer := httptest.NewServer(mux) // in production: http.ListenAndServe("127.0.0.1:8080", mux)
+	httpServer := httptest.NewServer(mux)
 	defer httpServer.Close()
 
 	for _, version := range []string{mcp.Version20251125, mcp.Version20260728} {
