@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -27,6 +28,9 @@ type serverConfig struct {
 	cacheTTL     time.Duration
 	cacheScope   CacheScope
 	completion   CompletionHandler
+
+	taskTTL          time.Duration
+	taskPollInterval time.Duration
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
@@ -101,6 +105,7 @@ type RequestInfo struct {
 	route    any
 	gateway  *ClientGateway
 	round    *inputRound // the asks and answers of a call that may need input
+	task     *serverTask // the task the handler runs in; nil when none
 }
 
 // ProtocolVersion returns the protocol revision the request is served under.
@@ -137,6 +142,11 @@ type Server struct {
 	// A feature, once registered, stays advertised and served even when its
 	// list becomes empty: capabilities cannot be taken back from a client.
 	offersTools, offersResources, offersPrompts bool
+	// offersTasks: a tool that may run as a task was registered.
+	offersTasks bool
+	preflights  map[string]TaskPreflight
+
+	tasks taskTable
 
 	sessionsMu sync.Mutex
 	sessions   map[*serverSession]struct{}
@@ -198,6 +208,11 @@ func (s *Server) AddTool(t Tool, h ToolHandler) {
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
+	if runsAsTask(&t) {
+		s.mu.Lock()
+		s.offersTasks = true
+		s.mu.Unlock()
+	}
 	register(s, &s.tools, &s.offersTools, "tools", t.Name, &serverTool{tool: &t, handler: h})
 }
 
@@ -253,8 +268,9 @@ func (s *Server) newSession(t Transport, mode connMode) (*serverSession, *conn) 
 // not served. Logging is always advertised: every handler can log through
 // its gateway, and logging/setLevel is always served on the older
 // revisions. Extensions are those declared with WithExtension, which serves
-// clients and servers alike.
-func (s *Server) capabilities() ServerCapabilities {
+// clients and servers alike, and on 2026-07-28 (modern) the tasks
+// extension once a tool may run as a task.
+func (s *Server) capabilities(modern bool) ServerCapabilities {
 	caps := ServerCapabilities{Logging: &struct{}{}, Extensions: s.cfg.extensions}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -269,6 +285,13 @@ func (s *Server) capabilities() ServerCapabilities {
 	}
 	if s.cfg.server.completion != nil {
 		caps.Completions = &struct{}{}
+	}
+	if s.offersTasks && modern {
+		caps.Extensions = maps.Clone(caps.Extensions)
+		if caps.Extensions == nil {
+			caps.Extensions = make(map[string]json.RawMessage, 1)
+		}
+		caps.Extensions[TasksExtension] = json.RawMessage("{}")
 	}
 	return caps
 }
@@ -416,6 +439,8 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	switch {
 	case req.method == "server/discover":
 		result = ss.srv.discover()
+	case len(req.method) > 6 && req.method[:6] == "tasks/" && ss.srv.offersTasksNow():
+		result, err = ss.srv.serveModernTasks(req, info)
 	case mrtrMethods[req.method]:
 		if info.round, err = ss.srv.openRound(ss.principal, req.method, req.params, env.hasInput); err != nil {
 			return nil, err
@@ -432,6 +457,14 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	// never cacheable.
 	retry := info.round != nil && info.round.retry
 	return ss.srv.modernResult(result, !retry)
+}
+
+// offersTasksNow reports whether a tool that may run as a task was ever
+// registered: only then are the tasks/* methods served.
+func (s *Server) offersTasksNow() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.offersTasks
 }
 
 // modernResult adds resultType and serverInfo to a 2026-07-28 result, and
@@ -494,7 +527,7 @@ func (s *Server) supportedVersions() []string {
 func (s *Server) discover() *DiscoverResult {
 	return &DiscoverResult{
 		SupportedVersions: s.supportedVersions(),
-		Capabilities:      s.capabilities(),
+		Capabilities:      s.capabilities(true),
 		Instructions:      s.cfg.server.instructions,
 	}
 }
@@ -520,7 +553,7 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 	ss.conn.batchOK.Store(version == Version20250326)
 	return &InitializeResult{
 		ProtocolVersion: version,
-		Capabilities:    s.capabilities(),
+		Capabilities:    s.capabilities(false),
 		ServerInfo:      s.info,
 		Instructions:    s.cfg.server.instructions,
 	}, nil
@@ -599,11 +632,14 @@ func (s *Server) listTools(params json.RawMessage) (any, error) {
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
-	call, handler, err := s.findTool(params, info)
+	call, st, err := s.findTool(params, info)
 	if err != nil {
 		return nil, err
 	}
-	res, err := handler(ctx, &call.req)
+	if info.modern && runsAsTask(st.tool) {
+		return s.callAsTask(ctx, st, call, info)
+	}
+	res, err := st.handler(ctx, &call.req)
 	return toolOutcome(res, err)
 }
 
@@ -614,7 +650,7 @@ type toolCall struct {
 }
 
 // findTool reads a tools/call's params and finds the tool it calls.
-func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall, ToolHandler, error) {
+func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall, *serverTool, error) {
 	// params is part of a frame the engine validated: scan it rather than
 	// decode it, so large arguments are not validated and copied again.
 	call := new(toolCall)
@@ -665,7 +701,7 @@ func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall,
 		return nil, nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown tool %q", p.Name)}
 	}
 	call.req = CallToolRequest{Params: p, RequestInfo: info}
-	return call, st.handler, nil
+	return call, st, nil
 }
 
 // toolOutcome is the result of a tools/call whose handler returned res and

@@ -1,0 +1,414 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// taskRig is a server whose task tools the test steers: work runs until
+// released or cancelled, the others fail or ask for input.
+type taskRig struct {
+	srv      *Server
+	release  chan struct{}
+	ctxEnded chan struct{}
+}
+
+func newTaskRig(opts ...ServerOption) *taskRig {
+	r := &taskRig{release: make(chan struct{}), ctxEnded: make(chan struct{})}
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, opts...)
+	optional := &ToolExecution{TaskSupport: TaskOptional}
+	required := &ToolExecution{TaskSupport: TaskRequired}
+	srv.AddTool(Tool{Name: "sync"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("now")}}, nil
+	})
+	srv.AddTool(Tool{Name: "work", Execution: optional}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		req.Gateway().Progress(1, 2, "halfway")
+		select {
+		case <-r.release:
+			return &CallToolResult{Content: []Content{TextContent("done")}}, nil
+		case <-ctx.Done():
+			close(r.ctxEnded)
+			return nil, ctx.Err()
+		}
+	})
+	srv.AddTool(Tool{Name: "tool_error", Execution: required}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return nil, errors.New("boom")
+	})
+	srv.AddTool(Tool{Name: "rpc_error", Execution: optional}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return nil, &Error{Code: CodeInternalError, Message: "broke"}
+	})
+	srv.AddTool(Tool{Name: "ask_twice", Execution: optional}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		g := req.Gateway()
+		a, err := g.Elicit(ctx, "first?", nil, WithKey("a"))
+		if err != nil {
+			return nil, err
+		}
+		b, err := g.Elicit(ctx, "second?", nil, WithKey("b"))
+		if err != nil {
+			return nil, err
+		}
+		return &CallToolResult{Content: []Content{TextContent(fmt.Sprint(a.Content["v"], b.Content["v"]))}}, nil
+	})
+	r.srv = srv
+	return r
+}
+
+// taskCaps are the client capabilities of a request that declares the
+// tasks extension.
+const taskCaps = `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+
+// modernCaller sends one 2026-07-28 request (params without braces or
+// _meta; caps the clientCapabilities) and returns the response message.
+type modernCaller func(id int, method, params, caps string) string
+
+func taskRequest(id int, method, params, caps string) string {
+	if params != "" {
+		params += ","
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":%s}}}`, id, method, params, caps)
+}
+
+// memoryCaller calls srv over an in-memory connection.
+func memoryCaller(t *testing.T, srv *Server) modernCaller {
+	p := rawServer(t, srv)
+	return func(id int, method, params, caps string) string {
+		p.send(taskRequest(id, method, params, caps))
+		return p.recv()
+	}
+}
+
+// httpCaller calls srv over real loopback HTTP, each request on a fresh
+// connection, as a client that came back after going away would. It
+// sends the routing headers 2026-07-28 asks for.
+func httpCaller(t *testing.T, srv *Server, principal string) modernCaller {
+	ts := httptest.NewServer(NewHTTPHandler(srv, WithAuthorizer(func(r *http.Request) (string, error) {
+		return r.Header.Get("X-Who"), nil
+	})))
+	t.Cleanup(ts.Close)
+	return func(id int, method, params, caps string) string {
+		body := taskRequest(id, method, params, caps)
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		req.Header.Set("X-Who", principal)
+		var named struct {
+			Name   string `json:"name"`
+			TaskID string `json:"taskId"`
+		}
+		json.Unmarshal([]byte("{"+params+"}"), &named)
+		if n := named.Name + named.TaskID; n != "" {
+			req.Header.Set("Mcp-Name", n)
+		}
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			last := ""
+			sc := bufio.NewScanner(res.Body)
+			for sc.Scan() {
+				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(d, `"id"`) {
+					last = d
+				}
+			}
+			return last
+		}
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+}
+
+// waitTask waits until the task id of principal satisfies ok, without
+// polling: each change of the task wakes it.
+func waitTask(t *testing.T, srv *Server, id, principal string, ok func(*serverTask) bool) {
+	t.Helper()
+	task := srv.tasks.find(id, principal)
+	if task == nil {
+		t.Fatalf("no task %s", id)
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		task.mu.Lock()
+		done, changed := ok(task), task.changed
+		task.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("task %s: %+v never got there", id, task.task)
+		}
+	}
+}
+
+func hasStatus(s TaskStatus) func(*serverTask) bool {
+	return func(t *serverTask) bool { return t.task.Status == s }
+}
+
+// startTask calls tool with the extension declared and returns the new
+// task's id, checking the CreateTaskResult's shape.
+func startTask(t *testing.T, call modernCaller, id int, tool string) string {
+	t.Helper()
+	got := call(id, "tools/call", `"name":"`+tool+`","arguments":{}`, taskCaps)
+	if field(t, got, "result.resultType") != "task" || field(t, got, "result.status") != "working" {
+		t.Fatalf("not a CreateTaskResult: %s", got)
+	}
+	for _, member := range []string{"taskId", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"} {
+		if field(t, got, "result."+member) == nil {
+			t.Fatalf("CreateTaskResult without %s: %s", member, got)
+		}
+	}
+	for _, member := range []string{"task", "ttl", "result", "requestState"} {
+		if field(t, got, "result."+member) != nil {
+			t.Fatalf("CreateTaskResult with %s: %s", member, got)
+		}
+	}
+	return field(t, got, "result.taskId").(string)
+}
+
+// testModernTasks runs every 2026-07-28 task flow against rig through call,
+// whose requests come from principal.
+func testModernTasks(t *testing.T, rig *taskRig, call modernCaller, principal string) {
+	get := func(id string) string {
+		return call(90, "tasks/get", `"taskId":"`+id+`"`, taskCaps)
+	}
+
+	// Discovery advertises the extension.
+	got := call(1, "server/discover", "", "{}")
+	if field(t, got, "result.capabilities.extensions") == nil || !strings.Contains(got, `"`+TasksExtension+`":{}`) {
+		t.Fatalf("server/discover does not advertise the extension: %s", got)
+	}
+
+	// A task that completes: working, with the handler's progress as its
+	// status message, then completed with the result inlined.
+	id := startTask(t, call, 2, "work")
+	if len(id) < 32 {
+		t.Fatalf("task id %q has fewer than 128 bits", id)
+	}
+	waitTask(t, rig.srv, id, principal, func(st *serverTask) bool { return st.task.StatusMessage == "halfway" })
+	got = get(id)
+	if field(t, got, "result.status") != "working" || field(t, got, "result.statusMessage") != "halfway" || field(t, got, "result.result") != nil {
+		t.Fatalf("tasks/get of a working task: %s", got)
+	}
+	close(rig.release)
+	waitTask(t, rig.srv, id, principal, hasStatus(TaskCompleted))
+	got = get(id)
+	if field(t, got, "result.resultType") != "complete" || field(t, got, "result.status") != "completed" ||
+		!strings.Contains(got, `"result":{"content":[{"type":"text","text":"done"}]`) {
+		t.Fatalf("tasks/get of a completed task: %s", got)
+	}
+
+	// A tool error completes the task with isError; a protocol error fails
+	// it with the error and no result.
+	id = startTask(t, call, 3, "tool_error")
+	waitTask(t, rig.srv, id, principal, func(st *serverTask) bool { return st.task.Status.Terminal() })
+	got = get(id)
+	if field(t, got, "result.status") != "completed" || field(t, got, "result.result.isError") != true {
+		t.Fatalf("tasks/get of a tool error: %s", got)
+	}
+	id = startTask(t, call, 4, "rpc_error")
+	waitTask(t, rig.srv, id, principal, func(st *serverTask) bool { return st.task.Status.Terminal() })
+	got = get(id)
+	if field(t, got, "result.status") != "failed" || field(t, got, "result.error.code") != float64(CodeInternalError) || field(t, got, "result.result") != nil {
+		t.Fatalf("tasks/get of a protocol error: %s", got)
+	}
+
+	// Cancelled mid-run: the ack is empty, the handler's context ends and
+	// the task stays cancelled; cancelling again is the same ack.
+	rig.release = make(chan struct{})
+	id = startTask(t, call, 5, "work")
+	for range 2 {
+		got = call(6, "tasks/cancel", `"taskId":"`+id+`"`, taskCaps)
+		if !jsonEqual(dropMeta(t, got), `{"jsonrpc":"2.0","id":6,"result":{"resultType":"complete"}}`) {
+			t.Fatalf("tasks/cancel: %s", got)
+		}
+	}
+	<-rig.ctxEnded
+	if got = get(id); field(t, got, "result.status") != "cancelled" {
+		t.Fatalf("tasks/get of a cancelled task: %s", got)
+	}
+
+	// Input asked twice: each ask makes the task input_required with the
+	// ask under its key; an answer resumes it; a key nobody asked for is
+	// ignored.
+	id = startTask(t, call, 7, "ask_twice")
+	for i, key := range []string{"a", "b"} {
+		waitTask(t, rig.srv, id, principal, func(st *serverTask) bool { _, ok := st.asks[key]; return ok })
+		got = get(id)
+		if field(t, got, "result.status") != "input_required" || field(t, got, "result.inputRequests."+key+".method") != "elicitation/create" {
+			t.Fatalf("ask %s: %s", key, got)
+		}
+		got = call(8, "tasks/update", `"taskId":"`+id+`","inputResponses":{"nobody":{},"`+key+`":{"action":"accept","content":{"v":`+fmt.Sprint(i+1)+`}}}`, taskCaps)
+		if field(t, got, "result.resultType") != "complete" || field(t, got, "result.status") != nil {
+			t.Fatalf("tasks/update: %s", got)
+		}
+	}
+	waitTask(t, rig.srv, id, principal, hasStatus(TaskCompleted))
+	if got = get(id); !strings.Contains(got, `"text":"1 2"`) || field(t, got, "result.inputRequests") != nil {
+		t.Fatalf("the task did not resume with both answers: %s", got)
+	}
+
+	// Without the extension: an optional tool runs synchronously, a
+	// required one is -32021 naming the extension, and tasks/* are -32021.
+	got = call(9, "tools/call", `"name":"rpc_error","arguments":{}`, "{}")
+	if field(t, got, "error.code") != float64(CodeInternalError) {
+		t.Fatalf("an optional tool without the extension: %s", got)
+	}
+	got = call(10, "tools/call", `"name":"tool_error","arguments":{}`, "{}")
+	if field(t, got, "error.code") != float64(CodeMissingRequiredClientCapability) || field(t, got, "error.data.requiredCapabilities.extensions") == nil {
+		t.Fatalf("a required tool without the extension: %s", got)
+	}
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		if got = call(11, m, `"taskId":"`+id+`"`, "{}"); field(t, got, "error.code") != float64(CodeMissingRequiredClientCapability) {
+			t.Fatalf("%s without the extension: %s", m, got)
+		}
+	}
+	// A synchronous tool stays synchronous with the extension.
+	if got = call(12, "tools/call", `"name":"sync","arguments":{}`, taskCaps); field(t, got, "result.resultType") != "complete" {
+		t.Fatalf("a synchronous tool: %s", got)
+	}
+	// tasks/result and tasks/list do not exist on 2026-07-28; an unknown
+	// task is -32602.
+	for _, m := range []string{"tasks/result", "tasks/list"} {
+		if got = call(13, m, `"taskId":"`+id+`"`, taskCaps); field(t, got, "error.code") != float64(CodeMethodNotFound) {
+			t.Fatalf("%s: %s", m, got)
+		}
+	}
+	if got = call(14, "tasks/get", `"taskId":"nope"`, taskCaps); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("an unknown task: %s", got)
+	}
+}
+
+// dropMeta removes result._meta, which carries the server's info.
+func dropMeta(t *testing.T, msg string) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(msg), &m); err != nil {
+		t.Fatalf("not JSON: %s", msg)
+	}
+	if r, ok := m["result"].(map[string]any); ok {
+		delete(r, "_meta")
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestTasksModernMemory: every 2026-07-28 task flow over an in-memory
+// connection, from a raw scripted client.
+func TestTasksModernMemory(t *testing.T) {
+	rig := newTaskRig()
+	testModernTasks(t, rig, memoryCaller(t, rig.srv), "")
+}
+
+// TestTasksModernHTTP: the same flows over loopback HTTP, each request on
+// a new connection, so every read of a task comes after the client that
+// created it went away. A task is bound to its principal: another one
+// finds it unknown.
+func TestTasksModernHTTP(t *testing.T) {
+	rig := newTaskRig()
+	testModernTasks(t, rig, httpCaller(t, rig.srv, "alice"), "alice")
+
+	mallory := httpCaller(t, rig.srv, "mallory")
+	alice := httpCaller(t, rig.srv, "alice")
+	id := startTask(t, alice, 1, "tool_error")
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		if got := mallory(2, m, `"taskId":"`+id+`"`, taskCaps); field(t, got, "error.code") != float64(CodeInvalidParams) {
+			t.Fatalf("%s by another principal: %s", m, got)
+		}
+	}
+	// Mcp-Name must name the task.
+	got := alice(3, "tasks/get", `"taskId":"`+id+`","name":"x"`, taskCaps)
+	if field(t, got, "error.code") != float64(CodeHeaderMismatch) {
+		t.Fatalf("Mcp-Name other than the task id: %s", got)
+	}
+}
+
+// TestTaskPreflight: a preflight's asks are a synchronous input_required
+// round before the task exists; answered, the task starts and its handler
+// sees the answer.
+func TestTaskPreflight(t *testing.T) {
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"})
+	ask := func(ctx context.Context, req *CallToolRequest) (*ElicitResult, error) {
+		return req.Gateway().Elicit(ctx, "name?", nil, WithKey("user_name"))
+	}
+	srv.AddTool(Tool{Name: "t", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		res, err := ask(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &CallToolResult{Content: []Content{TextContent(fmt.Sprint("hi ", res.Content["name"]))}}, nil
+	})
+	srv.SetTaskPreflight("t", func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		_, err := ask(ctx, req)
+		return nil, err
+	})
+	call := memoryCaller(t, srv)
+	got := call(1, "tools/call", `"name":"t","arguments":{}`, taskCaps)
+	if field(t, got, "result.resultType") != "input_required" || field(t, got, "result.inputRequests.user_name") == nil || field(t, got, "result.taskId") != nil {
+		t.Fatalf("round one: %s", got)
+	}
+	got = call(2, "tools/call", `"name":"t","arguments":{},"inputResponses":{"user_name":{"action":"accept","content":{"name":"Alice"}}}`, taskCaps)
+	if field(t, got, "result.resultType") != "task" || field(t, got, "result.requestState") != nil {
+		t.Fatalf("round two: %s", got)
+	}
+	id := field(t, got, "result.taskId").(string)
+	waitTask(t, srv, id, "", hasStatus(TaskCompleted))
+	if got = call(3, "tasks/get", `"taskId":"`+id+`"`, taskCaps); !strings.Contains(got, "hi Alice") {
+		t.Fatalf("the task did not see the preflight's answer: %s", got)
+	}
+}
+
+// TestTaskTTL: a task, its result included, is kept for its TTL and no
+// longer; a task still running when its TTL ends has its context ended.
+func TestTaskTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rig := newTaskRig(WithTaskTTL(time.Minute), WithTaskPollInterval(0))
+		ct, st := NewInMemoryTransports()
+		served := make(chan error, 1)
+		go func() { served <- rig.srv.Serve(context.Background(), st) }()
+		p := newRawPeer(t, ct.(*IOTransport))
+		call := func(id int, method, params string) string {
+			p.send(taskRequest(id, method, params, taskCaps))
+			return p.recv()
+		}
+		got := call(1, "tools/call", `"name":"tool_error","arguments":{}`)
+		if field(t, got, "result.ttlMs") != float64(60000) || field(t, got, "result.pollIntervalMs") != nil {
+			t.Fatalf("CreateTaskResult: %s", got)
+		}
+		done := field(t, got, "result.taskId").(string)
+		running := field(t, call(2, "tools/call", `"name":"work","arguments":{}`), "result.taskId").(string)
+
+		time.Sleep(time.Minute - time.Millisecond)
+		synctest.Wait()
+		if got = call(3, "tasks/get", `"taskId":"`+done+`"`); field(t, got, "result.status") != "completed" {
+			t.Fatalf("just before its TTL: %s", got)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		for _, id := range []string{done, running} {
+			if got = call(4, "tasks/get", `"taskId":"`+id+`"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+				t.Fatalf("after its TTL: %s", got)
+			}
+		}
+		<-rig.ctxEnded
+		if n := rig.srv.tasks.len(); n != 0 {
+			t.Fatalf("%d tasks kept after their TTL", n)
+		}
+		p.w.Close()
+		<-served
+	})
+}
