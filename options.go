@@ -76,6 +76,7 @@ func newConfig() *config {
 	c.server.stateTTL = DefaultStateTTL
 	c.server.taskTTL = DefaultTaskTTL
 	c.server.taskPollInterval = DefaultTaskPollInterval
+	c.server.maxTasks = DefaultMaxTasks
 	c.client.maxInputRounds = DefaultMaxInputRounds
 	c.client.discoverTimeout = DefaultDiscoverTimeout
 	return c
@@ -182,4 +183,26 @@ func WithTaskPollInterval(d time.Duration) ServerOption {
 			c.server.taskPollInterval = d
 		}
 	})
+}
+
+// DefaultMaxTasks is how many tasks a server runs at once unless
+// WithMaxTasks says otherwise.
+const DefaultMaxTasks = 1000
+
+// WithMaxTasks caps how many tasks a server runs at once (default
+// DefaultMaxTasks); a tools/call that would start one more is refused with
+// a -32000 error saying so, and may be retried. Ended tasks kept for their
+// TTL do not count. It configures a server (NewServer).
+func WithMaxTasks(n int) ServerOption {
+	return serverOption(func(c *config) {
+		if n > 0 {
+			c.server.maxTasks = n
+		}
+	})
+}
+
+// WithTaskStore keeps a server's tasks in store rather than in the
+// default NewMemoryTaskStore(0, 0). It configures a server (NewServer).
+func WithTaskStore(store TaskStore) ServerOption {
+	return serverOption(func(c *config) { c.server.taskStore = store })
 }

@@ -31,6 +31,8 @@ type serverConfig struct {
 
 	taskTTL          time.Duration
 	taskPollInterval time.Duration
+	taskStore        TaskStore
+	maxTasks         int
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
@@ -146,7 +148,8 @@ type Server struct {
 	offersTasks bool
 	preflights  map[string]TaskPreflight
 
-	tasks taskTable
+	tasks taskTable // the tasks running here
+	store TaskStore // every task, running or ended, until its TTL
 
 	sessionsMu sync.Mutex
 	sessions   map[*serverSession]struct{}
@@ -180,9 +183,14 @@ func NewServer(info Implementation, opts ...ServerOption) *Server {
 	for _, o := range opts {
 		o.applyServer(cfg)
 	}
+	store := cfg.server.taskStore
+	if store == nil {
+		store = NewMemoryTaskStore(0, 0)
+	}
 	return &Server{
-		info: info,
-		cfg:  cfg,
+		info:  info,
+		cfg:   cfg,
+		store: store,
 		infoJSON: sync.OnceValue(func() json.RawMessage {
 			raw, _ := json.Marshal(info)
 			return raw
@@ -440,7 +448,7 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	case req.method == "server/discover":
 		result = ss.srv.discover()
 	case len(req.method) > 6 && req.method[:6] == "tasks/" && ss.srv.offersTasksNow():
-		result, err = ss.srv.serveModernTasks(req, info)
+		result, err = ss.srv.serveModernTasks(ctx, req, info)
 	case mrtrMethods[req.method]:
 		if info.round, err = ss.srv.openRound(ss.principal, req.method, req.params, env.hasInput); err != nil {
 			return nil, err

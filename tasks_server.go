@@ -67,50 +67,58 @@ func (s *Server) SetTaskPreflight(tool string, p TaskPreflight) {
 	s.preflights[tool] = p
 }
 
-// serverTask is one task the server runs: its state, the outcome of its
-// handler, the asks it waits on and the answers it was given.
+// serverTask is a task running in this server: the handler's context, the
+// asks it waits on and the answers it was given. Its state and outcome
+// live in the server's TaskStore, written through on every change, in
+// order, under mu (which only the task's own requests share).
 type serverTask struct {
+	srv    *Server
 	owner  string // the principal that created it
 	cancel context.CancelFunc
-	expiry *time.Timer
 
 	mu      sync.Mutex
-	task    Task
-	result  json.RawMessage // the tool's result, once completed
-	err     *Error          // the protocol error, once failed
+	task    Task // as last written to the store
 	asks    map[string]InputRequest
 	answers map[string]json.RawMessage
-	wake    chan struct{} // signalled when an answer arrives
+	wake    chan struct{} // signalled when the last pending ask is answered
 	done    chan struct{} // closed once terminal
 	// changed is closed, and replaced, whenever the task changes, so that
 	// a waiter sees every change without polling.
 	changed chan struct{}
 }
 
-// changedLocked tells the task's waiters that it changed.
-func (t *serverTask) changedLocked() {
+// storeLocked writes the task's status, message and pending asks to the
+// store and tells its waiters.
+func (t *serverTask) storeLocked() {
 	t.task.LastUpdatedAt = time.Now()
+	if err := t.srv.taskStore().UpdateStatus(context.Background(), t.owner, t.task.ID, t.task.Status, t.task.StatusMessage, t.asks); err != nil {
+		t.srv.cfg.logger.Debug("cannot store a task's status", "task", t.task.ID, "err", err)
+	}
 	close(t.changed)
 	t.changed = make(chan struct{})
 }
 
-// taskTable holds a server's tasks by id.
+// taskTable holds the tasks running in a server by id.
 type taskTable struct {
 	mu    sync.Mutex
 	tasks map[string]*serverTask
 }
 
-func (tt *taskTable) add(id string, t *serverTask) {
+// reserve adds t unless max tasks already run.
+func (tt *taskTable) reserve(t *serverTask, max int) bool {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
+	if len(tt.tasks) >= max {
+		return false
+	}
 	if tt.tasks == nil {
 		tt.tasks = make(map[string]*serverTask)
 	}
-	tt.tasks[id] = t
+	tt.tasks[t.task.ID] = t
+	return true
 }
 
-// find returns the task id names if principal owns it; a task of another
-// principal is as unknown as one that never existed.
+// find returns the running task id if principal owns it.
 func (tt *taskTable) find(id, principal string) *serverTask {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
@@ -127,12 +135,15 @@ func (tt *taskTable) remove(id string) {
 	delete(tt.tasks, id)
 }
 
-// len is how many tasks the table holds.
+// len is how many tasks are running.
 func (tt *taskTable) len() int {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	return len(tt.tasks)
 }
+
+// taskStore returns the server's TaskStore.
+func (s *Server) taskStore() TaskStore { return s.store }
 
 // newTaskID returns an unguessable task id: 128 random bits.
 func newTaskID() string {
@@ -144,6 +155,14 @@ func newTaskID() string {
 // errUnknownTask is the error of a task id that names no task of the caller.
 func errUnknownTask(id string) *Error {
 	return &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown task %q", id)}
+}
+
+// storeError is the protocol error of a failed TaskStore call.
+func storeError(id string, err error) *Error {
+	if errors.Is(err, ErrTaskNotFound) {
+		return errUnknownTask(id)
+	}
+	return &Error{Code: CodeInternalError, Message: "Internal error: the task store: " + err.Error()}
 }
 
 // errTasksNotDeclared is the error of a 2026-07-28 request that needs the
@@ -184,50 +203,69 @@ func (s *Server) callAsTask(ctx context.Context, st *serverTool, call *toolCall,
 			}
 		}
 	}
-	return s.startTask(call, st.handler, info)
+	task, err := s.startTask(ctx, call, st.handler, info, s.cfg.server.taskTTL)
+	if err != nil {
+		return nil, err
+	}
+	b := []byte(`{"resultType":"task",`)
+	b = appendTaskMembers(b, &task, true)
+	return json.RawMessage(append(b, '}')), nil
 }
 
-// startTask creates a task for call and runs its handler detached from the
-// request, with a context of its own that tasks/cancel and the TTL end.
-// The task can be read before startTask returns its CreateTaskResult,
-// which reports the task as created: working.
-func (s *Server) startTask(call *toolCall, h ToolHandler, info *RequestInfo) (json.RawMessage, error) {
+// startTask creates a task for call, kept for ttl (0: no limit), and runs
+// its handler detached from the request, with a context of its own that
+// tasks/cancel and the TTL end. The task is in the store before startTask
+// returns it as created: working.
+func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, info *RequestInfo, ttl time.Duration) (Task, error) {
 	now := time.Now()
-	cfg := &s.cfg.server
 	id := newTaskID()
-	ctx, cancel := context.WithCancel(context.Background())
+	taskCtx, cancel := context.WithCancel(context.Background())
 	t := &serverTask{
+		srv:    s,
 		owner:  info.Principal(),
 		cancel: cancel,
 		task: Task{ID: id, Status: TaskWorking, CreatedAt: now, LastUpdatedAt: now,
-			TTL: cfg.taskTTL, PollInterval: cfg.taskPollInterval},
+			TTL: ttl, PollInterval: s.cfg.server.taskPollInterval},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		changed: make(chan struct{}),
+	}
+	created := t.task
+	if max := s.cfg.server.maxTasks; !s.tasks.reserve(t, max) {
+		cancel()
+		return Task{}, &Error{Code: CodeOverloaded, Message: fmt.Sprintf("Server overloaded: %d tasks are running, as many as the server runs at once; try again later", max)}
+	}
+	if err := s.taskStore().Create(ctx, &TaskRecord{Task: created, Owner: t.owner}); err != nil {
+		s.tasks.remove(id)
+		cancel()
+		if errors.Is(err, ErrTaskStoreFull) {
+			return Task{}, &Error{Code: CodeOverloaded, Message: "Server overloaded: the task store is full; try again later"}
+		}
+		return Task{}, storeError(id, err)
 	}
 	if info.round != nil {
 		info.round.mu.Lock()
 		t.answers = maps.Clone(info.round.answers)
 		info.round.mu.Unlock()
 	}
-	b := []byte(`{"resultType":"task",`)
-	b = appendTaskMembers(b, &t.task, true) // before anyone else can see t
-	s.tasks.add(id, t)
-	if t.task.TTL > 0 {
-		t.expiry = time.AfterFunc(t.task.TTL, func() {
+	if ttl > 0 {
+		time.AfterFunc(ttl, func() {
 			cancel()
 			s.tasks.remove(id)
+			if _, err := s.taskStore().DeleteExpired(context.Background(), time.Now()); err != nil {
+				s.cfg.logger.Debug("cannot delete expired tasks", "err", err)
+			}
 		})
 	}
 	// The task's own view of the request: nothing in it refers to the
 	// request's connection, which may be gone long before the task ends.
 	ti := &RequestInfo{
-		id: info.id, method: info.method, version: info.version, modern: true,
+		id: info.id, method: info.method, version: info.version, modern: info.modern,
 		caps: info.caps, session: info.session, task: t,
 	}
 	params := call.p
-	go s.runTask(ctx, t, h, &params, ti)
-	return json.RawMessage(append(b, '}')), nil
+	go s.runTask(taskCtx, t, h, &params, ti)
+	return created, nil
 }
 
 // runTask runs a task's handler until the task ends. A run that leaves
@@ -305,17 +343,30 @@ func (t *serverTask) complete(result any, err error) {
 	t.finish(TaskCompleted, raw, nil)
 }
 
-// finish moves the task to a terminal status, unless it already is in one.
-func (t *serverTask) finish(status TaskStatus, result json.RawMessage, err *Error) {
+// finish moves the task to a terminal status, unless it already is in one,
+// stores its outcome, and takes it off the running tasks. A result too
+// large for the store fails the task instead.
+func (t *serverTask) finish(status TaskStatus, result json.RawMessage, rpcErr *Error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.task.Status.Terminal() {
 		return
 	}
-	t.task.Status = status
-	t.result, t.err, t.asks = result, err, nil
+	t.task.Status, t.task.LastUpdatedAt, t.asks = status, time.Now(), nil
+	store := t.srv.taskStore()
+	err := store.PutResult(context.Background(), t.owner, t.task.ID, status, result, rpcErr)
+	if errors.Is(err, ErrTaskStoreFull) {
+		t.task.Status = TaskFailed
+		err = store.PutResult(context.Background(), t.owner, t.task.ID, TaskFailed, nil,
+			&Error{Code: CodeInternalError, Message: "Internal error: the task's result is larger than the task store holds"})
+	}
+	if err != nil && !errors.Is(err, ErrTaskNotFound) {
+		t.srv.cfg.logger.Debug("cannot store a task's outcome", "task", t.task.ID, "err", err)
+	}
+	t.srv.tasks.remove(t.task.ID)
 	close(t.done)
-	t.changedLocked()
+	close(t.changed)
+	t.changed = make(chan struct{})
 }
 
 // await parks the task as input_required until every ask has an answer;
@@ -334,7 +385,7 @@ func (t *serverTask) await(ctx context.Context, asks map[string]InputRequest) bo
 	}
 	if len(t.asks) > 0 {
 		t.task.Status = TaskInputRequired
-		t.changedLocked()
+		t.storeLocked()
 	}
 	for len(t.asks) > 0 {
 		t.mu.Unlock()
@@ -345,9 +396,9 @@ func (t *serverTask) await(ctx context.Context, asks map[string]InputRequest) bo
 		}
 		t.mu.Lock()
 	}
-	if t.task.Status != TaskWorking {
+	if t.task.Status == TaskInputRequired {
 		t.task.Status = TaskWorking
-		t.changedLocked()
+		t.storeLocked()
 	}
 	t.mu.Unlock()
 	return true
@@ -367,14 +418,16 @@ func (t *serverTask) answer(responses map[string]json.RawMessage) {
 		delete(t.asks, k)
 		answered = true
 	}
-	if answered {
-		t.changedLocked() // the answered asks are no longer reported
+	if !answered {
+		return
 	}
-	if answered && len(t.asks) == 0 {
-		select {
-		case t.wake <- struct{}{}:
-		default:
-		}
+	if len(t.asks) > 0 {
+		t.storeLocked() // the answered asks are no longer reported
+		return
+	}
+	select {
+	case t.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -382,40 +435,38 @@ func (t *serverTask) answer(responses map[string]json.RawMessage) {
 func (t *serverTask) setStatusMessage(msg string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.task.Status.Terminal() || msg == "" {
+	if t.task.Status.Terminal() || msg == "" || msg == t.task.StatusMessage {
 		return
 	}
 	t.task.StatusMessage = msg
-	t.changedLocked()
+	t.storeLocked()
 }
 
-// appendDetailed appends the task as tasks/get reports it on 2026-07-28:
-// the task's members, and its inputRequests, result or error.
-func (t *serverTask) appendDetailed(b []byte) ([]byte, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b = append(b, `{"resultType":"complete",`...)
-	b = appendTaskMembers(b, &t.task, true)
+// appendDetailedTask appends the members of a task as tasks/get reports
+// it on 2026-07-28, without braces: the task's own, and its inputRequests,
+// result or error.
+func appendDetailedTask(b []byte, rec *TaskRecord) ([]byte, error) {
+	b = appendTaskMembers(b, &rec.Task, true)
 	switch {
-	case t.task.Status == TaskInputRequired && len(t.asks) > 0:
-		raw, err := json.Marshal(t.asks)
+	case rec.Status == TaskInputRequired && len(rec.InputRequests) > 0:
+		raw, err := json.Marshal(rec.InputRequests)
 		if err != nil {
 			return nil, err
 		}
 		b = append(b, `,"inputRequests":`...)
 		b = append(b, raw...)
-	case t.task.Status == TaskCompleted:
+	case rec.Status == TaskCompleted:
 		b = append(b, `,"result":`...)
-		b = append(b, t.result...)
-	case t.task.Status == TaskFailed:
-		raw, err := json.Marshal(t.err)
+		b = append(b, rec.Result...)
+	case rec.Status == TaskFailed && rec.Error != nil:
+		raw, err := json.Marshal(rec.Error)
 		if err != nil {
 			return nil, err
 		}
 		b = append(b, `,"error":`...)
 		b = append(b, raw...)
 	}
-	return append(b, '}'), nil
+	return b, nil
 }
 
 // taskIDParams are the params of tasks/get, tasks/update and tasks/cancel.
@@ -427,7 +478,7 @@ type taskIDParams struct {
 // serveModernTasks serves the tasks/* methods on 2026-07-28: tasks/get,
 // tasks/update and tasks/cancel for a client that declared the extension
 // on the request; tasks/result and tasks/list do not exist there.
-func (s *Server) serveModernTasks(req *inboundRequest, info *RequestInfo) (any, error) {
+func (s *Server) serveModernTasks(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
 	switch req.method {
 	case "tasks/get", "tasks/update", "tasks/cancel":
 	default:
@@ -443,22 +494,43 @@ func (s *Server) serveModernTasks(req *inboundRequest, info *RequestInfo) (any, 
 	if p.TaskID == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + req.method + " needs params {\"taskId\": string}"}
 	}
-	t := s.tasks.find(p.TaskID, info.Principal())
-	if t == nil {
-		return nil, errUnknownTask(p.TaskID)
+	owner := info.Principal()
+	rec, err := s.taskStore().Get(ctx, owner, p.TaskID)
+	if err != nil {
+		return nil, storeError(p.TaskID, err)
 	}
 	switch req.method {
 	case "tasks/get":
-		b, err := t.appendDetailed(messageBuffer(256))
+		b, err := appendDetailedTask(append(messageBuffer(256), `{"resultType":"complete",`...), rec)
 		if err != nil {
 			return nil, err
 		}
-		return json.RawMessage(b), nil
+		return json.RawMessage(append(b, '}')), nil
 	case "tasks/update":
-		t.answer(p.InputResponses)
+		if t := s.tasks.find(p.TaskID, owner); t != nil {
+			t.answer(p.InputResponses)
+		}
 	case "tasks/cancel":
-		t.finish(TaskCancelled, nil, nil)
-		t.cancel()
+		if err := s.cancelTask(ctx, rec); err != nil {
+			return nil, err
+		}
 	}
 	return json.RawMessage(`{"resultType":"complete"}`), nil
+}
+
+// cancelTask cancels a task that has not ended: the handler's context ends
+// if it runs here, and the task is cancelled in the store either way.
+func (s *Server) cancelTask(ctx context.Context, rec *TaskRecord) error {
+	if rec.Status.Terminal() {
+		return nil
+	}
+	if t := s.tasks.find(rec.ID, rec.Owner); t != nil {
+		t.finish(TaskCancelled, nil, nil)
+		t.cancel()
+		return nil
+	}
+	if err := s.taskStore().PutResult(ctx, rec.Owner, rec.ID, TaskCancelled, nil, nil); err != nil {
+		return storeError(rec.ID, err)
+	}
+	return nil
 }

@@ -132,33 +132,39 @@ func httpCaller(t *testing.T, srv *Server, principal string) modernCaller {
 	}
 }
 
-// waitTask waits until the task id of principal satisfies ok, without
-// polling: each change of the task wakes it.
-func waitTask(t *testing.T, srv *Server, id, principal string, ok func(*serverTask) bool) {
+// waitTask waits until the stored task id of principal satisfies ok,
+// without polling: each change of a running task wakes it.
+func waitTask(t *testing.T, srv *Server, id, principal string, ok func(*TaskRecord) bool) {
 	t.Helper()
-	task := srv.tasks.find(id, principal)
-	if task == nil {
-		t.Fatalf("no task %s", id)
-	}
 	timeout := time.After(10 * time.Second)
 	for {
-		task.mu.Lock()
-		done, changed := ok(task), task.changed
-		task.mu.Unlock()
-		if done {
+		var changed chan struct{}
+		live := srv.tasks.find(id, principal)
+		if live != nil {
+			live.mu.Lock()
+			changed = live.changed
+			live.mu.Unlock()
+		}
+		rec, err := srv.store.Get(context.Background(), principal, id)
+		if err == nil && ok(rec) {
 			return
+		}
+		if live == nil {
+			t.Fatalf("task %s ended as %+v (%v), not as wanted", id, rec, err)
 		}
 		select {
 		case <-changed:
 		case <-timeout:
-			t.Fatalf("task %s: %+v never got there", id, task.task)
+			t.Fatalf("task %s: %+v never got there", id, rec)
 		}
 	}
 }
 
-func hasStatus(s TaskStatus) func(*serverTask) bool {
-	return func(t *serverTask) bool { return t.task.Status == s }
+func hasStatus(s TaskStatus) func(*TaskRecord) bool {
+	return func(r *TaskRecord) bool { return r.Status == s }
 }
+
+func isTerminal(r *TaskRecord) bool { return r.Status.Terminal() }
 
 // startTask calls tool with the extension declared and returns the new
 // task's id, checking the CreateTaskResult's shape.
@@ -200,7 +206,7 @@ func testModernTasks(t *testing.T, rig *taskRig, call modernCaller, principal st
 	if len(id) < 32 {
 		t.Fatalf("task id %q has fewer than 128 bits", id)
 	}
-	waitTask(t, rig.srv, id, principal, func(st *serverTask) bool { return st.task.StatusMessage == "halfway" })
+	waitTask(t, rig.srv, id, principal, func(r *TaskRecord) bool { return r.StatusMessage == "halfway" })
 	got = get(id)
 	if field(t, got, "result.status") != "working" || field(t, got, "result.statusMessage") != "halfway" || field(t, got, "result.result") != nil {
 		t.Fatalf("tasks/get of a working task: %s", got)
@@ -216,13 +222,13 @@ func testModernTasks(t *testing.T, rig *taskRig, call modernCaller, principal st
 	// A tool error completes the task with isError; a protocol error fails
 	// it with the error and no result.
 	id = startTask(t, call, 3, "tool_error")
-	waitTask(t, rig.srv, id, principal, func(st *serverTask) bool { return st.task.Status.Terminal() })
+	waitTask(t, rig.srv, id, principal, isTerminal)
 	got = get(id)
 	if field(t, got, "result.status") != "completed" || field(t, got, "result.result.isError") != true {
 		t.Fatalf("tasks/get of a tool error: %s", got)
 	}
 	id = startTask(t, call, 4, "rpc_error")
-	waitTask(t, rig.srv, id, principal, func(st *serverTask) bool { return st.task.Status.Terminal() })
+	waitTask(t, rig.srv, id, principal, isTerminal)
 	got = get(id)
 	if field(t, got, "result.status") != "failed" || field(t, got, "result.error.code") != float64(CodeInternalError) || field(t, got, "result.result") != nil {
 		t.Fatalf("tasks/get of a protocol error: %s", got)
@@ -248,7 +254,7 @@ func testModernTasks(t *testing.T, rig *taskRig, call modernCaller, principal st
 	// ignored.
 	id = startTask(t, call, 7, "ask_twice")
 	for i, key := range []string{"a", "b"} {
-		waitTask(t, rig.srv, id, principal, func(st *serverTask) bool { _, ok := st.asks[key]; return ok })
+		waitTask(t, rig.srv, id, principal, func(r *TaskRecord) bool { _, ok := r.InputRequests[key]; return ok })
 		got = get(id)
 		if field(t, got, "result.status") != "input_required" || field(t, got, "result.inputRequests."+key+".method") != "elicitation/create" {
 			t.Fatalf("ask %s: %s", key, got)
@@ -405,8 +411,8 @@ func TestTaskTTL(t *testing.T) {
 			}
 		}
 		<-rig.ctxEnded
-		if n := rig.srv.tasks.len(); n != 0 {
-			t.Fatalf("%d tasks kept after their TTL", n)
+		if n, m := rig.srv.tasks.len(), rig.srv.store.(*MemoryTaskStore).Len(); n != 0 || m != 0 {
+			t.Fatalf("%d tasks running and %d stored after their TTL", n, m)
 		}
 		p.w.Close()
 		<-served
