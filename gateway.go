@@ -486,6 +486,14 @@ func ask[R any](ctx context.Context, g *ClientGateway, kind, method string, para
 		answer, err = g.replay(kind, method, raw, mode, o)
 	} else {
 		co := &callOptions{related: g.req.id, route: g.req.route, timeout: o.timeout, timeoutSet: o.timeoutSet}
+		if t := g.req.task; t != nil {
+			// A 2025-11-25 task's ask relates to the task, not to the
+			// request that started it, and makes it input_required.
+			raw = withMeta(raw, relatedTask(t.task.ID))
+			co.related, co.route = ID{}, nil
+			t.setAsking(true)
+			defer t.setAsking(false)
+		}
 		answer, err = g.req.conn.call(ctx, method, raw, co)
 		var rpcErr *Error
 		if errors.As(err, &rpcErr) {

@@ -153,13 +153,16 @@ type ElicitationCapability struct {
 
 // ServerCapabilities is what a server declares it offers.
 type ServerCapabilities struct {
-	Experimental map[string]any             `json:"experimental,omitempty"`
-	Logging      *struct{}                  `json:"logging,omitempty"`
-	Completions  *struct{}                  `json:"completions,omitempty"`
-	Prompts      *ListChangedCapability     `json:"prompts,omitempty"`
-	Resources    *ResourcesCapability       `json:"resources,omitempty"`
-	Tools        *ListChangedCapability     `json:"tools,omitempty"`
-	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
+	Experimental map[string]any         `json:"experimental,omitempty"`
+	Logging      *struct{}              `json:"logging,omitempty"`
+	Completions  *struct{}              `json:"completions,omitempty"`
+	Prompts      *ListChangedCapability `json:"prompts,omitempty"`
+	Resources    *ResourcesCapability   `json:"resources,omitempty"`
+	Tools        *ListChangedCapability `json:"tools,omitempty"`
+	// Tasks is the tasks capability of 2025-11-25 (experimental): which
+	// task methods and task-augmented requests the server serves.
+	Tasks      json.RawMessage            `json:"tasks,omitempty"`
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // ListChangedCapability declares a feature and whether its list_changed

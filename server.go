@@ -276,9 +276,10 @@ func (s *Server) newSession(t Transport, mode connMode) (*serverSession, *conn) 
 // not served. Logging is always advertised: every handler can log through
 // its gateway, and logging/setLevel is always served on the older
 // revisions. Extensions are those declared with WithExtension, which serves
-// clients and servers alike, and on 2026-07-28 (modern) the tasks
-// extension once a tool may run as a task.
-func (s *Server) capabilities(modern bool) ServerCapabilities {
+// clients and servers alike. Once a tool may run as a task, tasks are
+// advertised as the revision has them: the tasks capability on 2025-11-25,
+// the tasks extension on 2026-07-28.
+func (s *Server) capabilities(version string) ServerCapabilities {
 	caps := ServerCapabilities{Logging: &struct{}{}, Extensions: s.cfg.extensions}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -294,7 +295,10 @@ func (s *Server) capabilities(modern bool) ServerCapabilities {
 	if s.cfg.server.completion != nil {
 		caps.Completions = &struct{}{}
 	}
-	if s.offersTasks && modern {
+	if s.offersTasks && version == Version20251125 {
+		caps.Tasks = json.RawMessage(legacyTasksCapability)
+	}
+	if s.offersTasks && isModernVersion(version) {
 		caps.Extensions = maps.Clone(caps.Extensions)
 		if caps.Extensions == nil {
 			caps.Extensions = make(map[string]json.RawMessage, 1)
@@ -535,7 +539,7 @@ func (s *Server) supportedVersions() []string {
 func (s *Server) discover() *DiscoverResult {
 	return &DiscoverResult{
 		SupportedVersions: s.supportedVersions(),
-		Capabilities:      s.capabilities(true),
+		Capabilities:      s.capabilities(LatestVersion),
 		Instructions:      s.cfg.server.instructions,
 	}
 }
@@ -561,7 +565,7 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 	ss.conn.batchOK.Store(version == Version20250326)
 	return &InitializeResult{
 		ProtocolVersion: version,
-		Capabilities:    s.capabilities(false),
+		Capabilities:    s.capabilities(version),
 		ServerInfo:      s.info,
 		Instructions:    s.cfg.server.instructions,
 	}, nil
@@ -607,6 +611,8 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 		return s.getPrompt(ctx, req.params, info)
 	case req.method == "completion/complete" && s.cfg.server.completion != nil:
 		return s.complete(ctx, req.params, info)
+	case len(req.method) > 6 && req.method[:6] == "tasks/" && !info.modern && info.version == Version20251125 && s.offersTasksNow():
+		return ss.serveLegacyTasks(ctx, req, info)
 	case req.method == "subscriptions/listen" && info.modern && (tools || resources || prompts):
 		return s.listen(ctx, req)
 	}
@@ -646,6 +652,9 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 	}
 	if info.modern && runsAsTask(st.tool) {
 		return s.callAsTask(ctx, st, call, info)
+	}
+	if info.version == Version20251125 && runsAsTask(st.tool) {
+		return s.callAsLegacyTask(ctx, st, call, info, params)
 	}
 	res, err := st.handler(ctx, &call.req)
 	return toolOutcome(res, err)

@@ -75,6 +75,9 @@ type serverTask struct {
 	srv    *Server
 	owner  string // the principal that created it
 	cancel context.CancelFunc
+	// conn is the 2025-11-25 session's connection, which gets the task's
+	// notifications/tasks/status; nil on 2026-07-28.
+	conn *conn
 
 	mu      sync.Mutex
 	task    Task // as last written to the store
@@ -94,8 +97,20 @@ func (t *serverTask) storeLocked() {
 	if err := t.srv.taskStore().UpdateStatus(context.Background(), t.owner, t.task.ID, t.task.Status, t.task.StatusMessage, t.asks); err != nil {
 		t.srv.cfg.logger.Debug("cannot store a task's status", "task", t.task.ID, "err", err)
 	}
+	t.changedLocked()
+}
+
+// changedLocked tells the task's waiters, and a 2025-11-25 client, that
+// the task changed.
+func (t *serverTask) changedLocked() {
 	close(t.changed)
 	t.changed = make(chan struct{})
+	if t.conn != nil {
+		b := appendTaskMembers(append(messageBuffer(256), '{'), &t.task, false)
+		if err := t.conn.notify("notifications/tasks/status", json.RawMessage(append(b, '}')), ID{}, nil); err != nil {
+			t.srv.cfg.logger.Debug("cannot send a task's status", "task", t.task.ID, "err", err)
+		}
+	}
 }
 
 // taskTable holds the tasks running in a server by id.
@@ -263,6 +278,11 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		id: info.id, method: info.method, version: info.version, modern: info.modern,
 		caps: info.caps, session: info.session, task: t,
 	}
+	if !info.modern {
+		// A 2025-11-25 task asks the client with live requests on the
+		// session's connection, related to no request.
+		ti.conn, t.conn = info.conn, info.conn
+	}
 	params := call.p
 	go s.runTask(taskCtx, t, h, &params, ti)
 	return created, nil
@@ -305,6 +325,13 @@ func (s *Server) runTask(ctx context.Context, t *serverTask, h ToolHandler, p *C
 			}
 			t.complete(out, oerr)
 			return
+		}
+		if !base.modern {
+			if !t.askLive(ctx, asks) {
+				t.finish(TaskCancelled, nil, nil)
+				return
+			}
+			continue
 		}
 		if !t.await(ctx, asks) {
 			t.finish(TaskCancelled, nil, nil)
@@ -365,8 +392,7 @@ func (t *serverTask) finish(status TaskStatus, result json.RawMessage, rpcErr *E
 	}
 	t.srv.tasks.remove(t.task.ID)
 	close(t.done)
-	close(t.changed)
-	t.changed = make(chan struct{})
+	t.changedLocked()
 }
 
 // await parks the task as input_required until every ask has an answer;
@@ -533,4 +559,175 @@ func (s *Server) cancelTask(ctx context.Context, rec *TaskRecord) error {
 		return storeError(rec.ID, err)
 	}
 	return nil
+}
+
+// legacyTasksCapability is the tasks capability of a 2025-11-25 server
+// with task tools: tasks/list, tasks/cancel and task-augmented tools/call.
+const legacyTasksCapability = `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`
+
+// metaRelatedTask names, in _meta, the task a 2025-11-25 message belongs to.
+const metaRelatedTask = "io.modelcontextprotocol/related-task"
+
+// relatedTask is the _meta entry of a message of task id.
+func relatedTask(id string) []metaEntry {
+	b := appendJSONString([]byte(`{"taskId":`), id)
+	return []metaEntry{{key: metaRelatedTask, value: append(b, '}')}}
+}
+
+// callAsLegacyTask serves a 2025-11-25 tools/call of a tool that may run
+// as a task: with params.task it becomes one, kept for the TTL the client
+// asked if that is shorter than the server's; without, a required tool is
+// -32601 and an optional one runs synchronously.
+func (s *Server) callAsLegacyTask(ctx context.Context, st *serverTool, call *toolCall, info *RequestInfo, params json.RawMessage) (any, error) {
+	var p struct {
+		Task *struct {
+			TTL *int64 `json:"ttl"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: task must be an object {\"ttl\"?: number}"}
+	}
+	if p.Task == nil {
+		if taskSupport(st.tool) == TaskRequired {
+			return nil, &Error{Code: CodeMethodNotFound, Message: fmt.Sprintf("Method not found: tool %q runs only as a task; call it with params.task", st.tool.Name)}
+		}
+		res, err := st.handler(ctx, &call.req)
+		return toolOutcome(res, err)
+	}
+	ttl := s.cfg.server.taskTTL
+	if p.Task.TTL != nil && *p.Task.TTL > 0 {
+		if d := time.Duration(*p.Task.TTL) * time.Millisecond; ttl == 0 || d < ttl {
+			ttl = d
+		}
+	}
+	task, err := s.startTask(ctx, call, st.handler, info, ttl)
+	if err != nil {
+		return nil, err
+	}
+	b := appendTaskMembers([]byte(`{"task":{`), &task, false)
+	return json.RawMessage(append(b, "}}"...)), nil
+}
+
+// askLive sends a 2025-11-25 task's asks (of an InputRequiredError) to the
+// client as live requests, the task input_required meanwhile, and files the
+// answers; an ask the client refuses is left unanswered. False when the
+// task's context ended first.
+func (t *serverTask) askLive(ctx context.Context, asks map[string]InputRequest) bool {
+	t.setAsking(true)
+	defer t.setAsking(false)
+	for key, ask := range asks {
+		params := withMeta(ask.Params, relatedTask(t.task.ID))
+		answer, err := t.conn.call(ctx, ask.Method, params, &callOptions{})
+		if ctx.Err() != nil {
+			return false
+		}
+		if err == nil {
+			t.mu.Lock()
+			putEntry(&t.answers, key, answer)
+			t.mu.Unlock()
+		}
+	}
+	return true
+}
+
+// setAsking moves a 2025-11-25 task to input_required while it waits on a
+// live ask, and back to working after.
+func (t *serverTask) setAsking(on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	from, to := TaskWorking, TaskInputRequired
+	if !on {
+		from, to = to, from
+	}
+	if t.task.Status == from {
+		t.task.Status = to
+		t.storeLocked()
+	}
+}
+
+// appendLegacyTask appends a task as 2025-11-25 results carry it.
+func appendLegacyTask(b []byte, rec *TaskRecord) []byte {
+	b = appendTaskMembers(append(b, '{'), &rec.Task, false)
+	return append(b, '}')
+}
+
+// serveLegacyTasks serves the tasks/* methods of 2025-11-25: tasks/get,
+// tasks/result (which waits for the task to end), tasks/list and
+// tasks/cancel, each on the caller's own tasks.
+func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
+	s := ss.srv
+	owner := info.Principal()
+	if req.method == "tasks/list" {
+		var p listParams
+		if err := decodeParams(req.params, &p); err != nil {
+			return nil, err
+		}
+		recs, next, err := s.taskStore().List(ctx, owner, p.Cursor, s.cfg.server.pageSize)
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
+		}
+		b := append(messageBuffer(64+256*len(recs)), `{"tasks":[`...)
+		for i, rec := range recs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendLegacyTask(b, rec)
+		}
+		b = append(b, ']')
+		if next != "" {
+			b = appendJSONString(append(b, `,"nextCursor":`...), next)
+		}
+		return json.RawMessage(append(b, '}')), nil
+	}
+	switch req.method {
+	case "tasks/get", "tasks/result", "tasks/cancel":
+	default:
+		return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method}
+	}
+	var p taskIDParams
+	if err := decodeParams(req.params, &p); err != nil {
+		return nil, err
+	}
+	rec, err := s.taskStore().Get(ctx, owner, p.TaskID)
+	if err != nil {
+		return nil, storeError(p.TaskID, err)
+	}
+	switch req.method {
+	case "tasks/get":
+		return json.RawMessage(appendLegacyTask(nil, rec)), nil
+	case "tasks/cancel":
+		if rec.Status.Terminal() {
+			return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: task %q already ended (%s) and cannot be cancelled", rec.ID, rec.Status)}
+		}
+		if err := s.cancelTask(ctx, rec); err != nil {
+			return nil, err
+		}
+		if rec, err = s.taskStore().Get(ctx, owner, p.TaskID); err != nil {
+			return nil, storeError(p.TaskID, err)
+		}
+		return json.RawMessage(appendLegacyTask(nil, rec)), nil
+	}
+	// tasks/result: wait for the end, then answer as the call would have.
+	if t := s.tasks.find(p.TaskID, owner); t != nil {
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if rec, err = s.taskStore().Get(ctx, owner, p.TaskID); err != nil {
+			return nil, storeError(p.TaskID, err)
+		}
+	}
+	switch rec.Status {
+	case TaskCompleted:
+		return withMeta(rec.Result, relatedTask(rec.ID)), nil
+	case TaskFailed:
+		if rec.Error == nil {
+			return nil, &Error{Code: CodeInternalError, Message: "Internal error: the task failed"}
+		}
+		return nil, rec.Error
+	case TaskCancelled:
+		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: task %q was cancelled and has no result", rec.ID)}
+	}
+	return nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: task %q runs in another server process, which holds its result", rec.ID)}
 }

@@ -418,3 +418,176 @@ func TestTaskTTL(t *testing.T) {
 		<-served
 	})
 }
+
+// legacyPeer is a raw 2025-11-25 client: it keeps the notifications that
+// arrive while it waits for a response.
+type legacyPeer struct {
+	*rawPeer
+	notes []string
+}
+
+// call sends a request and returns its response.
+func (p *legacyPeer) call(id int, method, params string) string {
+	p.t.Helper()
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s}}`, id, method, params))
+	return p.response(id)
+}
+
+// response returns the response to request id, keeping what came before.
+func (p *legacyPeer) response(id int) string {
+	p.t.Helper()
+	for {
+		got := p.recv()
+		if field(p.t, got, "method") == nil && field(p.t, got, "id") == float64(id) {
+			return got
+		}
+		p.notes = append(p.notes, got)
+	}
+}
+
+// next returns the next message that is not a response, kept or new.
+func (p *legacyPeer) next() string {
+	p.t.Helper()
+	if len(p.notes) > 0 {
+		got := p.notes[0]
+		p.notes = p.notes[1:]
+		return got
+	}
+	return p.recv()
+}
+
+// TestTasksLegacy: the 2025-11-25 experimental tasks over an in-memory
+// connection, from a raw scripted client: the capability, task-augmented
+// tools/call, tasks/get, tasks/result (waiting, then exactly the result or
+// the error), tasks/list by pages, tasks/cancel, status notifications, and
+// a task's asks as live requests carrying the related task.
+func TestTasksLegacy(t *testing.T) {
+	rig := newTaskRig(WithPageSize(2))
+	p := &legacyPeer{rawPeer: rawServer(t, rig.srv)}
+	got := p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"0"}`)
+	if !jsonEqual(fmt.Sprint(toJSON(field(t, got, "result.capabilities.tasks"))), legacyTasksCapability) || field(t, got, "result.capabilities.extensions") != nil {
+		t.Fatalf("initialize: %s", got)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if got = p.call(1, "tools/list", ``); !strings.Contains(got, `"execution":{"taskSupport":"optional"}`) {
+		t.Fatalf("tools/list: %s", got)
+	}
+
+	// Required without params.task is -32601; optional without it runs
+	// synchronously.
+	if got = p.call(2, "tools/call", `"name":"tool_error","arguments":{}`); field(t, got, "error.code") != float64(CodeMethodNotFound) {
+		t.Fatalf("a required tool without a task: %s", got)
+	}
+	if got = p.call(3, "tools/call", `"name":"rpc_error","arguments":{}`); field(t, got, "error.code") != float64(CodeInternalError) {
+		t.Fatalf("an optional tool without a task: %s", got)
+	}
+
+	start := func(id int, tool string) string {
+		t.Helper()
+		got := p.call(id, "tools/call", `"name":"`+tool+`","arguments":{},"task":{"ttl":60000}`)
+		if field(t, got, "result.task.status") != "working" || field(t, got, "result.task.ttl") != float64(60000) || field(t, got, "result.content") != nil {
+			t.Fatalf("CreateTaskResult: %s", got)
+		}
+		return field(t, got, "result.task.taskId").(string)
+	}
+
+	// A task that completes: tasks/get while working, tasks/result waits
+	// for the end and gives the result with the related task.
+	id := start(4, "work")
+	waitTask(t, rig.srv, id, "", func(r *TaskRecord) bool { return r.StatusMessage == "halfway" })
+	if got = p.call(5, "tasks/get", `"taskId":"`+id+`"`); field(t, got, "result.status") != "working" || field(t, got, "result.statusMessage") != "halfway" {
+		t.Fatalf("tasks/get: %s", got)
+	}
+	p.send(`{"jsonrpc":"2.0","id":6,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
+	close(rig.release)
+	got = p.response(6)
+	if field(t, got, "result.content") == nil || !strings.Contains(got, `"`+metaRelatedTask+`":{"taskId":"`+id+`"}`) {
+		t.Fatalf("tasks/result: %s", got)
+	}
+
+	// A tool error is the result; a protocol error is tasks/result's error.
+	id = start(7, "tool_error")
+	if got = p.call(8, "tasks/result", `"taskId":"`+id+`"`); field(t, got, "result.isError") != true {
+		t.Fatalf("tasks/result of a tool error: %s", got)
+	}
+	id = start(9, "rpc_error")
+	if got = p.call(10, "tasks/result", `"taskId":"`+id+`"`); field(t, got, "error.code") != float64(CodeInternalError) || field(t, got, "error.message") != "broke" {
+		t.Fatalf("tasks/result of a protocol error: %s", got)
+	}
+
+	// Cancelled mid-run: tasks/cancel returns the cancelled task, the
+	// handler's context ends; cancelling it again is -32602.
+	rig.release = make(chan struct{})
+	id = start(11, "work")
+	if got = p.call(12, "tasks/cancel", `"taskId":"`+id+`"`); field(t, got, "result.status") != "cancelled" || field(t, got, "result.taskId") != id {
+		t.Fatalf("tasks/cancel: %s", got)
+	}
+	<-rig.ctxEnded
+	if got = p.call(13, "tasks/cancel", `"taskId":"`+id+`"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("cancelling an ended task: %s", got)
+	}
+
+	// A task's asks are live requests that name the task; it is
+	// input_required while it waits.
+	id = start(14, "ask_twice")
+	for i := range 2 {
+		var ask string
+		for ask = p.next(); field(t, ask, "method") != "elicitation/create"; ask = p.next() {
+		}
+		if !strings.Contains(ask, `"`+metaRelatedTask+`":{"taskId":"`+id+`"}`) {
+			t.Fatalf("an ask without its task: %s", ask)
+		}
+		rec, _ := rig.srv.store.Get(context.Background(), "", id)
+		if rec.Status != TaskInputRequired {
+			t.Fatalf("status while asking: %s", rec.Status)
+		}
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"v":%d}}}`, toJSON(field(t, ask, "id")), i+1))
+	}
+	if got = p.call(15, "tasks/result", `"taskId":"`+id+`"`); !strings.Contains(got, `"text":"1 2"`) {
+		t.Fatalf("tasks/result after two asks: %s", got)
+	}
+
+	// Every status change was notified; the last of this task's is
+	// completed.
+	last := ""
+	for _, n := range p.notes {
+		if field(t, n, "method") == "notifications/tasks/status" && field(t, n, "params.taskId") == id {
+			last = field(t, n, "params.status").(string)
+		}
+	}
+	if last != "completed" {
+		t.Fatalf("the last status notification of %s: %q in %q", id, last, p.notes)
+	}
+
+	// tasks/list: the caller's tasks, a page of two at a time.
+	seen := 0
+	cursor := ""
+	for page := 16; ; page++ {
+		params := ""
+		if cursor != "" {
+			params = `"cursor":"` + cursor + `"`
+		}
+		got = p.call(page, "tasks/list", params)
+		tasks, _ := field(t, got, "result.tasks").([]any)
+		seen += len(tasks)
+		next, _ := field(t, got, "result.nextCursor").(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if seen != 5 {
+		t.Fatalf("tasks/list listed %d tasks, want 5", seen)
+	}
+	if got = p.call(30, "tasks/list", `"cursor":"bogus"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("a bogus cursor: %s", got)
+	}
+	if got = p.call(31, "tasks/get", `"taskId":"nope"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("an unknown task: %s", got)
+	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
