@@ -591,3 +591,59 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestTasksLegacyHTTP: a 2025-11-25 task over a Streamable HTTP session is
+// created, then read on new connections after the client went away: the
+// task outlives the POST that created it. Another principal cannot see it.
+func TestTasksLegacyHTTP(t *testing.T) {
+	rig := newTaskRig()
+	ts := httptest.NewServer(NewHTTPHandler(rig.srv, WithAuthorizer(func(r *http.Request) (string, error) {
+		return r.Header.Get("X-Who"), nil
+	})))
+	t.Cleanup(ts.Close)
+	session := ""
+	post := func(who, body string) string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Who", who)
+		if session != "" {
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if id := res.Header.Get("Mcp-Session-Id"); id != "" {
+			session = id
+		}
+		b, _ := io.ReadAll(res.Body)
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id"`) {
+				return d
+			}
+		}
+		return string(b)
+	}
+	post("alice", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	post("alice", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	got := post("alice", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"work","arguments":{},"task":{}}}`)
+	id, _ := field(t, got, "result.task.taskId").(string)
+	if id == "" {
+		t.Fatalf("CreateTaskResult: %s", got)
+	}
+	if got = post("alice", `{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"`+id+`"}}`); field(t, got, "result.status") != "working" {
+		t.Fatalf("tasks/get after the creating POST ended: %s", got)
+	}
+	if got = post("mallory", `{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"`+id+`"}}`); field(t, got, "result") != nil {
+		t.Fatalf("another principal read the task: %s", got)
+	}
+	close(rig.release)
+	if got = post("alice", `{"jsonrpc":"2.0","id":5,"method":"tasks/result","params":{"taskId":"`+id+`"}}`); !strings.Contains(got, `"text":"done"`) {
+		t.Fatalf("tasks/result: %s", got)
+	}
+}
