@@ -624,6 +624,9 @@ type SubscriptionFilter struct {
 	// ResourceSubscriptions are the URIs whose notifications/resources/updated
 	// the stream carries.
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs are the tasks whose notifications/tasks the stream carries
+	// (the tasks extension).
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
 // listenParams are the params of subscriptions/listen and of its

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -110,7 +111,24 @@ func (t *serverTask) changedLocked() {
 		if err := t.conn.notify("notifications/tasks/status", json.RawMessage(append(b, '}')), ID{}, nil); err != nil {
 			t.srv.cfg.logger.Debug("cannot send a task's status", "task", t.task.ID, "err", err)
 		}
+		return
 	}
+	if !t.srv.watchesTask(t.task.ID) {
+		return
+	}
+	// notifications/tasks carries the task as tasks/get reports it.
+	rec, err := t.srv.taskStore().Get(context.Background(), t.owner, t.task.ID)
+	if err != nil {
+		return
+	}
+	b, err := appendDetailedTask(append(messageBuffer(256), '{'), rec)
+	if err != nil {
+		return
+	}
+	id := t.task.ID
+	t.srv.broadcast("notifications/tasks", json.RawMessage(append(b, '}')),
+		func(*serverSession) bool { return false },
+		func(f *SubscriptionFilter) bool { return slices.Contains(f.TaskIDs, id) })
 }
 
 // taskTable holds the tasks running in a server by id.

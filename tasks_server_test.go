@@ -647,3 +647,33 @@ func TestTasksLegacyHTTP(t *testing.T) {
 		t.Fatalf("tasks/result: %s", got)
 	}
 }
+
+// TestTaskNotificationsListen: a 2026-07-28 listen stream with taskIds
+// carries notifications/tasks for the requester's tasks it names, each the
+// task as tasks/get reports it; ids of no task of the requester are not
+// honoured.
+func TestTaskNotificationsListen(t *testing.T) {
+	rig := newTaskRig()
+	p := rawServer(t, rig.srv)
+	p.send(taskRequest(1, "tools/call", `"name":"work","arguments":{}`, taskCaps))
+	id := field(t, p.recv(), "result.taskId").(string)
+	waitTask(t, rig.srv, id, "", func(r *TaskRecord) bool { return r.StatusMessage == "halfway" })
+
+	p.send(taskRequest(2, "subscriptions/listen", `"notifications":{"taskIds":["`+id+`","nope"]}`, taskCaps))
+	ack := p.recv()
+	if field(t, ack, "method") != "notifications/subscriptions/acknowledged" || toJSON(field(t, ack, "params.notifications.taskIds")) != `["`+id+`"]` {
+		t.Fatalf("acknowledged: %s", ack)
+	}
+	close(rig.release)
+	got := p.recv()
+	if field(t, got, "method") != "notifications/tasks" || field(t, got, "params.taskId") != id || field(t, got, "params.status") != "completed" ||
+		!strings.Contains(got, `"result":{"content":[{"type":"text","text":"done"}]`) || !strings.Contains(got, `"io.modelcontextprotocol/subscriptionId":2`) {
+		t.Fatalf("notifications/tasks: %s", got)
+	}
+
+	// Without the extension declared, taskIds are not honoured.
+	p.send(taskRequest(3, "subscriptions/listen", `"notifications":{"taskIds":["`+id+`"]}`, "{}"))
+	if ack = p.recv(); field(t, ack, "params.notifications.taskIds") != nil {
+		t.Fatalf("taskIds honoured without the extension: %s", ack)
+	}
+}
