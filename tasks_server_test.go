@@ -677,3 +677,50 @@ func TestTaskNotificationsListen(t *testing.T) {
 		t.Fatalf("taskIds honoured without the extension: %s", ack)
 	}
 }
+
+// BenchmarkTaskRoundTrip gives the cost of a task round trip, created,
+// completed and read with tasks/result, beside the same call made plainly,
+// on a 2025-11-25 session over an in-memory connection.
+func BenchmarkTaskRoundTrip(b *testing.B) {
+	// A store that never fills: every task of the run is kept for its TTL.
+	srv := NewServer(Implementation{Name: "bench", Version: "1"}, WithTaskStore(NewMemoryTaskStore(1<<30, 1<<40)))
+	srv.AddTool(Tool{Name: "echo", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("hello")}}, nil
+	})
+	ct, st := NewInMemoryTransports()
+	go srv.Serve(context.Background(), st)
+	cl := NewClient(Implementation{Name: "bench", Version: "1"}, WithProtocolVersion(Version20251125))
+	ctx := context.Background()
+	if err := cl.Connect(ctx, ct); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cl.Close() })
+	call := map[string]any{"name": "echo", "arguments": map[string]any{}}
+	b.Run("plain", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var res CallToolResult
+			if err := cl.SendRequest(ctx, "tools/call", call, &res); err != nil || len(res.Content) != 1 {
+				b.Fatal(res, err)
+			}
+		}
+	})
+	asTask := map[string]any{"name": "echo", "arguments": map[string]any{}, "task": map[string]any{}}
+	b.Run("task", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var created struct {
+				Task struct {
+					TaskID string `json:"taskId"`
+				} `json:"task"`
+			}
+			if err := cl.SendRequest(ctx, "tools/call", asTask, &created); err != nil {
+				b.Fatal(err)
+			}
+			var res CallToolResult
+			if err := cl.SendRequest(ctx, "tasks/result", map[string]any{"taskId": created.Task.TaskID}, &res); err != nil || len(res.Content) != 1 {
+				b.Fatal(res, err)
+			}
+		}
+	})
+}
