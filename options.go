@@ -186,7 +186,7 @@ func WithTaskPollInterval(d time.Duration) ServerOption {
 }
 
 // DefaultMaxTasks is how many tasks a server runs at once unless
-// WithMaxTasks says otherwise.
+// WithMaxTasks says otherwise. Server side.
 const DefaultMaxTasks = 1000
 
 // WithMaxTasks caps how many tasks a server runs at once (default

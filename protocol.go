@@ -160,7 +160,8 @@ type ServerCapabilities struct {
 	Resources    *ResourcesCapability   `json:"resources,omitempty"`
 	Tools        *ListChangedCapability `json:"tools,omitempty"`
 	// Tasks is the tasks capability of 2025-11-25 (experimental): which
-	// task methods and task-augmented requests the server serves.
+	// task methods and task-augmented requests the server serves. Both
+	// sides: a server declares it, a client reads it.
 	Tasks      json.RawMessage            `json:"tasks,omitempty"`
 	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
@@ -625,7 +626,7 @@ type SubscriptionFilter struct {
 	// the stream carries.
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
 	// TaskIDs are the tasks whose notifications/tasks the stream carries
-	// (the tasks extension).
+	// (the tasks extension). Both sides.
 	TaskIDs []string `json:"taskIds,omitempty"`
 }
 

@@ -66,9 +66,10 @@ type TaskStore interface {
 // Defaults of NewMemoryTaskStore.
 const (
 	// DefaultMaxStoredTasks is how many tasks the default store holds.
+	// Server side.
 	DefaultMaxStoredTasks = 10000
 	// DefaultMaxTaskStoreBytes is how many bytes of tasks and results the
-	// default store holds.
+	// default store holds. Server side.
 	DefaultMaxTaskStoreBytes = 64 << 20
 )
 
@@ -95,7 +96,7 @@ type storedTask struct {
 
 // NewMemoryTaskStore returns an empty store that holds at most maxTasks
 // tasks and maxBytes bytes of them; a bound of zero or less takes the
-// default (DefaultMaxStoredTasks, DefaultMaxTaskStoreBytes).
+// default (DefaultMaxStoredTasks, DefaultMaxTaskStoreBytes). Server side.
 func NewMemoryTaskStore(maxTasks, maxBytes int) *MemoryTaskStore {
 	if maxTasks <= 0 {
 		maxTasks = DefaultMaxStoredTasks
@@ -262,7 +263,7 @@ func (m *MemoryTaskStore) deleteExpiredLocked(now time.Time) int {
 }
 
 // Len reports how many tasks the store holds, expired ones not yet
-// deleted included.
+// deleted included. Server side.
 func (m *MemoryTaskStore) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

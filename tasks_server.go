@@ -23,10 +23,10 @@ const resultTask = "task"
 // Defaults of the task options.
 const (
 	// DefaultTaskTTL is how long a server keeps a task after creating it,
-	// result included, unless WithTaskTTL says otherwise.
+	// result included, unless WithTaskTTL says otherwise. Server side.
 	DefaultTaskTTL = time.Hour
 	// DefaultTaskPollInterval is how often a server suggests that clients
-	// poll a task, unless WithTaskPollInterval says otherwise.
+	// poll a task, unless WithTaskPollInterval says otherwise. Server side.
 	DefaultTaskPollInterval = time.Second
 )
 

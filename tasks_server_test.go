@@ -724,3 +724,19 @@ func BenchmarkTaskRoundTrip(b *testing.B) {
 		}
 	})
 }
+
+// TestTaskPanic: a task's handler that panics fails the task with an
+// internal error; the server goes on serving.
+func TestTaskPanic(t *testing.T) {
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"})
+	srv.AddTool(Tool{Name: "p", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		panic("oops")
+	})
+	call := memoryCaller(t, srv)
+	id := startTask(t, call, 1, "p")
+	waitTask(t, srv, id, "", isTerminal)
+	got := call(2, "tasks/get", `"taskId":"`+id+`"`, taskCaps)
+	if field(t, got, "result.status") != "failed" || field(t, got, "result.error.code") != float64(CodeInternalError) || !strings.Contains(got, "oops") {
+		t.Fatalf("tasks/get of a task that panicked: %s", got)
+	}
+}
