@@ -565,3 +565,48 @@ func ExampleNewHTTPTransport() {
 	// 2 done
 	// sunny
 }
+
+// A tool that may take long says it may run as a task. Its handler is an
+// ordinary one: when a client asks for a task, the call answers at once
+// with the task, the handler runs on detached, its progress message
+// becomes the task's status message, and the client reads the result
+// later. Here a 2025-11-25 client drives the task methods by hand.
+func ExampleServer_taskTool() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "reports", Version: "1.0.0"})
+	type reportIn struct {
+		Month string `json:"month"`
+	}
+	mcp.AddTool(srv, mcp.Tool{Name: "build_report", Description: "Builds the monthly report; it takes a while.",
+		Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskOptional}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in reportIn) (*mcp.CallToolResult, error) {
+			req.Gateway().Progress(1, 2, "adding up "+in.Month)
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("report for " + in.Month + ": 42")}}, nil
+		})
+
+	client := connectInMemory(srv, mcp.WithProtocolVersion(mcp.Version20251125))
+	defer client.Close()
+	ctx := context.Background()
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+			Status string `json:"status"`
+		} `json:"task"`
+	}
+	err := client.SendRequest(ctx, "tools/call", map[string]any{
+		"name": "build_report", "arguments": map[string]any{"month": "May"}, "task": map[string]any{},
+	}, &created)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("task:", created.Task.Status)
+
+	// tasks/result waits for the task to end, then gives the call's result.
+	var result mcp.CallToolResult
+	if err := client.SendRequest(ctx, "tasks/result", map[string]any{"taskId": created.Task.TaskID}, &result); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text(&result))
+	// Output:
+	// task: working
+	// report for May: 42
+}

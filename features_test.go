@@ -405,7 +405,7 @@ func TestCapabilitiesFollowRegistrations(t *testing.T) {
 			t.Parallel()
 			s := NewServer(Implementation{Name: "caps", Version: "1"}, tt.opts...)
 			tt.setup(s)
-			got, _ := json.Marshal(s.capabilities())
+			got, _ := json.Marshal(s.capabilities(LatestVersion))
 			if !jsonEqual(string(got), tt.want) {
 				t.Errorf("capabilities %s, want %s", got, tt.want)
 			}

@@ -95,7 +95,11 @@ func (r *RequestInfo) Gateway() *ClientGateway {
 // once the notification is queued for writing, or ErrStreamClosed when it
 // can no longer reach the client. params must encode to a JSON object (or
 // be nil); a json.RawMessage or []byte is taken as the JSON it holds.
+// Inside a task, which outlives its request, nothing is sent.
 func (g *ClientGateway) Notify(method string, params any) error {
+	if g.req.task != nil {
+		return nil // a task has no request to relate a notification to
+	}
 	return streamErr(g.req.conn.notify(method, params, g.req.id, g.req.route))
 }
 
@@ -104,7 +108,12 @@ func (g *ClientGateway) Notify(method string, params any) error {
 // increase with every call: a value not above the last one is an error and
 // is not sent. total and message may be zero values when unknown. It
 // returns ErrStreamClosed when the report can no longer reach the client.
+// Inside a task, message becomes the task's status message instead.
 func (g *ClientGateway) Progress(progress, total float64, message string) error {
+	if t := g.req.task; t != nil {
+		t.setStatusMessage(message)
+		return nil
+	}
 	if len(g.req.token) == 0 {
 		return nil
 	}
@@ -477,6 +486,14 @@ func ask[R any](ctx context.Context, g *ClientGateway, kind, method string, para
 		answer, err = g.replay(kind, method, raw, mode, o)
 	} else {
 		co := &callOptions{related: g.req.id, route: g.req.route, timeout: o.timeout, timeoutSet: o.timeoutSet}
+		if t := g.req.task; t != nil {
+			// A 2025-11-25 task's ask relates to the task, not to the
+			// request that started it, and makes it input_required.
+			raw = withMeta(raw, relatedTask(t.task.ID))
+			co.related, co.route = ID{}, nil
+			t.setAsking(true)
+			defer t.setAsking(false)
+		}
 		answer, err = g.req.conn.call(ctx, method, raw, co)
 		var rpcErr *Error
 		if errors.As(err, &rpcErr) {

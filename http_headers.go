@@ -58,6 +58,8 @@ func (h *httpHandler) checkModernHeaders(r *http.Request, m *httpMessage) (int, 
 		named = m.name
 	case "resources/read":
 		named = m.uri
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		named = m.taskID
 	}
 	if want, ok := jsonString(named); ok {
 		v, ok := singleHeader(r, headerName)

@@ -18,6 +18,7 @@ type httpMessage struct {
 	version    string // its value, when a string
 	hasCaps    bool
 	name, uri  json.RawMessage // raw, read when a header needs them
+	taskID     json.RawMessage // params.taskId, named by Mcp-Name on tasks/*
 	args       json.RawMessage
 
 	// wire is the decoded envelope, which the engine takes as is when
@@ -114,6 +115,8 @@ func (m *httpMessage) classify() {
 			m.name = val
 		case bytes.EqualFold(key, []byte("uri")):
 			m.uri = val
+		case bytes.EqualFold(key, []byte("taskId")):
+			m.taskID = val
 		case bytes.EqualFold(key, []byte("arguments")):
 			m.args = val
 		case bytes.EqualFold(key, []byte("_meta")):

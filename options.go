@@ -74,6 +74,9 @@ func newConfig() *config {
 	}
 	c.server.pageSize = DefaultPageSize
 	c.server.stateTTL = DefaultStateTTL
+	c.server.taskTTL = DefaultTaskTTL
+	c.server.taskPollInterval = DefaultTaskPollInterval
+	c.server.maxTasks = DefaultMaxTasks
 	c.client.maxInputRounds = DefaultMaxInputRounds
 	c.client.discoverTimeout = DefaultDiscoverTimeout
 	return c
@@ -157,4 +160,49 @@ func WithNotificationHandler(method string, h NotificationHandler) Option {
 // It configures either peer (NewClient or NewServer).
 func WithProtocolVersion(v string) Option {
 	return bothOption(func(c *config) { c.protocolVersion = v })
+}
+
+// WithTaskTTL sets how long a server keeps a task after creating it, its
+// result included; a client that reads the task later finds it unknown.
+// The default is DefaultTaskTTL; 0 keeps tasks for as long as the server
+// runs. It configures a server (NewServer).
+func WithTaskTTL(d time.Duration) ServerOption {
+	return serverOption(func(c *config) {
+		if d >= 0 {
+			c.server.taskTTL = d
+		}
+	})
+}
+
+// WithTaskPollInterval sets how often a server suggests that clients poll
+// its tasks (default DefaultTaskPollInterval); 0 suggests nothing.
+// It configures a server (NewServer).
+func WithTaskPollInterval(d time.Duration) ServerOption {
+	return serverOption(func(c *config) {
+		if d >= 0 {
+			c.server.taskPollInterval = d
+		}
+	})
+}
+
+// DefaultMaxTasks is how many tasks a server runs at once unless
+// WithMaxTasks says otherwise. Server side.
+const DefaultMaxTasks = 1000
+
+// WithMaxTasks caps how many tasks a server runs at once (default
+// DefaultMaxTasks); a tools/call that would start one more is refused with
+// a -32000 error saying so, and may be retried. Ended tasks kept for their
+// TTL do not count. It configures a server (NewServer).
+func WithMaxTasks(n int) ServerOption {
+	return serverOption(func(c *config) {
+		if n > 0 {
+			c.server.maxTasks = n
+		}
+	})
+}
+
+// WithTaskStore keeps a server's tasks in store rather than in the
+// default NewMemoryTaskStore(0, 0). It configures a server (NewServer).
+func WithTaskStore(store TaskStore) ServerOption {
+	return serverOption(func(c *config) { c.server.taskStore = store })
 }

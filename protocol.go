@@ -153,13 +153,17 @@ type ElicitationCapability struct {
 
 // ServerCapabilities is what a server declares it offers.
 type ServerCapabilities struct {
-	Experimental map[string]any             `json:"experimental,omitempty"`
-	Logging      *struct{}                  `json:"logging,omitempty"`
-	Completions  *struct{}                  `json:"completions,omitempty"`
-	Prompts      *ListChangedCapability     `json:"prompts,omitempty"`
-	Resources    *ResourcesCapability       `json:"resources,omitempty"`
-	Tools        *ListChangedCapability     `json:"tools,omitempty"`
-	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
+	Experimental map[string]any         `json:"experimental,omitempty"`
+	Logging      *struct{}              `json:"logging,omitempty"`
+	Completions  *struct{}              `json:"completions,omitempty"`
+	Prompts      *ListChangedCapability `json:"prompts,omitempty"`
+	Resources    *ResourcesCapability   `json:"resources,omitempty"`
+	Tools        *ListChangedCapability `json:"tools,omitempty"`
+	// Tasks is the tasks capability of 2025-11-25 (experimental): which
+	// task methods and task-augmented requests the server serves. Both
+	// sides: a server declares it, a client reads it.
+	Tasks      json.RawMessage            `json:"tasks,omitempty"`
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // ListChangedCapability declares a feature and whether its list_changed
@@ -621,6 +625,9 @@ type SubscriptionFilter struct {
 	// ResourceSubscriptions are the URIs whose notifications/resources/updated
 	// the stream carries.
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs are the tasks whose notifications/tasks the stream carries
+	// (the tasks extension). Both sides.
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
 // listenParams are the params of subscriptions/listen and of its

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -27,6 +28,11 @@ type serverConfig struct {
 	cacheTTL     time.Duration
 	cacheScope   CacheScope
 	completion   CompletionHandler
+
+	taskTTL          time.Duration
+	taskPollInterval time.Duration
+	taskStore        TaskStore
+	maxTasks         int
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
@@ -101,6 +107,7 @@ type RequestInfo struct {
 	route    any
 	gateway  *ClientGateway
 	round    *inputRound // the asks and answers of a call that may need input
+	task     *serverTask // the task the handler runs in; nil when none
 }
 
 // ProtocolVersion returns the protocol revision the request is served under.
@@ -137,6 +144,12 @@ type Server struct {
 	// A feature, once registered, stays advertised and served even when its
 	// list becomes empty: capabilities cannot be taken back from a client.
 	offersTools, offersResources, offersPrompts bool
+	// offersTasks: a tool that may run as a task was registered.
+	offersTasks bool
+	preflights  map[string]TaskPreflight
+
+	tasks taskTable // the tasks running here
+	store TaskStore // every task, running or ended, until its TTL
 
 	sessionsMu sync.Mutex
 	sessions   map[*serverSession]struct{}
@@ -170,9 +183,14 @@ func NewServer(info Implementation, opts ...ServerOption) *Server {
 	for _, o := range opts {
 		o.applyServer(cfg)
 	}
+	store := cfg.server.taskStore
+	if store == nil {
+		store = NewMemoryTaskStore(0, 0)
+	}
 	return &Server{
-		info: info,
-		cfg:  cfg,
+		info:  info,
+		cfg:   cfg,
+		store: store,
 		infoJSON: sync.OnceValue(func() json.RawMessage {
 			raw, _ := json.Marshal(info)
 			return raw
@@ -197,6 +215,11 @@ func (s *Server) AddTool(t Tool, h ToolHandler) {
 	}
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if runsAsTask(&t) {
+		s.mu.Lock()
+		s.offersTasks = true
+		s.mu.Unlock()
 	}
 	register(s, &s.tools, &s.offersTools, "tools", t.Name, &serverTool{tool: &t, handler: h})
 }
@@ -253,8 +276,10 @@ func (s *Server) newSession(t Transport, mode connMode) (*serverSession, *conn) 
 // not served. Logging is always advertised: every handler can log through
 // its gateway, and logging/setLevel is always served on the older
 // revisions. Extensions are those declared with WithExtension, which serves
-// clients and servers alike.
-func (s *Server) capabilities() ServerCapabilities {
+// clients and servers alike. Once a tool may run as a task, tasks are
+// advertised as the revision has them: the tasks capability on 2025-11-25,
+// the tasks extension on 2026-07-28.
+func (s *Server) capabilities(version string) ServerCapabilities {
 	caps := ServerCapabilities{Logging: &struct{}{}, Extensions: s.cfg.extensions}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -269,6 +294,16 @@ func (s *Server) capabilities() ServerCapabilities {
 	}
 	if s.cfg.server.completion != nil {
 		caps.Completions = &struct{}{}
+	}
+	if s.offersTasks && version == Version20251125 {
+		caps.Tasks = json.RawMessage(legacyTasksCapability)
+	}
+	if s.offersTasks && isModernVersion(version) {
+		caps.Extensions = maps.Clone(caps.Extensions)
+		if caps.Extensions == nil {
+			caps.Extensions = make(map[string]json.RawMessage, 1)
+		}
+		caps.Extensions[TasksExtension] = json.RawMessage("{}")
 	}
 	return caps
 }
@@ -416,6 +451,8 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	switch {
 	case req.method == "server/discover":
 		result = ss.srv.discover()
+	case len(req.method) > 6 && req.method[:6] == "tasks/" && ss.srv.offersTasksNow():
+		result, err = ss.srv.serveModernTasks(ctx, req, info)
 	case mrtrMethods[req.method]:
 		if info.round, err = ss.srv.openRound(ss.principal, req.method, req.params, env.hasInput); err != nil {
 			return nil, err
@@ -432,6 +469,14 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	// never cacheable.
 	retry := info.round != nil && info.round.retry
 	return ss.srv.modernResult(result, !retry)
+}
+
+// offersTasksNow reports whether a tool that may run as a task was ever
+// registered: only then are the tasks/* methods served.
+func (s *Server) offersTasksNow() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.offersTasks
 }
 
 // modernResult adds resultType and serverInfo to a 2026-07-28 result, and
@@ -494,7 +539,7 @@ func (s *Server) supportedVersions() []string {
 func (s *Server) discover() *DiscoverResult {
 	return &DiscoverResult{
 		SupportedVersions: s.supportedVersions(),
-		Capabilities:      s.capabilities(),
+		Capabilities:      s.capabilities(LatestVersion),
 		Instructions:      s.cfg.server.instructions,
 	}
 }
@@ -520,7 +565,7 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 	ss.conn.batchOK.Store(version == Version20250326)
 	return &InitializeResult{
 		ProtocolVersion: version,
-		Capabilities:    s.capabilities(),
+		Capabilities:    s.capabilities(version),
 		ServerInfo:      s.info,
 		Instructions:    s.cfg.server.instructions,
 	}, nil
@@ -566,6 +611,8 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 		return s.getPrompt(ctx, req.params, info)
 	case req.method == "completion/complete" && s.cfg.server.completion != nil:
 		return s.complete(ctx, req.params, info)
+	case len(req.method) > 6 && req.method[:6] == "tasks/" && !info.modern && info.version == Version20251125 && s.offersTasksNow():
+		return ss.serveLegacyTasks(ctx, req, info)
 	case req.method == "subscriptions/listen" && info.modern && (tools || resources || prompts):
 		return s.listen(ctx, req)
 	}
@@ -599,11 +646,17 @@ func (s *Server) listTools(params json.RawMessage) (any, error) {
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
-	call, handler, err := s.findTool(params, info)
+	call, st, err := s.findTool(params, info)
 	if err != nil {
 		return nil, err
 	}
-	res, err := handler(ctx, &call.req)
+	if info.modern && runsAsTask(st.tool) {
+		return s.callAsTask(ctx, st, call, info)
+	}
+	if info.version == Version20251125 && runsAsTask(st.tool) {
+		return s.callAsLegacyTask(ctx, st, call, info, params)
+	}
+	res, err := st.handler(ctx, &call.req)
 	return toolOutcome(res, err)
 }
 
@@ -614,7 +667,7 @@ type toolCall struct {
 }
 
 // findTool reads a tools/call's params and finds the tool it calls.
-func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall, ToolHandler, error) {
+func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall, *serverTool, error) {
 	// params is part of a frame the engine validated: scan it rather than
 	// decode it, so large arguments are not validated and copied again.
 	call := new(toolCall)
@@ -665,7 +718,7 @@ func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall,
 		return nil, nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown tool %q", p.Name)}
 	}
 	call.req = CallToolRequest{Params: p, RequestInfo: info}
-	return call, st.handler, nil
+	return call, st, nil
 }
 
 // toolOutcome is the result of a tools/call whose handler returned res and

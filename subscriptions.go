@@ -157,7 +157,7 @@ func (s *Server) listen(ctx context.Context, req *inboundRequest) (any, error) {
 	if err := decodeParams(req.params, &p); err != nil {
 		return nil, err
 	}
-	l := &listenStream{conn: req.conn, id: req.id, route: req.route, filter: s.honour(p.Notifications), ended: ctx.Done()}
+	l := &listenStream{conn: req.conn, id: req.id, route: req.route, filter: s.honour(ctx, p.Notifications, &req.RequestInfo), ended: ctx.Done()}
 	l.mu.Lock()
 	s.sessionsMu.Lock()
 	s.listeners[l] = struct{}{}
@@ -179,10 +179,18 @@ func (s *Server) listen(ctx context.Context, req *inboundRequest) (any, error) {
 }
 
 // honour returns the part of a subscription filter the server serves: the
-// list changes of the features it offers, and the URIs that name a resource
-// or match a template, as resources/subscribe requires.
-func (s *Server) honour(want SubscriptionFilter) SubscriptionFilter {
+// list changes of the features it offers, the URIs that name a resource
+// or match a template, as resources/subscribe requires, and the tasks of
+// the requester, if it declared the tasks extension.
+func (s *Server) honour(ctx context.Context, want SubscriptionFilter, info *RequestInfo) SubscriptionFilter {
 	var got SubscriptionFilter
+	if len(want.TaskIDs) > 0 && info.caps.hasSub("extensions", TasksExtension) {
+		for _, id := range want.TaskIDs {
+			if _, err := s.taskStore().Get(ctx, info.Principal(), id); err == nil && !slices.Contains(got.TaskIDs, id) {
+				got.TaskIDs = append(got.TaskIDs, id)
+			}
+		}
+	}
 	for _, uri := range want.ResourceSubscriptions {
 		if _, _, ok := s.findResource(uri); ok && !slices.Contains(got.ResourceSubscriptions, uri) {
 			got.ResourceSubscriptions = append(got.ResourceSubscriptions, uri)
@@ -194,4 +202,17 @@ func (s *Server) honour(want SubscriptionFilter) SubscriptionFilter {
 	got.PromptsListChanged = want.PromptsListChanged && s.offersPrompts
 	got.ResourcesListChanged = want.ResourcesListChanged && s.offersResources
 	return got
+}
+
+// watchesTask reports whether a listen stream carries the notifications of
+// task id.
+func (s *Server) watchesTask(id string) bool {
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	for l := range s.listeners {
+		if slices.Contains(l.filter.TaskIDs, id) {
+			return true
+		}
+	}
+	return false
 }

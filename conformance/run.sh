@@ -5,7 +5,8 @@
 #   0.1.16          server: the "active" suite (protocol 2025-06-18/2025-11-25)
 #                   client: every scenario tagged 2025-11-25
 #   0.2.0-alpha.12  server + client: the frozen 2026-07-28 requirement set
-#                   (`list --requirements 2026-07-28`), run at the 2026-07-28 wire
+#                   (`list --requirements 2026-07-28`) and the tasks extension's
+#                   scenarios (tasks-*), run at the 2026-07-28 wire
 #
 # Every scenario runs on its own (one CLI invocation per scenario), and its
 # outcome is compared with conformance/expected-failures.txt:
@@ -140,6 +141,14 @@ list_scenarios() { # list_scenarios <version> <role>
         /^Client scenarios/ { s = "client"; next }
         /^[^ ]/             { s = "" }
         s == want && /^  - / { print $2 }'
+    # The tasks extension's scenarios (io.modelcontextprotocol/tasks), which
+    # the requirement set leaves out as an extension's.
+    suite "$v" list |
+      awk -v want="$role" '
+        /^Server scenarios/ { s = "server"; next }
+        /^Client scenarios/ { s = "client"; next }
+        /^[^ ]/             { s = "" }
+        s == want && /^  - tasks-/ && /\[extension\]/ { print $2 }'
   fi
 }
 

@@ -25,8 +25,10 @@ const CHECKS = [
 
 // The tools our server registers after the suite's 28 fixtures; the page
 // size is 30, so the last six are page 2.
-const INTEROP_TOOLS = ['echo', 'progress', 'sleep', 'sleep_stats', 'ask_elicitation', 'ask_sampling', 'ask_roots', 'log'];
-const PAGE_2 = INTEROP_TOOLS.slice(2);
+const INTEROP_TOOLS = ['echo', 'progress', 'sleep', 'sleep_stats', 'ask_elicitation', 'ask_sampling', 'ask_roots', 'log', 'sleep_task'];
+// The fixtures of the conformance suite's tasks-* scenarios come last.
+const TASK_FIXTURES = ['greet', 'slow_compute', 'failing_job', 'protocol_error_job', 'confirm_delete', 'multi_input', 'test_tool_with_task'];
+const PAGE_2 = [...INTEROP_TOOLS.slice(2), ...TASK_FIXTURES];
 
 // The form ask_elicitation sends (interopForm in interop.go).
 const FORM = {
@@ -135,7 +137,7 @@ async function main() {
     expect('page 2 names', p2.tools.map(t => t.name), PAGE_2);
     expect('page 2 nextCursor', p2.nextCursor, undefined);
     const names = [...p1.tools, ...p2.tools].map(t => t.name);
-    expect('distinct names', new Set(names).size, 36);
+    expect('distinct names', new Set(names).size, 30 + PAGE_2.length);
     expect('interop tools listed', INTEROP_TOOLS.filter(n => names.includes(n)), INTEROP_TOOLS);
     const echo = p1.tools.find(t => t.name === 'echo');
     expect('echo input schema', echo?.inputSchema,

@@ -170,4 +170,16 @@ func addInteropTools(srv *mcp.Server) {
 			}
 			return textResult(fmt.Sprintf("logged %d of %d", sent, in.Count)), nil
 		})
+
+	// The interop set's task tool: a client that declares the tasks
+	// extension gets a task to poll; others get the answer at the end.
+	mcp.AddTool(srv, mcp.Tool{Name: "sleep_task", Description: "Sleeps ms milliseconds, as a task when the client declares the tasks extension; its status message says it is sleeping.",
+		Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskOptional}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sleepArgs) (*mcp.CallToolResult, error) {
+			req.Gateway().Progress(0, float64(in.Ms), fmt.Sprintf("sleeping %dms", in.Ms))
+			if err := pause(ctx, time.Duration(in.Ms)*time.Millisecond); err != nil {
+				return nil, err
+			}
+			return textResult(fmt.Sprintf("slept %dms", in.Ms)), nil
+		})
 }

@@ -75,6 +75,7 @@ func newServer() *mcp.Server {
 		mcp.WithInstructions("A test server: it serves the fixtures of the MCP conformance suite and an interop set."))
 	addConformanceTools(srv)
 	addInteropTools(srv)
+	addTaskTools(srv)
 	addResources(srv)
 	addPrompts(srv)
 	return srv

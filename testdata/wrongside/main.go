@@ -22,6 +22,10 @@ func main() {
 	mcp.NewClient(info, mcp.WithCompletionHandler(nil))                        // ERROR
 	mcp.NewClient(info, mcp.WithStateKey(make([]byte, 32)))                    // ERROR
 	mcp.NewClient(info, mcp.WithStateTTL(time.Minute))                         // ERROR
+	mcp.NewClient(info, mcp.WithTaskTTL(time.Minute))                          // ERROR
+	mcp.NewClient(info, mcp.WithTaskPollInterval(time.Second))                 // ERROR
+	mcp.NewClient(info, mcp.WithMaxTasks(1))                                   // ERROR
+	mcp.NewClient(info, mcp.WithTaskStore(nil))                                // ERROR
 
 	// Client options given to a server.
 	mcp.NewServer(info, mcp.WithElicitationHandler(nil))          // ERROR

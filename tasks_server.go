@@ -1,0 +1,751 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// TasksExtension is the id of the 2026-07-28 tasks extension (SEP-2663),
+// under capabilities.extensions. Both sides.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// resultTask is the resultType of a 2026-07-28 CreateTaskResult.
+const resultTask = "task"
+
+// Defaults of the task options.
+const (
+	// DefaultTaskTTL is how long a server keeps a task after creating it,
+	// result included, unless WithTaskTTL says otherwise. Server side.
+	DefaultTaskTTL = time.Hour
+	// DefaultTaskPollInterval is how often a server suggests that clients
+	// poll a task, unless WithTaskPollInterval says otherwise. Server side.
+	DefaultTaskPollInterval = time.Second
+)
+
+// taskSupport returns how the tool may run as a task; an empty
+// TaskSupport is TaskForbidden.
+func taskSupport(t *Tool) TaskSupport {
+	if t.Execution == nil || t.Execution.TaskSupport == "" {
+		return TaskForbidden
+	}
+	return t.Execution.TaskSupport
+}
+
+// runsAsTask reports whether the tool may run as a task.
+func runsAsTask(t *Tool) bool {
+	ts := taskSupport(t)
+	return ts == TaskOptional || ts == TaskRequired
+}
+
+// TaskPreflight runs on the request of a tools/call that would start a
+// task, before the task exists: it may ask the client for input with the
+// gateway (the request then ends as input_required, as any 2026-07-28 round
+// does), answer at once with a result or an error, or return nil, nil to
+// let the task start. The task's handler then sees the answers the
+// preflight was given. Server side.
+type TaskPreflight func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error)
+
+// SetTaskPreflight gives the task tool named tool a preflight, run on each
+// 2026-07-28 call that would start a task; nil removes it. Server side.
+func (s *Server) SetTaskPreflight(tool string, p TaskPreflight) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p == nil {
+		delete(s.preflights, tool)
+		return
+	}
+	if s.preflights == nil {
+		s.preflights = make(map[string]TaskPreflight)
+	}
+	s.preflights[tool] = p
+}
+
+// serverTask is a task running in this server: the handler's context, the
+// asks it waits on and the answers it was given. Its state and outcome
+// live in the server's TaskStore, written through on every change, in
+// order, under mu (which only the task's own requests share).
+type serverTask struct {
+	srv    *Server
+	owner  string // the principal that created it
+	cancel context.CancelFunc
+	// conn is the 2025-11-25 session's connection, which gets the task's
+	// notifications/tasks/status; nil on 2026-07-28.
+	conn *conn
+
+	mu      sync.Mutex
+	task    Task // as last written to the store
+	asks    map[string]InputRequest
+	answers map[string]json.RawMessage
+	wake    chan struct{} // signalled when the last pending ask is answered
+	done    chan struct{} // closed once terminal
+	// changed is closed, and replaced, whenever the task changes, so that
+	// a waiter sees every change without polling.
+	changed chan struct{}
+}
+
+// storeLocked writes the task's status, message and pending asks to the
+// store and tells its waiters.
+func (t *serverTask) storeLocked() {
+	t.task.LastUpdatedAt = time.Now()
+	if err := t.srv.taskStore().UpdateStatus(context.Background(), t.owner, t.task.ID, t.task.Status, t.task.StatusMessage, t.asks); err != nil {
+		t.srv.cfg.logger.Debug("cannot store a task's status", "task", t.task.ID, "err", err)
+	}
+	t.changedLocked()
+}
+
+// changedLocked tells the task's waiters, and a 2025-11-25 client, that
+// the task changed.
+func (t *serverTask) changedLocked() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+	if t.conn != nil {
+		b := appendTaskMembers(append(messageBuffer(256), '{'), &t.task, false)
+		if err := t.conn.notify("notifications/tasks/status", json.RawMessage(append(b, '}')), ID{}, nil); err != nil {
+			t.srv.cfg.logger.Debug("cannot send a task's status", "task", t.task.ID, "err", err)
+		}
+		return
+	}
+	if !t.srv.watchesTask(t.task.ID) {
+		return
+	}
+	// notifications/tasks carries the task as tasks/get reports it.
+	rec, err := t.srv.taskStore().Get(context.Background(), t.owner, t.task.ID)
+	if err != nil {
+		return
+	}
+	b, err := appendDetailedTask(append(messageBuffer(256), '{'), rec)
+	if err != nil {
+		return
+	}
+	id := t.task.ID
+	t.srv.broadcast("notifications/tasks", json.RawMessage(append(b, '}')),
+		func(*serverSession) bool { return false },
+		func(f *SubscriptionFilter) bool { return slices.Contains(f.TaskIDs, id) })
+}
+
+// taskTable holds the tasks running in a server by id.
+type taskTable struct {
+	mu    sync.Mutex
+	tasks map[string]*serverTask
+}
+
+// reserve adds t unless max tasks already run.
+func (tt *taskTable) reserve(t *serverTask, max int) bool {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if len(tt.tasks) >= max {
+		return false
+	}
+	if tt.tasks == nil {
+		tt.tasks = make(map[string]*serverTask)
+	}
+	tt.tasks[t.task.ID] = t
+	return true
+}
+
+// find returns the running task id if principal owns it.
+func (tt *taskTable) find(id, principal string) *serverTask {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	t := tt.tasks[id]
+	if t == nil || t.owner != principal {
+		return nil
+	}
+	return t
+}
+
+func (tt *taskTable) remove(id string) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	delete(tt.tasks, id)
+}
+
+// len is how many tasks are running.
+func (tt *taskTable) len() int {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	return len(tt.tasks)
+}
+
+// taskStore returns the server's TaskStore.
+func (s *Server) taskStore() TaskStore { return s.store }
+
+// newTaskID returns an unguessable task id: 128 random bits.
+func newTaskID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// errUnknownTask is the error of a task id that names no task of the caller.
+func errUnknownTask(id string) *Error {
+	return &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown task %q", id)}
+}
+
+// storeError is the protocol error of a failed TaskStore call.
+func storeError(id string, err error) *Error {
+	if errors.Is(err, ErrTaskNotFound) {
+		return errUnknownTask(id)
+	}
+	return &Error{Code: CodeInternalError, Message: "Internal error: the task store: " + err.Error()}
+}
+
+// errTasksNotDeclared is the error of a 2026-07-28 request that needs the
+// tasks extension the client did not declare on it.
+func errTasksNotDeclared() *Error {
+	return NewError(CodeMissingRequiredClientCapability, "Missing required client capability: the "+TasksExtension+" extension",
+		json.RawMessage(`{"requiredCapabilities":{"extensions":{"`+TasksExtension+`":{}}}}`))
+}
+
+// callAsTask serves a 2026-07-28 tools/call of a tool that may run as a
+// task. A client that declared the extension on the request gets a task,
+// whether the tool requires one or merely allows it: a tool says it may
+// take long by allowing tasks, and the client said it can wait on one. A
+// client that did not declare it gets the call served synchronously, or
+// -32021 when the tool requires a task.
+func (s *Server) callAsTask(ctx context.Context, st *serverTool, call *toolCall, info *RequestInfo) (any, error) {
+	if !info.caps.hasSub("extensions", TasksExtension) {
+		if taskSupport(st.tool) == TaskRequired {
+			return nil, errTasksNotDeclared()
+		}
+		res, err := st.handler(ctx, &call.req)
+		return toolOutcome(res, err)
+	}
+	s.mu.RLock()
+	preflight := s.preflights[st.tool.Name]
+	s.mu.RUnlock()
+	if preflight != nil {
+		res, err := preflight(ctx, &call.req)
+		if res != nil || err != nil {
+			return toolOutcome(res, err)
+		}
+		if info.round != nil {
+			info.round.mu.Lock()
+			asked := len(info.round.asks) > 0
+			info.round.mu.Unlock()
+			if asked {
+				return nil, ErrInputRequired // finishRound turns it into input_required
+			}
+		}
+	}
+	task, err := s.startTask(ctx, call, st.handler, info, s.cfg.server.taskTTL)
+	if err != nil {
+		return nil, err
+	}
+	b := []byte(`{"resultType":"task",`)
+	b = appendTaskMembers(b, &task, true)
+	return json.RawMessage(append(b, '}')), nil
+}
+
+// startTask creates a task for call, kept for ttl (0: no limit), and runs
+// its handler detached from the request, with a context of its own that
+// tasks/cancel and the TTL end. The task is in the store before startTask
+// returns it as created: working.
+func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, info *RequestInfo, ttl time.Duration) (Task, error) {
+	now := time.Now()
+	id := newTaskID()
+	taskCtx, cancel := context.WithCancel(context.Background())
+	t := &serverTask{
+		srv:    s,
+		owner:  info.Principal(),
+		cancel: cancel,
+		task: Task{ID: id, Status: TaskWorking, CreatedAt: now, LastUpdatedAt: now,
+			TTL: ttl, PollInterval: s.cfg.server.taskPollInterval},
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		changed: make(chan struct{}),
+	}
+	created := t.task
+	if max := s.cfg.server.maxTasks; !s.tasks.reserve(t, max) {
+		cancel()
+		return Task{}, &Error{Code: CodeOverloaded, Message: fmt.Sprintf("Server overloaded: %d tasks are running, as many as the server runs at once; try again later", max)}
+	}
+	if err := s.taskStore().Create(ctx, &TaskRecord{Task: created, Owner: t.owner}); err != nil {
+		s.tasks.remove(id)
+		cancel()
+		if errors.Is(err, ErrTaskStoreFull) {
+			return Task{}, &Error{Code: CodeOverloaded, Message: "Server overloaded: the task store is full; try again later"}
+		}
+		return Task{}, storeError(id, err)
+	}
+	if info.round != nil {
+		info.round.mu.Lock()
+		t.answers = maps.Clone(info.round.answers)
+		info.round.mu.Unlock()
+	}
+	if ttl > 0 {
+		time.AfterFunc(ttl, func() {
+			cancel()
+			s.tasks.remove(id)
+			if _, err := s.taskStore().DeleteExpired(context.Background(), time.Now()); err != nil {
+				s.cfg.logger.Debug("cannot delete expired tasks", "err", err)
+			}
+		})
+	}
+	// The task's own view of the request: nothing in it refers to the
+	// request's connection, which may be gone long before the task ends.
+	ti := &RequestInfo{
+		id: info.id, method: info.method, version: info.version, modern: info.modern,
+		caps: info.caps, session: info.session, task: t,
+	}
+	if !info.modern {
+		// A 2025-11-25 task asks the client with live requests on the
+		// session's connection, related to no request.
+		ti.conn, t.conn = info.conn, info.conn
+	}
+	params := call.p
+	go s.runTask(taskCtx, t, h, &params, ti)
+	return created, nil
+}
+
+// runTask runs a task's handler until the task ends. A run that leaves
+// asks unanswered makes the task input_required; once every ask has an
+// answer (tasks/update), the handler runs again from the top with them, as
+// a 2026-07-28 retry would.
+func (s *Server) runTask(ctx context.Context, t *serverTask, h ToolHandler, p *CallToolParams, base *RequestInfo) {
+	defer t.cancel()
+	var payload json.RawMessage
+	for {
+		info := *base
+		info.gateway = nil
+		t.mu.Lock()
+		info.round = &inputRound{owner: base.Principal(), method: "tools/call", answers: maps.Clone(t.answers), payload: payload}
+		t.mu.Unlock()
+		res, err := runTaskHandler(ctx, h, &CallToolRequest{Params: p, RequestInfo: &info})
+		if ctx.Err() != nil {
+			t.finish(TaskCancelled, nil, nil)
+			return
+		}
+		out, oerr := toolOutcome(res, err)
+		r := info.round
+		r.mu.Lock()
+		asks := r.asks
+		var own *InputRequiredError
+		if len(asks) == 0 && errors.As(oerr, &own) {
+			asks = own.Requests
+			if own.State != nil {
+				r.next, _ = json.Marshal(own.State)
+			}
+		}
+		payload = r.next
+		r.mu.Unlock()
+		if len(asks) == 0 {
+			if errors.Is(oerr, ErrInputRequired) {
+				oerr = &Error{Code: CodeInternalError, Message: "Internal error: the handler reported input required without asking for any"}
+			}
+			t.complete(out, oerr)
+			return
+		}
+		if !base.modern {
+			if !t.askLive(ctx, asks) {
+				t.finish(TaskCancelled, nil, nil)
+				return
+			}
+			continue
+		}
+		if !t.await(ctx, asks) {
+			t.finish(TaskCancelled, nil, nil)
+			return
+		}
+	}
+}
+
+// runTaskHandler runs a task's handler, turning a panic into the task's
+// protocol error: nobody else would see it.
+func runTaskHandler(ctx context.Context, h ToolHandler, req *CallToolRequest) (res *CallToolResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: the tool panicked: %v", v)}
+		}
+	}()
+	return h(ctx, req)
+}
+
+// complete ends the task with the handler's outcome: completed with the
+// result (a tool error included), or failed with a protocol error.
+func (t *serverTask) complete(result any, err error) {
+	if err != nil {
+		var rpcErr *Error
+		if !errors.As(err, &rpcErr) {
+			rpcErr = &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
+		}
+		t.finish(TaskFailed, nil, rpcErr)
+		return
+	}
+	raw, merr := marshalResult(result)
+	if merr != nil {
+		t.finish(TaskFailed, nil, &Error{Code: CodeInternalError, Message: "Internal error: encoding the result: " + merr.Error()})
+		return
+	}
+	t.finish(TaskCompleted, raw, nil)
+}
+
+// finish moves the task to a terminal status, unless it already is in one,
+// stores its outcome, and takes it off the running tasks. A result too
+// large for the store fails the task instead.
+func (t *serverTask) finish(status TaskStatus, result json.RawMessage, rpcErr *Error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.task.Status.Terminal() {
+		return
+	}
+	t.task.Status, t.task.LastUpdatedAt, t.asks = status, time.Now(), nil
+	store := t.srv.taskStore()
+	err := store.PutResult(context.Background(), t.owner, t.task.ID, status, result, rpcErr)
+	if errors.Is(err, ErrTaskStoreFull) {
+		t.task.Status = TaskFailed
+		err = store.PutResult(context.Background(), t.owner, t.task.ID, TaskFailed, nil,
+			&Error{Code: CodeInternalError, Message: "Internal error: the task's result is larger than the task store holds"})
+	}
+	if err != nil && !errors.Is(err, ErrTaskNotFound) {
+		t.srv.cfg.logger.Debug("cannot store a task's outcome", "task", t.task.ID, "err", err)
+	}
+	t.srv.tasks.remove(t.task.ID)
+	close(t.done)
+	t.changedLocked()
+}
+
+// await parks the task as input_required until every ask has an answer;
+// false when the task's context ended first.
+func (t *serverTask) await(ctx context.Context, asks map[string]InputRequest) bool {
+	t.mu.Lock()
+	if t.task.Status.Terminal() {
+		t.mu.Unlock()
+		return false
+	}
+	t.asks = make(map[string]InputRequest, len(asks))
+	for k, v := range asks {
+		if _, ok := t.answers[k]; !ok {
+			t.asks[k] = v
+		}
+	}
+	if len(t.asks) > 0 {
+		t.task.Status = TaskInputRequired
+		t.storeLocked()
+	}
+	for len(t.asks) > 0 {
+		t.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.wake:
+		}
+		t.mu.Lock()
+	}
+	if t.task.Status == TaskInputRequired {
+		t.task.Status = TaskWorking
+		t.storeLocked()
+	}
+	t.mu.Unlock()
+	return true
+}
+
+// answer files a tasks/update's answers: those to pending asks end them;
+// others are ignored, as the extension requires.
+func (t *serverTask) answer(responses map[string]json.RawMessage) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	answered := false
+	for k, v := range responses {
+		if _, pending := t.asks[k]; !pending {
+			continue
+		}
+		putEntry(&t.answers, k, v)
+		delete(t.asks, k)
+		answered = true
+	}
+	if !answered {
+		return
+	}
+	if len(t.asks) > 0 {
+		t.storeLocked() // the answered asks are no longer reported
+		return
+	}
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// setStatusMessage is what Progress does inside a task.
+func (t *serverTask) setStatusMessage(msg string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.task.Status.Terminal() || msg == "" || msg == t.task.StatusMessage {
+		return
+	}
+	t.task.StatusMessage = msg
+	t.storeLocked()
+}
+
+// appendDetailedTask appends the members of a task as tasks/get reports
+// it on 2026-07-28, without braces: the task's own, and its inputRequests,
+// result or error.
+func appendDetailedTask(b []byte, rec *TaskRecord) ([]byte, error) {
+	b = appendTaskMembers(b, &rec.Task, true)
+	switch {
+	case rec.Status == TaskInputRequired && len(rec.InputRequests) > 0:
+		raw, err := json.Marshal(rec.InputRequests)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"inputRequests":`...)
+		b = append(b, raw...)
+	case rec.Status == TaskCompleted:
+		b = append(b, `,"result":`...)
+		b = append(b, rec.Result...)
+	case rec.Status == TaskFailed && rec.Error != nil:
+		raw, err := json.Marshal(rec.Error)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"error":`...)
+		b = append(b, raw...)
+	}
+	return b, nil
+}
+
+// taskIDParams are the params of tasks/get, tasks/update and tasks/cancel.
+type taskIDParams struct {
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+}
+
+// serveModernTasks serves the tasks/* methods on 2026-07-28: tasks/get,
+// tasks/update and tasks/cancel for a client that declared the extension
+// on the request; tasks/result and tasks/list do not exist there.
+func (s *Server) serveModernTasks(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
+	switch req.method {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+	default:
+		return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method + " is not part of the " + TasksExtension + " extension"}
+	}
+	if !info.caps.hasSub("extensions", TasksExtension) {
+		return nil, errTasksNotDeclared()
+	}
+	var p taskIDParams
+	if err := decodeParams(req.params, &p); err != nil {
+		return nil, err
+	}
+	if p.TaskID == "" {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + req.method + " needs params {\"taskId\": string}"}
+	}
+	owner := info.Principal()
+	rec, err := s.taskStore().Get(ctx, owner, p.TaskID)
+	if err != nil {
+		return nil, storeError(p.TaskID, err)
+	}
+	switch req.method {
+	case "tasks/get":
+		b, err := appendDetailedTask(append(messageBuffer(256), `{"resultType":"complete",`...), rec)
+		if err != nil {
+			return nil, err
+		}
+		return json.RawMessage(append(b, '}')), nil
+	case "tasks/update":
+		if t := s.tasks.find(p.TaskID, owner); t != nil {
+			t.answer(p.InputResponses)
+		}
+	case "tasks/cancel":
+		if err := s.cancelTask(ctx, rec); err != nil {
+			return nil, err
+		}
+	}
+	return json.RawMessage(`{"resultType":"complete"}`), nil
+}
+
+// cancelTask cancels a task that has not ended: the handler's context ends
+// if it runs here, and the task is cancelled in the store either way.
+func (s *Server) cancelTask(ctx context.Context, rec *TaskRecord) error {
+	if rec.Status.Terminal() {
+		return nil
+	}
+	if t := s.tasks.find(rec.ID, rec.Owner); t != nil {
+		t.finish(TaskCancelled, nil, nil)
+		t.cancel()
+		return nil
+	}
+	if err := s.taskStore().PutResult(ctx, rec.Owner, rec.ID, TaskCancelled, nil, nil); err != nil {
+		return storeError(rec.ID, err)
+	}
+	return nil
+}
+
+// legacyTasksCapability is the tasks capability of a 2025-11-25 server
+// with task tools: tasks/list, tasks/cancel and task-augmented tools/call.
+const legacyTasksCapability = `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`
+
+// metaRelatedTask names, in _meta, the task a 2025-11-25 message belongs to.
+const metaRelatedTask = "io.modelcontextprotocol/related-task"
+
+// relatedTask is the _meta entry of a message of task id.
+func relatedTask(id string) []metaEntry {
+	b := appendJSONString([]byte(`{"taskId":`), id)
+	return []metaEntry{{key: metaRelatedTask, value: append(b, '}')}}
+}
+
+// callAsLegacyTask serves a 2025-11-25 tools/call of a tool that may run
+// as a task: with params.task it becomes one, kept for the TTL the client
+// asked if that is shorter than the server's; without, a required tool is
+// -32601 and an optional one runs synchronously.
+func (s *Server) callAsLegacyTask(ctx context.Context, st *serverTool, call *toolCall, info *RequestInfo, params json.RawMessage) (any, error) {
+	var p struct {
+		Task *struct {
+			TTL *int64 `json:"ttl"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: task must be an object {\"ttl\"?: number}"}
+	}
+	if p.Task == nil {
+		if taskSupport(st.tool) == TaskRequired {
+			return nil, &Error{Code: CodeMethodNotFound, Message: fmt.Sprintf("Method not found: tool %q runs only as a task; call it with params.task", st.tool.Name)}
+		}
+		res, err := st.handler(ctx, &call.req)
+		return toolOutcome(res, err)
+	}
+	ttl := s.cfg.server.taskTTL
+	if p.Task.TTL != nil && *p.Task.TTL > 0 {
+		if d := time.Duration(*p.Task.TTL) * time.Millisecond; ttl == 0 || d < ttl {
+			ttl = d
+		}
+	}
+	task, err := s.startTask(ctx, call, st.handler, info, ttl)
+	if err != nil {
+		return nil, err
+	}
+	b := appendTaskMembers([]byte(`{"task":{`), &task, false)
+	return json.RawMessage(append(b, "}}"...)), nil
+}
+
+// askLive sends a 2025-11-25 task's asks (of an InputRequiredError) to the
+// client as live requests, the task input_required meanwhile, and files the
+// answers; an ask the client refuses is left unanswered. False when the
+// task's context ended first.
+func (t *serverTask) askLive(ctx context.Context, asks map[string]InputRequest) bool {
+	t.setAsking(true)
+	defer t.setAsking(false)
+	for key, ask := range asks {
+		params := withMeta(ask.Params, relatedTask(t.task.ID))
+		answer, err := t.conn.call(ctx, ask.Method, params, &callOptions{})
+		if ctx.Err() != nil {
+			return false
+		}
+		if err == nil {
+			t.mu.Lock()
+			putEntry(&t.answers, key, answer)
+			t.mu.Unlock()
+		}
+	}
+	return true
+}
+
+// setAsking moves a 2025-11-25 task to input_required while it waits on a
+// live ask, and back to working after.
+func (t *serverTask) setAsking(on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	from, to := TaskWorking, TaskInputRequired
+	if !on {
+		from, to = to, from
+	}
+	if t.task.Status == from {
+		t.task.Status = to
+		t.storeLocked()
+	}
+}
+
+// appendLegacyTask appends a task as 2025-11-25 results carry it.
+func appendLegacyTask(b []byte, rec *TaskRecord) []byte {
+	b = appendTaskMembers(append(b, '{'), &rec.Task, false)
+	return append(b, '}')
+}
+
+// serveLegacyTasks serves the tasks/* methods of 2025-11-25: tasks/get,
+// tasks/result (which waits for the task to end), tasks/list and
+// tasks/cancel, each on the caller's own tasks.
+func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
+	s := ss.srv
+	owner := info.Principal()
+	if req.method == "tasks/list" {
+		var p listParams
+		if err := decodeParams(req.params, &p); err != nil {
+			return nil, err
+		}
+		recs, next, err := s.taskStore().List(ctx, owner, p.Cursor, s.cfg.server.pageSize)
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
+		}
+		b := append(messageBuffer(64+256*len(recs)), `{"tasks":[`...)
+		for i, rec := range recs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendLegacyTask(b, rec)
+		}
+		b = append(b, ']')
+		if next != "" {
+			b = appendJSONString(append(b, `,"nextCursor":`...), next)
+		}
+		return json.RawMessage(append(b, '}')), nil
+	}
+	switch req.method {
+	case "tasks/get", "tasks/result", "tasks/cancel":
+	default:
+		return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method}
+	}
+	var p taskIDParams
+	if err := decodeParams(req.params, &p); err != nil {
+		return nil, err
+	}
+	rec, err := s.taskStore().Get(ctx, owner, p.TaskID)
+	if err != nil {
+		return nil, storeError(p.TaskID, err)
+	}
+	switch req.method {
+	case "tasks/get":
+		return json.RawMessage(appendLegacyTask(nil, rec)), nil
+	case "tasks/cancel":
+		if rec.Status.Terminal() {
+			return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: task %q already ended (%s) and cannot be cancelled", rec.ID, rec.Status)}
+		}
+		if err := s.cancelTask(ctx, rec); err != nil {
+			return nil, err
+		}
+		if rec, err = s.taskStore().Get(ctx, owner, p.TaskID); err != nil {
+			return nil, storeError(p.TaskID, err)
+		}
+		return json.RawMessage(appendLegacyTask(nil, rec)), nil
+	}
+	// tasks/result: wait for the end, then answer as the call would have.
+	if t := s.tasks.find(p.TaskID, owner); t != nil {
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if rec, err = s.taskStore().Get(ctx, owner, p.TaskID); err != nil {
+			return nil, storeError(p.TaskID, err)
+		}
+	}
+	switch rec.Status {
+	case TaskCompleted:
+		return withMeta(rec.Result, relatedTask(rec.ID)), nil
+	case TaskFailed:
+		if rec.Error == nil {
+			return nil, &Error{Code: CodeInternalError, Message: "Internal error: the task failed"}
+		}
+		return nil, rec.Error
+	case TaskCancelled:
+		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: task %q was cancelled and has no result", rec.ID)}
+	}
+	return nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: task %q runs in another server process, which holds its result", rec.ID)}
+}

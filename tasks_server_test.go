@@ -1,0 +1,742 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// taskRig is a server whose task tools the test steers: work runs until
+// released or cancelled, the others fail or ask for input.
+type taskRig struct {
+	srv      *Server
+	release  chan struct{}
+	ctxEnded chan struct{}
+}
+
+func newTaskRig(opts ...ServerOption) *taskRig {
+	r := &taskRig{release: make(chan struct{}), ctxEnded: make(chan struct{})}
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, opts...)
+	optional := &ToolExecution{TaskSupport: TaskOptional}
+	required := &ToolExecution{TaskSupport: TaskRequired}
+	srv.AddTool(Tool{Name: "sync"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("now")}}, nil
+	})
+	srv.AddTool(Tool{Name: "work", Execution: optional}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		req.Gateway().Progress(1, 2, "halfway")
+		select {
+		case <-r.release:
+			return &CallToolResult{Content: []Content{TextContent("done")}}, nil
+		case <-ctx.Done():
+			close(r.ctxEnded)
+			return nil, ctx.Err()
+		}
+	})
+	srv.AddTool(Tool{Name: "tool_error", Execution: required}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return nil, errors.New("boom")
+	})
+	srv.AddTool(Tool{Name: "rpc_error", Execution: optional}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return nil, &Error{Code: CodeInternalError, Message: "broke"}
+	})
+	srv.AddTool(Tool{Name: "ask_twice", Execution: optional}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		g := req.Gateway()
+		a, err := g.Elicit(ctx, "first?", nil, WithKey("a"))
+		if err != nil {
+			return nil, err
+		}
+		b, err := g.Elicit(ctx, "second?", nil, WithKey("b"))
+		if err != nil {
+			return nil, err
+		}
+		return &CallToolResult{Content: []Content{TextContent(fmt.Sprint(a.Content["v"], b.Content["v"]))}}, nil
+	})
+	r.srv = srv
+	return r
+}
+
+// taskCaps are the client capabilities of a request that declares the
+// tasks extension.
+const taskCaps = `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+
+// modernCaller sends one 2026-07-28 request (params without braces or
+// _meta; caps the clientCapabilities) and returns the response message.
+type modernCaller func(id int, method, params, caps string) string
+
+func taskRequest(id int, method, params, caps string) string {
+	if params != "" {
+		params += ","
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":%s}}}`, id, method, params, caps)
+}
+
+// memoryCaller calls srv over an in-memory connection.
+func memoryCaller(t *testing.T, srv *Server) modernCaller {
+	p := rawServer(t, srv)
+	return func(id int, method, params, caps string) string {
+		p.send(taskRequest(id, method, params, caps))
+		return p.recv()
+	}
+}
+
+// httpCaller calls srv over real loopback HTTP, each request on a fresh
+// connection, as a client that came back after going away would. It
+// sends the routing headers 2026-07-28 asks for.
+func httpCaller(t *testing.T, srv *Server, principal string) modernCaller {
+	ts := httptest.NewServer(NewHTTPHandler(srv, WithAuthorizer(func(r *http.Request) (string, error) {
+		return r.Header.Get("X-Who"), nil
+	})))
+	t.Cleanup(ts.Close)
+	return func(id int, method, params, caps string) string {
+		body := taskRequest(id, method, params, caps)
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		req.Header.Set("X-Who", principal)
+		var named struct {
+			Name   string `json:"name"`
+			TaskID string `json:"taskId"`
+		}
+		json.Unmarshal([]byte("{"+params+"}"), &named)
+		if n := named.Name + named.TaskID; n != "" {
+			req.Header.Set("Mcp-Name", n)
+		}
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			last := ""
+			sc := bufio.NewScanner(res.Body)
+			for sc.Scan() {
+				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(d, `"id"`) {
+					last = d
+				}
+			}
+			return last
+		}
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+}
+
+// waitTask waits until the stored task id of principal satisfies ok,
+// without polling: each change of a running task wakes it.
+func waitTask(t *testing.T, srv *Server, id, principal string, ok func(*TaskRecord) bool) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		var changed chan struct{}
+		live := srv.tasks.find(id, principal)
+		if live != nil {
+			live.mu.Lock()
+			changed = live.changed
+			live.mu.Unlock()
+		}
+		rec, err := srv.store.Get(context.Background(), principal, id)
+		if err == nil && ok(rec) {
+			return
+		}
+		if live == nil {
+			t.Fatalf("task %s ended as %+v (%v), not as wanted", id, rec, err)
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("task %s: %+v never got there", id, rec)
+		}
+	}
+}
+
+func hasStatus(s TaskStatus) func(*TaskRecord) bool {
+	return func(r *TaskRecord) bool { return r.Status == s }
+}
+
+func isTerminal(r *TaskRecord) bool { return r.Status.Terminal() }
+
+// startTask calls tool with the extension declared and returns the new
+// task's id, checking the CreateTaskResult's shape.
+func startTask(t *testing.T, call modernCaller, id int, tool string) string {
+	t.Helper()
+	got := call(id, "tools/call", `"name":"`+tool+`","arguments":{}`, taskCaps)
+	if field(t, got, "result.resultType") != "task" || field(t, got, "result.status") != "working" {
+		t.Fatalf("not a CreateTaskResult: %s", got)
+	}
+	for _, member := range []string{"taskId", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"} {
+		if field(t, got, "result."+member) == nil {
+			t.Fatalf("CreateTaskResult without %s: %s", member, got)
+		}
+	}
+	for _, member := range []string{"task", "ttl", "result", "requestState"} {
+		if field(t, got, "result."+member) != nil {
+			t.Fatalf("CreateTaskResult with %s: %s", member, got)
+		}
+	}
+	return field(t, got, "result.taskId").(string)
+}
+
+// testModernTasks runs every 2026-07-28 task flow against rig through call,
+// whose requests come from principal.
+func testModernTasks(t *testing.T, rig *taskRig, call modernCaller, principal string) {
+	get := func(id string) string {
+		return call(90, "tasks/get", `"taskId":"`+id+`"`, taskCaps)
+	}
+
+	// Discovery advertises the extension.
+	got := call(1, "server/discover", "", "{}")
+	if field(t, got, "result.capabilities.extensions") == nil || !strings.Contains(got, `"`+TasksExtension+`":{}`) {
+		t.Fatalf("server/discover does not advertise the extension: %s", got)
+	}
+
+	// A task that completes: working, with the handler's progress as its
+	// status message, then completed with the result inlined.
+	id := startTask(t, call, 2, "work")
+	if len(id) < 32 {
+		t.Fatalf("task id %q has fewer than 128 bits", id)
+	}
+	waitTask(t, rig.srv, id, principal, func(r *TaskRecord) bool { return r.StatusMessage == "halfway" })
+	got = get(id)
+	if field(t, got, "result.status") != "working" || field(t, got, "result.statusMessage") != "halfway" || field(t, got, "result.result") != nil {
+		t.Fatalf("tasks/get of a working task: %s", got)
+	}
+	close(rig.release)
+	waitTask(t, rig.srv, id, principal, hasStatus(TaskCompleted))
+	got = get(id)
+	if field(t, got, "result.resultType") != "complete" || field(t, got, "result.status") != "completed" ||
+		!strings.Contains(got, `"result":{"content":[{"type":"text","text":"done"}]`) {
+		t.Fatalf("tasks/get of a completed task: %s", got)
+	}
+
+	// A tool error completes the task with isError; a protocol error fails
+	// it with the error and no result.
+	id = startTask(t, call, 3, "tool_error")
+	waitTask(t, rig.srv, id, principal, isTerminal)
+	got = get(id)
+	if field(t, got, "result.status") != "completed" || field(t, got, "result.result.isError") != true {
+		t.Fatalf("tasks/get of a tool error: %s", got)
+	}
+	id = startTask(t, call, 4, "rpc_error")
+	waitTask(t, rig.srv, id, principal, isTerminal)
+	got = get(id)
+	if field(t, got, "result.status") != "failed" || field(t, got, "result.error.code") != float64(CodeInternalError) || field(t, got, "result.result") != nil {
+		t.Fatalf("tasks/get of a protocol error: %s", got)
+	}
+
+	// Cancelled mid-run: the ack is empty, the handler's context ends and
+	// the task stays cancelled; cancelling again is the same ack.
+	rig.release = make(chan struct{})
+	id = startTask(t, call, 5, "work")
+	for range 2 {
+		got = call(6, "tasks/cancel", `"taskId":"`+id+`"`, taskCaps)
+		if !jsonEqual(dropMeta(t, got), `{"jsonrpc":"2.0","id":6,"result":{"resultType":"complete"}}`) {
+			t.Fatalf("tasks/cancel: %s", got)
+		}
+	}
+	<-rig.ctxEnded
+	if got = get(id); field(t, got, "result.status") != "cancelled" {
+		t.Fatalf("tasks/get of a cancelled task: %s", got)
+	}
+
+	// Input asked twice: each ask makes the task input_required with the
+	// ask under its key; an answer resumes it; a key nobody asked for is
+	// ignored.
+	id = startTask(t, call, 7, "ask_twice")
+	for i, key := range []string{"a", "b"} {
+		waitTask(t, rig.srv, id, principal, func(r *TaskRecord) bool { _, ok := r.InputRequests[key]; return ok })
+		got = get(id)
+		if field(t, got, "result.status") != "input_required" || field(t, got, "result.inputRequests."+key+".method") != "elicitation/create" {
+			t.Fatalf("ask %s: %s", key, got)
+		}
+		got = call(8, "tasks/update", `"taskId":"`+id+`","inputResponses":{"nobody":{},"`+key+`":{"action":"accept","content":{"v":`+fmt.Sprint(i+1)+`}}}`, taskCaps)
+		if field(t, got, "result.resultType") != "complete" || field(t, got, "result.status") != nil {
+			t.Fatalf("tasks/update: %s", got)
+		}
+	}
+	waitTask(t, rig.srv, id, principal, hasStatus(TaskCompleted))
+	if got = get(id); !strings.Contains(got, `"text":"1 2"`) || field(t, got, "result.inputRequests") != nil {
+		t.Fatalf("the task did not resume with both answers: %s", got)
+	}
+
+	// Without the extension: an optional tool runs synchronously, a
+	// required one is -32021 naming the extension, and tasks/* are -32021.
+	got = call(9, "tools/call", `"name":"rpc_error","arguments":{}`, "{}")
+	if field(t, got, "error.code") != float64(CodeInternalError) {
+		t.Fatalf("an optional tool without the extension: %s", got)
+	}
+	got = call(10, "tools/call", `"name":"tool_error","arguments":{}`, "{}")
+	if field(t, got, "error.code") != float64(CodeMissingRequiredClientCapability) || field(t, got, "error.data.requiredCapabilities.extensions") == nil {
+		t.Fatalf("a required tool without the extension: %s", got)
+	}
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		if got = call(11, m, `"taskId":"`+id+`"`, "{}"); field(t, got, "error.code") != float64(CodeMissingRequiredClientCapability) {
+			t.Fatalf("%s without the extension: %s", m, got)
+		}
+	}
+	// A synchronous tool stays synchronous with the extension.
+	if got = call(12, "tools/call", `"name":"sync","arguments":{}`, taskCaps); field(t, got, "result.resultType") != "complete" {
+		t.Fatalf("a synchronous tool: %s", got)
+	}
+	// tasks/result and tasks/list do not exist on 2026-07-28; an unknown
+	// task is -32602.
+	for _, m := range []string{"tasks/result", "tasks/list"} {
+		if got = call(13, m, `"taskId":"`+id+`"`, taskCaps); field(t, got, "error.code") != float64(CodeMethodNotFound) {
+			t.Fatalf("%s: %s", m, got)
+		}
+	}
+	if got = call(14, "tasks/get", `"taskId":"nope"`, taskCaps); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("an unknown task: %s", got)
+	}
+}
+
+// dropMeta removes result._meta, which carries the server's info.
+func dropMeta(t *testing.T, msg string) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(msg), &m); err != nil {
+		t.Fatalf("not JSON: %s", msg)
+	}
+	if r, ok := m["result"].(map[string]any); ok {
+		delete(r, "_meta")
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestTasksModernMemory: every 2026-07-28 task flow over an in-memory
+// connection, from a raw scripted client.
+func TestTasksModernMemory(t *testing.T) {
+	rig := newTaskRig()
+	testModernTasks(t, rig, memoryCaller(t, rig.srv), "")
+}
+
+// TestTasksModernHTTP: the same flows over loopback HTTP, each request on
+// a new connection, so every read of a task comes after the client that
+// created it went away. A task is bound to its principal: another one
+// finds it unknown.
+func TestTasksModernHTTP(t *testing.T) {
+	rig := newTaskRig()
+	testModernTasks(t, rig, httpCaller(t, rig.srv, "alice"), "alice")
+
+	mallory := httpCaller(t, rig.srv, "mallory")
+	alice := httpCaller(t, rig.srv, "alice")
+	id := startTask(t, alice, 1, "tool_error")
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		if got := mallory(2, m, `"taskId":"`+id+`"`, taskCaps); field(t, got, "error.code") != float64(CodeInvalidParams) {
+			t.Fatalf("%s by another principal: %s", m, got)
+		}
+	}
+	// Mcp-Name must name the task.
+	got := alice(3, "tasks/get", `"taskId":"`+id+`","name":"x"`, taskCaps)
+	if field(t, got, "error.code") != float64(CodeHeaderMismatch) {
+		t.Fatalf("Mcp-Name other than the task id: %s", got)
+	}
+}
+
+// TestTaskPreflight: a preflight's asks are a synchronous input_required
+// round before the task exists; answered, the task starts and its handler
+// sees the answer.
+func TestTaskPreflight(t *testing.T) {
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"})
+	ask := func(ctx context.Context, req *CallToolRequest) (*ElicitResult, error) {
+		return req.Gateway().Elicit(ctx, "name?", nil, WithKey("user_name"))
+	}
+	srv.AddTool(Tool{Name: "t", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		res, err := ask(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &CallToolResult{Content: []Content{TextContent(fmt.Sprint("hi ", res.Content["name"]))}}, nil
+	})
+	srv.SetTaskPreflight("t", func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		_, err := ask(ctx, req)
+		return nil, err
+	})
+	call := memoryCaller(t, srv)
+	got := call(1, "tools/call", `"name":"t","arguments":{}`, taskCaps)
+	if field(t, got, "result.resultType") != "input_required" || field(t, got, "result.inputRequests.user_name") == nil || field(t, got, "result.taskId") != nil {
+		t.Fatalf("round one: %s", got)
+	}
+	got = call(2, "tools/call", `"name":"t","arguments":{},"inputResponses":{"user_name":{"action":"accept","content":{"name":"Alice"}}}`, taskCaps)
+	if field(t, got, "result.resultType") != "task" || field(t, got, "result.requestState") != nil {
+		t.Fatalf("round two: %s", got)
+	}
+	id := field(t, got, "result.taskId").(string)
+	waitTask(t, srv, id, "", hasStatus(TaskCompleted))
+	if got = call(3, "tasks/get", `"taskId":"`+id+`"`, taskCaps); !strings.Contains(got, "hi Alice") {
+		t.Fatalf("the task did not see the preflight's answer: %s", got)
+	}
+}
+
+// TestTaskTTL: a task, its result included, is kept for its TTL and no
+// longer; a task still running when its TTL ends has its context ended.
+func TestTaskTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rig := newTaskRig(WithTaskTTL(time.Minute), WithTaskPollInterval(0))
+		ct, st := NewInMemoryTransports()
+		served := make(chan error, 1)
+		go func() { served <- rig.srv.Serve(context.Background(), st) }()
+		p := newRawPeer(t, ct.(*IOTransport))
+		call := func(id int, method, params string) string {
+			p.send(taskRequest(id, method, params, taskCaps))
+			return p.recv()
+		}
+		got := call(1, "tools/call", `"name":"tool_error","arguments":{}`)
+		if field(t, got, "result.ttlMs") != float64(60000) || field(t, got, "result.pollIntervalMs") != nil {
+			t.Fatalf("CreateTaskResult: %s", got)
+		}
+		done := field(t, got, "result.taskId").(string)
+		running := field(t, call(2, "tools/call", `"name":"work","arguments":{}`), "result.taskId").(string)
+
+		time.Sleep(time.Minute - time.Millisecond)
+		synctest.Wait()
+		if got = call(3, "tasks/get", `"taskId":"`+done+`"`); field(t, got, "result.status") != "completed" {
+			t.Fatalf("just before its TTL: %s", got)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		for _, id := range []string{done, running} {
+			if got = call(4, "tasks/get", `"taskId":"`+id+`"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+				t.Fatalf("after its TTL: %s", got)
+			}
+		}
+		<-rig.ctxEnded
+		if n, m := rig.srv.tasks.len(), rig.srv.store.(*MemoryTaskStore).Len(); n != 0 || m != 0 {
+			t.Fatalf("%d tasks running and %d stored after their TTL", n, m)
+		}
+		p.w.Close()
+		<-served
+	})
+}
+
+// legacyPeer is a raw 2025-11-25 client: it keeps the notifications that
+// arrive while it waits for a response.
+type legacyPeer struct {
+	*rawPeer
+	notes []string
+}
+
+// call sends a request and returns its response.
+func (p *legacyPeer) call(id int, method, params string) string {
+	p.t.Helper()
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s}}`, id, method, params))
+	return p.response(id)
+}
+
+// response returns the response to request id, keeping what came before.
+func (p *legacyPeer) response(id int) string {
+	p.t.Helper()
+	for {
+		got := p.recv()
+		if field(p.t, got, "method") == nil && field(p.t, got, "id") == float64(id) {
+			return got
+		}
+		p.notes = append(p.notes, got)
+	}
+}
+
+// next returns the next message that is not a response, kept or new.
+func (p *legacyPeer) next() string {
+	p.t.Helper()
+	if len(p.notes) > 0 {
+		got := p.notes[0]
+		p.notes = p.notes[1:]
+		return got
+	}
+	return p.recv()
+}
+
+// TestTasksLegacy: the 2025-11-25 experimental tasks over an in-memory
+// connection, from a raw scripted client: the capability, task-augmented
+// tools/call, tasks/get, tasks/result (waiting, then exactly the result or
+// the error), tasks/list by pages, tasks/cancel, status notifications, and
+// a task's asks as live requests carrying the related task.
+func TestTasksLegacy(t *testing.T) {
+	rig := newTaskRig(WithPageSize(2))
+	p := &legacyPeer{rawPeer: rawServer(t, rig.srv)}
+	got := p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"0"}`)
+	if !jsonEqual(fmt.Sprint(toJSON(field(t, got, "result.capabilities.tasks"))), legacyTasksCapability) || field(t, got, "result.capabilities.extensions") != nil {
+		t.Fatalf("initialize: %s", got)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if got = p.call(1, "tools/list", ``); !strings.Contains(got, `"execution":{"taskSupport":"optional"}`) {
+		t.Fatalf("tools/list: %s", got)
+	}
+
+	// Required without params.task is -32601; optional without it runs
+	// synchronously.
+	if got = p.call(2, "tools/call", `"name":"tool_error","arguments":{}`); field(t, got, "error.code") != float64(CodeMethodNotFound) {
+		t.Fatalf("a required tool without a task: %s", got)
+	}
+	if got = p.call(3, "tools/call", `"name":"rpc_error","arguments":{}`); field(t, got, "error.code") != float64(CodeInternalError) {
+		t.Fatalf("an optional tool without a task: %s", got)
+	}
+
+	start := func(id int, tool string) string {
+		t.Helper()
+		got := p.call(id, "tools/call", `"name":"`+tool+`","arguments":{},"task":{"ttl":60000}`)
+		if field(t, got, "result.task.status") != "working" || field(t, got, "result.task.ttl") != float64(60000) || field(t, got, "result.content") != nil {
+			t.Fatalf("CreateTaskResult: %s", got)
+		}
+		return field(t, got, "result.task.taskId").(string)
+	}
+
+	// A task that completes: tasks/get while working, tasks/result waits
+	// for the end and gives the result with the related task.
+	id := start(4, "work")
+	waitTask(t, rig.srv, id, "", func(r *TaskRecord) bool { return r.StatusMessage == "halfway" })
+	if got = p.call(5, "tasks/get", `"taskId":"`+id+`"`); field(t, got, "result.status") != "working" || field(t, got, "result.statusMessage") != "halfway" {
+		t.Fatalf("tasks/get: %s", got)
+	}
+	p.send(`{"jsonrpc":"2.0","id":6,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
+	close(rig.release)
+	got = p.response(6)
+	if field(t, got, "result.content") == nil || !strings.Contains(got, `"`+metaRelatedTask+`":{"taskId":"`+id+`"}`) {
+		t.Fatalf("tasks/result: %s", got)
+	}
+
+	// A tool error is the result; a protocol error is tasks/result's error.
+	id = start(7, "tool_error")
+	if got = p.call(8, "tasks/result", `"taskId":"`+id+`"`); field(t, got, "result.isError") != true {
+		t.Fatalf("tasks/result of a tool error: %s", got)
+	}
+	id = start(9, "rpc_error")
+	if got = p.call(10, "tasks/result", `"taskId":"`+id+`"`); field(t, got, "error.code") != float64(CodeInternalError) || field(t, got, "error.message") != "broke" {
+		t.Fatalf("tasks/result of a protocol error: %s", got)
+	}
+
+	// Cancelled mid-run: tasks/cancel returns the cancelled task, the
+	// handler's context ends; cancelling it again is -32602.
+	rig.release = make(chan struct{})
+	id = start(11, "work")
+	if got = p.call(12, "tasks/cancel", `"taskId":"`+id+`"`); field(t, got, "result.status") != "cancelled" || field(t, got, "result.taskId") != id {
+		t.Fatalf("tasks/cancel: %s", got)
+	}
+	<-rig.ctxEnded
+	if got = p.call(13, "tasks/cancel", `"taskId":"`+id+`"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("cancelling an ended task: %s", got)
+	}
+
+	// A task's asks are live requests that name the task; it is
+	// input_required while it waits.
+	id = start(14, "ask_twice")
+	for i := range 2 {
+		var ask string
+		for ask = p.next(); field(t, ask, "method") != "elicitation/create"; ask = p.next() {
+		}
+		if !strings.Contains(ask, `"`+metaRelatedTask+`":{"taskId":"`+id+`"}`) {
+			t.Fatalf("an ask without its task: %s", ask)
+		}
+		rec, _ := rig.srv.store.Get(context.Background(), "", id)
+		if rec.Status != TaskInputRequired {
+			t.Fatalf("status while asking: %s", rec.Status)
+		}
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"v":%d}}}`, toJSON(field(t, ask, "id")), i+1))
+	}
+	if got = p.call(15, "tasks/result", `"taskId":"`+id+`"`); !strings.Contains(got, `"text":"1 2"`) {
+		t.Fatalf("tasks/result after two asks: %s", got)
+	}
+
+	// Every status change was notified; the last of this task's is
+	// completed.
+	last := ""
+	for _, n := range p.notes {
+		if field(t, n, "method") == "notifications/tasks/status" && field(t, n, "params.taskId") == id {
+			last = field(t, n, "params.status").(string)
+		}
+	}
+	if last != "completed" {
+		t.Fatalf("the last status notification of %s: %q in %q", id, last, p.notes)
+	}
+
+	// tasks/list: the caller's tasks, a page of two at a time.
+	seen := 0
+	cursor := ""
+	for page := 16; ; page++ {
+		params := ""
+		if cursor != "" {
+			params = `"cursor":"` + cursor + `"`
+		}
+		got = p.call(page, "tasks/list", params)
+		tasks, _ := field(t, got, "result.tasks").([]any)
+		seen += len(tasks)
+		next, _ := field(t, got, "result.nextCursor").(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if seen != 5 {
+		t.Fatalf("tasks/list listed %d tasks, want 5", seen)
+	}
+	if got = p.call(30, "tasks/list", `"cursor":"bogus"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("a bogus cursor: %s", got)
+	}
+	if got = p.call(31, "tasks/get", `"taskId":"nope"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("an unknown task: %s", got)
+	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestTasksLegacyHTTP: a 2025-11-25 task over a Streamable HTTP session is
+// created, then read on new connections after the client went away: the
+// task outlives the POST that created it. Another principal cannot see it.
+func TestTasksLegacyHTTP(t *testing.T) {
+	rig := newTaskRig()
+	ts := httptest.NewServer(NewHTTPHandler(rig.srv, WithAuthorizer(func(r *http.Request) (string, error) {
+		return r.Header.Get("X-Who"), nil
+	})))
+	t.Cleanup(ts.Close)
+	session := ""
+	post := func(who, body string) string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Who", who)
+		if session != "" {
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if id := res.Header.Get("Mcp-Session-Id"); id != "" {
+			session = id
+		}
+		b, _ := io.ReadAll(res.Body)
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id"`) {
+				return d
+			}
+		}
+		return string(b)
+	}
+	post("alice", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	post("alice", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	got := post("alice", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"work","arguments":{},"task":{}}}`)
+	id, _ := field(t, got, "result.task.taskId").(string)
+	if id == "" {
+		t.Fatalf("CreateTaskResult: %s", got)
+	}
+	if got = post("alice", `{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"`+id+`"}}`); field(t, got, "result.status") != "working" {
+		t.Fatalf("tasks/get after the creating POST ended: %s", got)
+	}
+	if got = post("mallory", `{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"`+id+`"}}`); field(t, got, "result") != nil {
+		t.Fatalf("another principal read the task: %s", got)
+	}
+	close(rig.release)
+	if got = post("alice", `{"jsonrpc":"2.0","id":5,"method":"tasks/result","params":{"taskId":"`+id+`"}}`); !strings.Contains(got, `"text":"done"`) {
+		t.Fatalf("tasks/result: %s", got)
+	}
+}
+
+// TestTaskNotificationsListen: a 2026-07-28 listen stream with taskIds
+// carries notifications/tasks for the requester's tasks it names, each the
+// task as tasks/get reports it; ids of no task of the requester are not
+// honoured.
+func TestTaskNotificationsListen(t *testing.T) {
+	rig := newTaskRig()
+	p := rawServer(t, rig.srv)
+	p.send(taskRequest(1, "tools/call", `"name":"work","arguments":{}`, taskCaps))
+	id := field(t, p.recv(), "result.taskId").(string)
+	waitTask(t, rig.srv, id, "", func(r *TaskRecord) bool { return r.StatusMessage == "halfway" })
+
+	p.send(taskRequest(2, "subscriptions/listen", `"notifications":{"taskIds":["`+id+`","nope"]}`, taskCaps))
+	ack := p.recv()
+	if field(t, ack, "method") != "notifications/subscriptions/acknowledged" || toJSON(field(t, ack, "params.notifications.taskIds")) != `["`+id+`"]` {
+		t.Fatalf("acknowledged: %s", ack)
+	}
+	close(rig.release)
+	got := p.recv()
+	if field(t, got, "method") != "notifications/tasks" || field(t, got, "params.taskId") != id || field(t, got, "params.status") != "completed" ||
+		!strings.Contains(got, `"result":{"content":[{"type":"text","text":"done"}]`) || !strings.Contains(got, `"io.modelcontextprotocol/subscriptionId":2`) {
+		t.Fatalf("notifications/tasks: %s", got)
+	}
+
+	// Without the extension declared, taskIds are not honoured.
+	p.send(taskRequest(3, "subscriptions/listen", `"notifications":{"taskIds":["`+id+`"]}`, "{}"))
+	if ack = p.recv(); field(t, ack, "params.notifications.taskIds") != nil {
+		t.Fatalf("taskIds honoured without the extension: %s", ack)
+	}
+}
+
+// BenchmarkTaskRoundTrip gives the cost of a task round trip, created,
+// completed and read with tasks/result, beside the same call made plainly,
+// on a 2025-11-25 session over an in-memory connection.
+func BenchmarkTaskRoundTrip(b *testing.B) {
+	// A store that never fills: every task of the run is kept for its TTL.
+	srv := NewServer(Implementation{Name: "bench", Version: "1"}, WithTaskStore(NewMemoryTaskStore(1<<30, 1<<40)))
+	srv.AddTool(Tool{Name: "echo", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("hello")}}, nil
+	})
+	ct, st := NewInMemoryTransports()
+	go srv.Serve(context.Background(), st)
+	cl := NewClient(Implementation{Name: "bench", Version: "1"}, WithProtocolVersion(Version20251125))
+	ctx := context.Background()
+	if err := cl.Connect(ctx, ct); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cl.Close() })
+	call := map[string]any{"name": "echo", "arguments": map[string]any{}}
+	b.Run("plain", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var res CallToolResult
+			if err := cl.SendRequest(ctx, "tools/call", call, &res); err != nil || len(res.Content) != 1 {
+				b.Fatal(res, err)
+			}
+		}
+	})
+	asTask := map[string]any{"name": "echo", "arguments": map[string]any{}, "task": map[string]any{}}
+	b.Run("task", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var created struct {
+				Task struct {
+					TaskID string `json:"taskId"`
+				} `json:"task"`
+			}
+			if err := cl.SendRequest(ctx, "tools/call", asTask, &created); err != nil {
+				b.Fatal(err)
+			}
+			var res CallToolResult
+			if err := cl.SendRequest(ctx, "tasks/result", map[string]any{"taskId": created.Task.TaskID}, &res); err != nil || len(res.Content) != 1 {
+				b.Fatal(res, err)
+			}
+		}
+	})
+}
+
+// TestTaskPanic: a task's handler that panics fails the task with an
+// internal error; the server goes on serving.
+func TestTaskPanic(t *testing.T) {
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"})
+	srv.AddTool(Tool{Name: "p", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		panic("oops")
+	})
+	call := memoryCaller(t, srv)
+	id := startTask(t, call, 1, "p")
+	waitTask(t, srv, id, "", isTerminal)
+	got := call(2, "tasks/get", `"taskId":"`+id+`"`, taskCaps)
+	if field(t, got, "result.status") != "failed" || field(t, got, "result.error.code") != float64(CodeInternalError) || !strings.Contains(got, "oops") {
+		t.Fatalf("tasks/get of a task that panicked: %s", got)
+	}
+}
