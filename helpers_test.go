@@ -53,6 +53,11 @@ func TestMain(m *testing.M) {
 		if os.Getenv("MCP_TEST_SERVE_BENCH") != "" {
 			srv = benchServer(opts...)
 		}
+		if os.Getenv("MCP_TEST_SERVE_TASKS") != "" {
+			rig := newTaskRig(opts...)
+			close(rig.release) // work ends at once
+			srv = rig.srv
+		}
 		if path := os.Getenv("MCP_TEST_SERVE_CPUPROFILE"); path != "" {
 			// The server side of a stdio benchmark, for pprof.
 			if f, err := os.Create(path); err == nil {

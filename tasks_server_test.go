@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -739,4 +741,126 @@ func TestTaskPanic(t *testing.T) {
 	if field(t, got, "result.status") != "failed" || field(t, got, "result.error.code") != float64(CodeInternalError) || !strings.Contains(got, "oops") {
 		t.Fatalf("tasks/get of a task that panicked: %s", got)
 	}
+}
+
+// TestTaskTTLLegacy: on 2025-11-25 a task is kept for the TTL the client
+// asked when it is shorter than the server's, and for the server's when
+// the client asks more.
+func TestTaskTTLLegacy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rig := newTaskRig(WithTaskTTL(time.Hour))
+		ct, st := NewInMemoryTransports()
+		served := make(chan error, 1)
+		go func() { served <- rig.srv.Serve(context.Background(), st) }()
+		p := &legacyPeer{rawPeer: newRawPeer(t, ct.(*IOTransport))}
+		p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}`)
+		short := p.call(1, "tools/call", `"name":"rpc_error","arguments":{},"task":{"ttl":1000}`)
+		long := p.call(2, "tools/call", `"name":"rpc_error","arguments":{},"task":{"ttl":86400000}`)
+		if field(t, short, "result.task.ttl") != float64(1000) || field(t, long, "result.task.ttl") != float64(3600000) {
+			t.Fatalf("TTLs: %s and %s", short, long)
+		}
+		get := func(id int, created string) string {
+			return p.call(id, "tasks/get", `"taskId":"`+field(t, created, "result.task.taskId").(string)+`"`)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := get(3, short); field(t, got, "error.code") != float64(CodeInvalidParams) {
+			t.Fatalf("past its TTL: %s", got)
+		}
+		if got := get(4, long); field(t, got, "result.status") != "failed" {
+			t.Fatalf("within its TTL: %s", got)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := get(5, long); field(t, got, "error.code") != float64(CodeInvalidParams) {
+			t.Fatalf("past the server's TTL: %s", got)
+		}
+		p.w.Close()
+		<-served
+	})
+}
+
+// childTaskPeer starts the test binary as a stdio server of the task rig
+// and returns a raw client of it.
+func childTaskPeer(t *testing.T) *legacyPeer {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MCP_TEST_SERVE=", "MCP_TEST_SERVE_TASKS=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &legacyPeer{rawPeer: newRawPeer(t, NewIOTransport(stdout, stdin))}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	return p
+}
+
+// TestTasksChildProcess: both eras against a server in a child process,
+// from a raw client over its standard input and output. On 2026-07-28 the
+// client learns of the task's changes from a listen stream; on 2025-11-25
+// the task's asks arrive as live requests and tasks/result waits.
+func TestTasksChildProcess(t *testing.T) {
+	t.Run("2026-07-28", func(t *testing.T) {
+		p := childTaskPeer(t)
+		p.send(taskRequest(1, "tools/call", `"name":"ask_twice","arguments":{}`, taskCaps))
+		id, _ := field(t, p.response(1), "result.taskId").(string)
+		p.send(taskRequest(2, "subscriptions/listen", `"notifications":{"taskIds":["`+id+`"]}`, taskCaps))
+		if ack := p.next(); field(t, ack, "method") != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("acknowledged: %s", ack)
+		}
+		asked := func(msg, key string) bool {
+			return field(t, msg, "status") == "input_required" && field(t, msg, "inputRequests."+key) != nil
+		}
+		for i, key := range []string{"a", "b"} {
+			p.send(taskRequest(10+i, "tasks/get", `"taskId":"`+id+`"`, taskCaps))
+			got := p.response(10 + i)
+			for state := field(t, got, "result"); !asked(toJSON(state), key); {
+				n := p.next()
+				if field(t, n, "method") == "notifications/tasks" {
+					state = field(t, n, "params")
+				}
+			}
+			p.send(taskRequest(20+i, "tasks/update", `"taskId":"`+id+`","inputResponses":{"`+key+`":{"action":"accept","content":{"v":`+fmt.Sprint(i+1)+`}}}`, taskCaps))
+			p.response(20 + i)
+		}
+		for {
+			n := p.next()
+			if field(t, n, "method") == "notifications/tasks" && field(t, n, "params.status") == "completed" {
+				if !strings.Contains(n, `"text":"1 2"`) {
+					t.Fatalf("completed: %s", n)
+				}
+				return
+			}
+		}
+	})
+	t.Run("2025-11-25", func(t *testing.T) {
+		p := childTaskPeer(t)
+		p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"0"}`)
+		p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		id, _ := field(t, p.call(1, "tools/call", `"name":"ask_twice","arguments":{},"task":{}`), "result.task.taskId").(string)
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
+		for i := range 2 {
+			var ask string
+			for ask = p.next(); field(t, ask, "method") != "elicitation/create"; ask = p.next() {
+			}
+			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"v":%d}}}`, toJSON(field(t, ask, "id")), i+1))
+		}
+		if got := p.response(2); !strings.Contains(got, `"text":"1 2"`) {
+			t.Fatalf("tasks/result: %s", got)
+		}
+		if got := p.call(3, "tools/call", `"name":"tool_error","arguments":{},"task":{}`); field(t, got, "result.task.taskId") == nil {
+			t.Fatalf("tools/call: %s", got)
+		} else if got = p.call(4, "tasks/result", `"taskId":"`+field(t, got, "result.task.taskId").(string)+`"`); field(t, got, "result.isError") != true {
+			t.Fatalf("tasks/result of a tool error: %s", got)
+		}
+	})
 }
