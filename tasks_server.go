@@ -102,10 +102,13 @@ func (t *serverTask) storeLocked() {
 }
 
 // changedLocked tells the task's waiters, and a 2025-11-25 client, that
-// the task changed.
+// the task changed. The client is told first, so that the status
+// notification goes out before any answer a waiter then gives.
 func (t *serverTask) changedLocked() {
-	close(t.changed)
-	t.changed = make(chan struct{})
+	defer func() {
+		close(t.changed)
+		t.changed = make(chan struct{})
+	}()
 	if t.conn != nil {
 		b := appendTaskMembers(append(messageBuffer(256), '{'), &t.task, false)
 		if err := t.conn.notify("notifications/tasks/status", json.RawMessage(append(b, '}')), ID{}, nil); err != nil {
@@ -408,9 +411,9 @@ func (t *serverTask) finish(status TaskStatus, result json.RawMessage, rpcErr *E
 	if err != nil && !errors.Is(err, ErrTaskNotFound) {
 		t.srv.cfg.logger.Debug("cannot store a task's outcome", "task", t.task.ID, "err", err)
 	}
+	t.changedLocked()
 	t.srv.tasks.remove(t.task.ID)
 	close(t.done)
-	t.changedLocked()
 }
 
 // await parks the task as input_required until every ask has an answer;
