@@ -76,6 +76,8 @@ func newConfig() *config {
 	c.server.stateTTL = DefaultStateTTL
 	c.client.maxInputRounds = DefaultMaxInputRounds
 	c.client.discoverTimeout = DefaultDiscoverTimeout
+	c.client.taskPoll = DefaultTaskPollInterval
+	c.client.taskPollMin = DefaultMinTaskPollInterval
 	return c
 }
 

@@ -33,6 +33,8 @@ func main() {
 	mcp.NewServer(info, mcp.WithRootsHandler(nil))                // ERROR
 	mcp.NewServer(info, mcp.WithDiscoverTimeout(time.Second))     // ERROR
 	mcp.NewServer(info, mcp.WithMaxInputRounds(3))                // ERROR
+	mcp.NewServer(info, mcp.WithTaskPollInterval(time.Second))    // ERROR
+	mcp.NewServer(info, mcp.WithMinTaskPollInterval(time.Second)) // ERROR
 	mcp.NewServer(info, mcp.WithToolListChangedHandler(noop))     // ERROR
 	mcp.NewServer(info, mcp.WithPromptListChangedHandler(noop))   // ERROR
 	mcp.NewServer(info, mcp.WithResourceListChangedHandler(noop)) // ERROR
