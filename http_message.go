@@ -18,6 +18,7 @@ type httpMessage struct {
 	version    string // its value, when a string
 	hasCaps    bool
 	name, uri  json.RawMessage // raw, read when a header needs them
+	taskID     json.RawMessage // params.taskId, which Mcp-Name carries on tasks/* (2026-07-28)
 	args       json.RawMessage
 
 	// wire is the decoded envelope, which the engine takes as is when
@@ -116,6 +117,8 @@ func (m *httpMessage) classify() {
 			m.uri = val
 		case bytes.EqualFold(key, []byte("arguments")):
 			m.args = val
+		case bytes.EqualFold(key, []byte("taskId")):
+			m.taskID = val
 		case bytes.EqualFold(key, []byte("_meta")):
 			eachMember(val, func(key, val []byte) bool {
 				switch {

@@ -491,6 +491,9 @@ func (t *ToolTask) wait(ctx context.Context, opts []CallOption, cancel bool) (*C
 				return nil, t.abandon(ctx, conn, cancel, err)
 			}
 		}
+		if bound, elapsed, ok := overdue(o.dl); ok {
+			return nil, t.abandon(ctx, conn, cancel, &RequestTimeoutError{Method: "tools/call", Bound: bound, Timeout: elapsed, ProgressReports: reports})
+		}
 		interval := t.pollInterval(task)
 		if timer == nil {
 			timer = time.NewTimer(interval)
@@ -518,6 +521,16 @@ func (t *ToolTask) wait(ctx context.Context, opts []CallOption, cancel bool) (*C
 		}
 		o.dl.extend()
 	}
+}
+
+// overdue reports a bound of d that elapsed unseen: when a poll's answer
+// races the deadline's timer, the poll takes the answer and the timer's
+// tick goes with it.
+func overdue(d *deadline) (TimeoutBound, time.Duration, bool) {
+	if d == nil || time.Now().Before(d.next()) {
+		return "", 0, false
+	}
+	return d.expired()
 }
 
 // pollInterval is how long to wait before the next poll.

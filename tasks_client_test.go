@@ -24,6 +24,7 @@ type scriptedRequest struct {
 	method string
 	params json.RawMessage
 	at     time.Time
+	name   string // the Mcp-Name header (HTTP)
 }
 
 // taskServer plays a server that runs tools as tasks, answering from a
@@ -39,7 +40,11 @@ type taskServer struct {
 }
 
 // answer returns the reply to one message, or nil for a notification.
-func (s *taskServer) answer(msg []byte) []byte {
+func (s *taskServer) answer(msg []byte) []byte { return s.answerNamed(msg, "") }
+
+// answerNamed is answer for a message whose POST carried the Mcp-Name
+// header name.
+func (s *taskServer) answerNamed(msg []byte, name string) []byte {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -49,7 +54,7 @@ func (s *taskServer) answer(msg []byte) []byte {
 		return nil
 	}
 	s.mu.Lock()
-	s.seen = append(s.seen, scriptedRequest{string(m.ID), m.Method, bytes.Clone(m.Params), time.Now()})
+	s.seen = append(s.seen, scriptedRequest{string(m.ID), m.Method, bytes.Clone(m.Params), time.Now(), name})
 	s.mu.Unlock()
 	if m.ID == nil {
 		return nil
@@ -126,7 +131,7 @@ func (s *taskServer) connect(t *testing.T, carrier string, opts ...ClientOption)
 				return
 			}
 			body, _ := io.ReadAll(r.Body)
-			reply := s.answer(body)
+			reply := s.answerNamed(body, r.Header.Get("Mcp-Name"))
 			if reply == nil {
 				w.WriteHeader(http.StatusAccepted)
 				return
@@ -290,6 +295,13 @@ func TestCallToolTaskOutcomes(t *testing.T) {
 				if len(s.requests("tasks/cancel")) != 0 {
 					t.Error("a task that ended was cancelled")
 				}
+				if modern && carrier == "http" {
+					for _, r := range s.requests("tasks/get") {
+						if r.name != "t-1" {
+							t.Errorf("tasks/get with Mcp-Name %q, want the task id", r.name)
+						}
+					}
+				}
 			})
 		})
 	}
@@ -339,6 +351,9 @@ func TestCallToolTaskAbandoned(t *testing.T) {
 			cancels := s.requests("tasks/cancel")
 			if len(cancels) != 1 || !bytes.Contains(cancels[0].params, []byte(`"taskId":"t-1"`)) {
 				t.Fatalf("%s: tasks/cancel %v", how, cancels)
+			}
+			if modern && carrier == "http" && cancels[0].name != "t-1" {
+				t.Errorf("%s: tasks/cancel with Mcp-Name %q", how, cancels[0].name)
 			}
 			// A poll in flight may be abandoned; the task's own call never is.
 			call := s.requests("tools/call")[0]
@@ -412,8 +427,14 @@ func TestCallToolTaskInputTwice(t *testing.T) {
 			if strings.Join(asked, ",") != "one?,two?" {
 				t.Errorf("asked %q, want each ask once", asked)
 			}
-			if n := len(s.requests("tasks/update")); n != 2 {
-				t.Errorf("%d tasks/update, want 2", n)
+			updates := s.requests("tasks/update")
+			if len(updates) != 2 {
+				t.Errorf("%d tasks/update, want 2", len(updates))
+			}
+			for _, r := range updates {
+				if carrier == "http" && r.name != "t-1" {
+					t.Errorf("tasks/update with Mcp-Name %q, want the task id", r.name)
+				}
 			}
 		})
 	}
