@@ -730,3 +730,38 @@ func TestTaskGoroutines(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 	settleGoroutines(t, before)
 }
+
+// TestCallToolTaskLegacyInput: on 2025-11-25 a task that needs input is
+// waited on with tasks/result, through which the server asks with a live
+// elicitation/create that the client's handler answers.
+func TestCallToolTaskLegacyInput(t *testing.T) {
+	t.Parallel()
+	cl, p := rawServerPeer(t, WithElicitationHandler(func(ctx context.Context, ep *ElicitParams) (*ElicitResult, error) {
+		return &ElicitResult{Action: "accept", Content: map[string]any{"ok": ep.Message == "proceed?"}}, nil
+	}), WithMinTaskPollInterval(time.Millisecond), WithTaskPollInterval(time.Millisecond))
+	done := make(chan error, 1)
+	go func() {
+		res, err := cl.CallTool(context.Background(), "confirm", nil, WithTask(0))
+		if err == nil && res.Content[0].Text != "confirmed" {
+			err = fmt.Errorf("result %+v", res)
+		}
+		done <- err
+	}()
+	call := p.recv()
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{"task":{%s}}}`, field(t, call, "id"), scriptedTask(false, TaskWorking, "", 0)))
+	get := p.recv()
+	if field(t, get, "method") != "tasks/get" {
+		t.Fatalf("got %s", get)
+	}
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{%s}}`, field(t, get, "id"), scriptedTask(false, TaskInputRequired, "", 0)))
+	result := p.recv()
+	if field(t, result, "method") != "tasks/result" || field(t, result, "params.taskId") != "t-1" {
+		t.Fatalf("got %s", result)
+	}
+	p.send(`{"jsonrpc":"2.0","id":"ask-1","method":"elicitation/create","params":{"message":"proceed?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t-1"}}}}`)
+	p.expect(`{"jsonrpc":"2.0","id":"ask-1","result":{"action":"accept","content":{"ok":true}}}`)
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{"content":[{"type":"text","text":"confirmed"}]}}`, field(t, result, "id")))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
