@@ -765,3 +765,63 @@ func TestCallToolTaskLegacyInput(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCallToolTaskIdle: a server that stops answering polls ends the wait
+// at the idle bound with a RequestTimeoutError, and the task is cancelled.
+func TestCallToolTaskIdle(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cl, p := rawServerPeer(t, WithRequestTimeout(10*time.Second), WithTaskPollInterval(time.Second))
+		done := make(chan error, 1)
+		go func() {
+			_, err := cl.CallTool(context.Background(), "slow", nil, WithTask(0))
+			done <- err
+		}()
+		call := p.recv()
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{"task":{%s}}}`, field(t, call, "id"), scriptedTask(false, TaskWorking, "", 0)))
+		start := time.Now()
+		get := p.recv() // never answered
+		if field(t, get, "method") != "tasks/get" {
+			t.Fatalf("got %s", get)
+		}
+		if n := p.recv(); field(t, n, "method") != "notifications/cancelled" || field(t, n, "params.requestId") != field(t, get, "id") {
+			t.Fatalf("got %s, want the poll abandoned", n)
+		}
+		cancel := p.recv()
+		if field(t, cancel, "method") != "tasks/cancel" || field(t, cancel, "params.taskId") != "t-1" {
+			t.Fatalf("got %s", cancel)
+		}
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{%s}}`, field(t, cancel, "id"), scriptedTask(false, TaskCancelled, "", 0)))
+		err := <-done
+		var timeout *RequestTimeoutError
+		if !errors.As(err, &timeout) || timeout.Bound != BoundIdle || timeout.Timeout != 10*time.Second {
+			t.Fatalf("%v", err)
+		}
+		if waited := time.Since(start); waited != 10*time.Second {
+			t.Errorf("gave up after %v, want the idle bound since the server's last answer", waited)
+		}
+	})
+}
+
+// TestOverdue: a bound whose timer tick was taken elsewhere is still
+// found elapsed, and one not yet elapsed is not.
+func TestOverdue(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var armed deadlines
+		d := armDeadline(time.Second, 2*time.Second, &armed)
+		defer d.release()
+		if _, _, ok := overdue(d); ok {
+			t.Fatal("overdue at once")
+		}
+		<-d.C() // the tick a racing answer takes
+		time.Sleep(time.Second)
+		d.extend()
+		if bound, elapsed, ok := overdue(d); !ok || bound != BoundCeiling || elapsed != 2*time.Second {
+			t.Fatalf("%s %v %v", bound, elapsed, ok)
+		}
+		if _, _, ok := overdue(nil); ok {
+			t.Fatal("a call without bounds is overdue")
+		}
+	})
+}
