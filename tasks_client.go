@@ -132,6 +132,7 @@ func (c *Client) taskMode(ctx context.Context, name string, opts []CallOption) *
 	}
 	c.mu.Lock()
 	caps, listed, modern := c.tasks, c.toolsListed, c.modern
+	support, known := c.toolTasks[name]
 	c.mu.Unlock()
 	if caps.toolCalls && asked == nil && !listed && !modern {
 		for _, err := range c.Tools(ctx) {
@@ -141,11 +142,9 @@ func (c *Client) taskMode(ctx context.Context, name string, opts []CallOption) *
 		}
 		c.mu.Lock()
 		c.toolsListed = true // once, even if listing failed
+		support, known = c.toolTasks[name]
 		c.mu.Unlock()
 	}
-	c.mu.Lock()
-	support, known := c.toolTasks[name]
-	c.mu.Unlock()
 	switch {
 	case known && support == TaskRequired:
 		if asked == nil {
