@@ -36,6 +36,9 @@ type clientConfig struct {
 	rootsHandler    RootsHandler
 	rootsSet        bool
 
+	taskPoll    time.Duration // when the server suggests no poll interval
+	taskPollMin time.Duration // the floor of any poll interval
+
 	readIdle time.Duration // callerReadIdle unless set (by tests)
 }
 
@@ -173,6 +176,12 @@ type Client struct {
 	instructions string
 	envelope     []metaEntry // the 2026-07-28 _meta members every request carries
 	subs         clientSubscriptions
+
+	tasks        serverTasks                 // what the server said of tasks
+	taskEnv      []metaEntry                 // envelope with the tasks extension declared; built when needed
+	toolsListed  bool                        // tools/list was answered (or tried for tasks) on this connection
+	toolTasks    map[string]TaskSupport      // each listed tool's task support
+	taskWatchers map[*ToolTask]chan struct{} // waits that take status notifications
 }
 
 // NewClient returns a client that introduces itself as info.
@@ -199,6 +208,7 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 	}
 	conn := newConn(t, c.cfg, c, callerReads)
 	c.conn = conn
+	c.tasks, c.taskEnv, c.toolsListed, c.toolTasks = serverTasks{}, nil, false, nil
 	c.mu.Unlock()
 	if err := conn.start(ctx); err != nil {
 		c.reset()
@@ -398,6 +408,11 @@ func (c *Client) requestWith(ctx context.Context, conn *conn, method string, par
 		case "", resultComplete:
 			return res, nil
 		case resultInputRequired:
+		case resultTask:
+			if o.task != nil {
+				return res, nil // the task's own status says it needs input
+			}
+			fallthrough
 		default:
 			return nil, fmt.Errorf("mcp: %s answered with an unknown resultType %q", method, ir.ResultType)
 		}
@@ -455,13 +470,33 @@ func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
 // A tool that failed returns a result with IsError set, not an error; an
 // error means the call itself failed.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
-	// The params are written by hand: json.Marshal would validate and
-	// compact the encoded arguments once more. The arguments are encoded
-	// into the params themselves (appendJSON), not into a copy of their own.
-	// The request copies params: its buffer goes back to the pool after.
+	params, err := toolCallParams(name, args)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { recycleMessage(params) }()
+	if ask := c.taskMode(ctx, name, opts); ask != nil {
+		return c.callToolTask(ctx, name, params, opts, ask)
+	}
+	raw, err := c.request(ctx, "tools/call", params, opts)
+	if err != nil {
+		return nil, taskCallError(name, err)
+	}
+	var res CallToolResult
+	if err := decodeCallToolResult(raw, &res); err != nil {
+		return nil, fmt.Errorf("mcp: decoding tools/call result: %w", err)
+	}
+	return &res, nil
+}
+
+// toolCallParams writes the params of a tools/call into a message buffer,
+// which the caller recycles. They are written by hand: json.Marshal would
+// validate and compact the encoded arguments once more. The arguments are
+// encoded into the params themselves (appendJSON), not into a copy of
+// their own. A request copies its params.
+func toolCallParams(name string, args any) ([]byte, error) {
 	given, isRaw := rawJSONOf(args)
 	params := messageBuffer(len(name) + len(given) + 32)
-	defer func() { recycleMessage(params) }()
 	params = append(params, `{"name":`...)
 	params = appendJSONString(params, name)
 	switch {
@@ -469,6 +504,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 		// json.Marshal checks what it writes; raw JSON is checked here.
 		given, err := marshalObject(args)
 		if err != nil {
+			recycleMessage(params)
 			return nil, fmt.Errorf("mcp: the arguments of %s: %w", name, err)
 		}
 		if len(given) > 0 {
@@ -480,28 +516,27 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 		start := len(params)
 		var err error
 		if params, err = appendJSON(params, args); err != nil {
+			recycleMessage(params)
 			return nil, fmt.Errorf("mcp: encoding arguments of %s: %w", name, err)
 		}
 		if err := checkObject(args, params[start:]); err != nil {
+			recycleMessage(params)
 			return nil, fmt.Errorf("mcp: the arguments of %s: %w", name, err)
 		}
 	}
-	params = append(params, '}')
-	raw, err := c.request(ctx, "tools/call", params, opts)
-	if err != nil {
-		return nil, err
-	}
-	var res CallToolResult
-	if err := decodeCallToolResult(raw, &res); err != nil {
-		return nil, fmt.Errorf("mcp: decoding tools/call result: %w", err)
-	}
-	return &res, nil
+	return append(params, '}'), nil
 }
 
 // ListTools returns one page of the server's tools; pass the previous
 // page's NextCursor to get the next, "" for the first.
+// The client remembers each listed tool's Execution.TaskSupport, so that
+// CallTool calls a tool that requires a task as one.
 func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
-	return requestAs[ListToolsResult](ctx, c, "tools/list", cursorParams(cursor), opts)
+	res, err := requestAs[ListToolsResult](ctx, c, "tools/list", cursorParams(cursor), opts)
+	if err == nil {
+		c.learnTools(res.Tools)
+	}
+	return res, err
 }
 
 func cursorParams(cursor string) any {
@@ -735,7 +770,7 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel, opts .
 	if c.modern {
 		value, _ := json.Marshal(level)
 		envelope := slices.DeleteFunc(slices.Clone(c.envelope), func(e metaEntry) bool { return e.key == metaLogLevel })
-		c.envelope = append(envelope, metaEntry{key: metaLogLevel, value: value})
+		c.envelope, c.taskEnv = append(envelope, metaEntry{key: metaLogLevel, value: value}), nil
 		c.mu.Unlock()
 		return nil
 	}
@@ -1010,6 +1045,9 @@ func subscriptionIDOf(params json.RawMessage) string {
 // acknowledgement.
 func (c *Client) acceptNotification(method string, params json.RawMessage) bool {
 	switch method {
+	case "notifications/tasks/status":
+		c.taskStatusChanged(params)
+		return true
 	case "notifications/subscriptions/acknowledged":
 		c.subs.mu.Lock()
 		c.subs.active = subscriptionIDOf(params)

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -609,4 +610,67 @@ func ExampleServer_taskTool() {
 	// Output:
 	// task: working
 	// report for May: 42
+}
+
+// taskServer plays, on the server side of an in-memory connection, a
+// 2026-07-28 server whose "render" tool runs as a task: it answers the
+// call with the task, then two polls later with the result.
+func taskServer(t mcp.Transport) {
+	const task = `"taskId":"t-7","createdAt":"2026-08-01T10:00:00Z","lastUpdatedAt":"2026-08-01T10:00:00Z","ttlMs":60000,"pollIntervalMs":100`
+	polls := 0
+	for {
+		msg, err := t.ReadMessage()
+		if err != nil {
+			t.Close()
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(msg, &m) != nil || m.ID == nil {
+			continue
+		}
+		var result string
+		switch m.Method {
+		case "server/discover":
+			result = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+		case "tools/call":
+			result = `{"resultType":"task","status":"working",` + task + `}`
+		case "tasks/get":
+			polls++
+			if polls == 1 {
+				result = `{"resultType":"complete","status":"working","statusMessage":"rendering frame 40 of 80",` + task + `}`
+			} else {
+				result = `{"resultType":"complete","status":"completed",` + task + `,"result":{"content":[{"type":"text","text":"video.mp4 is ready"}]}}`
+			}
+		}
+		t.WriteMessage(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result))
+	}
+}
+
+// A tool call may run as a task: the server answers at once with a
+// handle and does the work in the background. CallTool waits on the task
+// as if the call were synchronous, reporting the task's status messages
+// as progress; WithTask asks for a task, and a tool that requires one is
+// called as one anyway.
+func ExampleClient_CallTool_task() {
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go taskServer(serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "example-client", Version: "1.0.0"})
+	if err := client.Connect(context.Background(), clientSide); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	res, err := client.CallTool(context.Background(), "render", map[string]any{"scene": "intro"},
+		mcp.WithTask(time.Hour),
+		mcp.WithProgress(func(p mcp.Progress) { fmt.Println("status:", p.Message) }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text(res))
+	// Output:
+	// status: rendering frame 40 of 80
+	// video.mp4 is ready
 }

@@ -349,6 +349,10 @@ func (t *HTTPTransport) headerLocked(m *httpMessage) http.Header {
 		if uri, ok := jsonString(m.uri); ok {
 			vals.set(headerName, encodeHeaderValue(uri))
 		}
+	case m.method == "tasks/get" || m.method == "tasks/update" || m.method == "tasks/cancel":
+		if id, ok := jsonString(m.taskID); ok {
+			vals.set(headerName, encodeHeaderValue(id))
+		}
 	}
 	if m.method == "tools/call" && named {
 		for _, p := range t.toolHeaders[name] {

@@ -144,7 +144,8 @@ func (c *Client) discover(ctx context.Context, version string, pinned bool) (boo
 	c.mu.Lock()
 	c.version, c.modern = version, true
 	c.serverCaps, c.serverInfo, c.instructions = res.Capabilities, info, res.Instructions
-	c.envelope = envelope
+	c.envelope, c.taskEnv = envelope, nil
+	_, c.tasks.toolCalls = res.Capabilities.Extensions[TasksExtension]
 	c.mu.Unlock()
 	return true, nil
 }
@@ -188,7 +189,8 @@ func (c *Client) initialize(ctx context.Context, version string, pinned bool) er
 	c.mu.Lock()
 	c.version, c.modern = res.ProtocolVersion, false
 	c.serverCaps, c.serverInfo, c.instructions = res.Capabilities, res.ServerInfo, res.Instructions
-	c.envelope = nil
+	c.envelope, c.taskEnv = nil, nil
+	c.tasks = legacyServerTasks(raw)
 	c.mu.Unlock()
 	c.conn.batchOK.Store(res.ProtocolVersion == Version20250326)
 	return c.conn.notify("notifications/initialized", nil, ID{}, nil)

@@ -79,6 +79,8 @@ func newConfig() *config {
 	c.server.maxTasks = DefaultMaxTasks
 	c.client.maxInputRounds = DefaultMaxInputRounds
 	c.client.discoverTimeout = DefaultDiscoverTimeout
+	c.client.taskPoll = DefaultTaskPollInterval
+	c.client.taskPollMin = DefaultMinTaskPollInterval
 	return c
 }
 
@@ -174,13 +176,18 @@ func WithTaskTTL(d time.Duration) ServerOption {
 	})
 }
 
-// WithTaskPollInterval sets how often a server suggests that clients poll
-// its tasks (default DefaultTaskPollInterval); 0 suggests nothing.
-// It configures a server (NewServer).
-func WithTaskPollInterval(d time.Duration) ServerOption {
-	return serverOption(func(c *config) {
+// WithTaskPollInterval sets how often to poll a task (default
+// DefaultTaskPollInterval): a server suggests it to the clients of its
+// tasks (0 suggests nothing); a client polls at it when the server
+// suggests no interval.
+// It configures either peer (NewClient or NewServer).
+func WithTaskPollInterval(d time.Duration) Option {
+	return bothOption(func(c *config) {
 		if d >= 0 {
 			c.server.taskPollInterval = d
+		}
+		if d > 0 {
+			c.client.taskPoll = d
 		}
 	})
 }

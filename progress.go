@@ -30,6 +30,7 @@ type callOptions struct {
 	related ID          // the inbound request this call is made for
 	route   any
 	dl      *deadline // a deadline spanning several sends (MRTR rounds)
+	task    *taskAsk  // WithTask, or a tool that requires a task
 }
 
 // WithProgress asks the peer to report progress on this call and delivers

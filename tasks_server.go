@@ -26,7 +26,8 @@ const (
 	// result included, unless WithTaskTTL says otherwise. Server side.
 	DefaultTaskTTL = time.Hour
 	// DefaultTaskPollInterval is how often a server suggests that clients
-	// poll a task, unless WithTaskPollInterval says otherwise. Server side.
+	// poll a task, and how often a client polls one whose server suggests
+	// nothing, unless WithTaskPollInterval says otherwise. Both sides.
 	DefaultTaskPollInterval = time.Second
 )
 

@@ -23,7 +23,6 @@ func main() {
 	mcp.NewClient(info, mcp.WithStateKey(make([]byte, 32)))                    // ERROR
 	mcp.NewClient(info, mcp.WithStateTTL(time.Minute))                         // ERROR
 	mcp.NewClient(info, mcp.WithTaskTTL(time.Minute))                          // ERROR
-	mcp.NewClient(info, mcp.WithTaskPollInterval(time.Second))                 // ERROR
 	mcp.NewClient(info, mcp.WithMaxTasks(1))                                   // ERROR
 	mcp.NewClient(info, mcp.WithTaskStore(nil))                                // ERROR
 
@@ -37,6 +36,7 @@ func main() {
 	mcp.NewServer(info, mcp.WithRootsHandler(nil))                // ERROR
 	mcp.NewServer(info, mcp.WithDiscoverTimeout(time.Second))     // ERROR
 	mcp.NewServer(info, mcp.WithMaxInputRounds(3))                // ERROR
+	mcp.NewServer(info, mcp.WithMinTaskPollInterval(time.Second)) // ERROR
 	mcp.NewServer(info, mcp.WithToolListChangedHandler(noop))     // ERROR
 	mcp.NewServer(info, mcp.WithPromptListChangedHandler(noop))   // ERROR
 	mcp.NewServer(info, mcp.WithResourceListChangedHandler(noop)) // ERROR
