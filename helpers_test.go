@@ -53,6 +53,9 @@ func TestMain(m *testing.M) {
 		if os.Getenv("MCP_TEST_SERVE_BENCH") != "" {
 			srv = benchServer(opts...)
 		}
+		if os.Getenv("MCP_TEST_SERVE_TASKPAIR") != "" {
+			srv = taskPairServer()
+		}
 		if os.Getenv("MCP_TEST_SERVE_TASKS") != "" {
 			rig := newTaskRig(opts...)
 			close(rig.release) // work ends at once

@@ -349,7 +349,10 @@ func taskIDJSON(id string) json.RawMessage {
 
 // get polls the task once and records what the server said.
 func (t *ToolTask) get(ctx context.Context, conn *conn, o *callOptions) (Task, error) {
-	raw, err := conn.call(ctx, "tasks/get", taskIDJSON(t.task.ID), o)
+	t.mu.Lock()
+	id := t.task.ID // a notification may replace t.task meanwhile
+	t.mu.Unlock()
+	raw, err := conn.call(ctx, "tasks/get", taskIDJSON(id), o)
 	if err != nil {
 		return Task{}, err
 	}

@@ -1,7 +1,12 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -56,5 +61,87 @@ func TestTaskWire(t *testing.T) {
 	}
 	if !TaskCancelled.Terminal() || !TaskFailed.Terminal() || !TaskCompleted.Terminal() || TaskWorking.Terminal() || TaskInputRequired.Terminal() {
 		t.Fatal("Terminal")
+	}
+}
+
+// taskPairServer is a server with a tool that must run as a task: it
+// reports progress, asks the user twice, and answers with both answers.
+func taskPairServer() *Server {
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTaskPollInterval(time.Millisecond))
+	srv.AddTool(Tool{Name: "survey", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		g := req.Gateway()
+		g.Progress(1, 3, "asking")
+		var got []string
+		for _, q := range []string{"first", "second"} {
+			res, err := g.Elicit(ctx, q, map[string]any{"type": "object", "properties": map[string]any{"v": map[string]any{"type": "string"}}})
+			if err != nil {
+				return nil, err
+			}
+			got = append(got, fmt.Sprint(res.Content["v"]))
+		}
+		return &CallToolResult{Content: []Content{TextContent(strings.Join(got, " "))}}, nil
+	})
+	srv.AddTool(Tool{Name: "fails", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return nil, &Error{Code: CodeInvalidParams, Message: "no such report"}
+	})
+	return srv
+}
+
+// TestTasksClientAgainstServer: our client calls our server's task tools
+// on both revisions, in memory, over a child process's stdio and over
+// HTTP: CallTool on a tool that
+// requires a task waits for it, the handler's asks reach the client's
+// elicitation handler (live requests on 2025-11-25, the task's
+// inputRequests on 2026-07-28), and the result comes back as if the call
+// had been plain; a task that fails with a protocol error gives *Error;
+// the ToolTask handle sees the task end.
+func TestTasksClientAgainstServer(t *testing.T) {
+	for _, version := range []string{Version20251125, Version20260728} {
+		for _, carrier := range []string{"memory", "child", "http"} {
+			t.Run(version+"/"+carrier, func(t *testing.T) {
+				var asked atomic.Int32
+				opts := []ClientOption{WithProtocolVersion(version), WithTaskPollInterval(time.Millisecond), WithMinTaskPollInterval(time.Millisecond),
+					WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+						n := asked.Add(1)
+						return &ElicitResult{Action: "accept", Content: map[string]any{"v": fmt.Sprintf("%s-%d", p.Message, n)}}, nil
+					})}
+				var cl *Client
+				switch carrier {
+				case "memory":
+					cl = pair(t, taskPairServer(), opts...)
+				case "child":
+					t.Setenv("MCP_TEST_SERVE_TASKPAIR", "1")
+					cl = childServer(t, "", opts...)
+				default:
+					cl = connectHTTP(t, taskPairServer(), opts...)
+				}
+				ctx := context.Background()
+				if _, err := cl.ListTools(ctx, ""); err != nil {
+					t.Fatal(err)
+				}
+				res, err := cl.CallTool(ctx, "survey", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := res.Content[0].Text; got != "first-1 second-2" || asked.Load() != 2 {
+					t.Fatalf("result %q after %d asks, want \"first-1 second-2\" after 2", got, asked.Load())
+				}
+				_, err = cl.CallTool(ctx, "fails", nil, WithTask(time.Minute))
+				var rpcErr *Error
+				if !errors.As(err, &rpcErr) || rpcErr.Code != CodeInvalidParams || rpcErr.Message != "no such report" {
+					t.Fatalf("a failed task: %v, want the handler's *Error", err)
+				}
+				task, err := cl.StartTool(ctx, "survey", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res, err = task.Wait(ctx); err != nil || res.Content[0].Text != "first-3 second-4" {
+					t.Fatalf("ToolTask.Wait: %v, %v", res, err)
+				}
+				if got, err := task.Get(ctx); err != nil || got.Status != TaskCompleted {
+					t.Fatalf("ToolTask.Get after Wait: %+v, %v", got, err)
+				}
+			})
+		}
 	}
 }
