@@ -95,9 +95,11 @@ func (c *Client) learnTools(tools []*Tool) {
 }
 
 // taskMode decides whether a call of the tool asks for a task: ask is
-// non-nil when it does, with the TTL to ask for. On 2026-07-28 the call
-// declares the extension when it asks or when the server may make any call
-// a task; on 2025-11-25 the call carries the task param. A 2025-11-25
+// non-nil when it does, with the TTL to ask for: a tool that requires one,
+// or a call that asks with WithTask; a tool known to be optional runs
+// plainly otherwise. On 2026-07-28 a call of a tool the client has not
+// listed declares the extension too, in case the tool requires a task; on
+// 2025-11-25 the call carries the task param. A 2025-11-25
 // server that runs tasks but whose tools the client has not listed gets
 // them listed once, so that a tool that requires a task is called as one;
 // a call that asks for a task is trusted.
@@ -135,8 +137,10 @@ func (c *Client) taskMode(ctx context.Context, name string, opts []CallOption) *
 		return nil // forbidden: the call runs as an ordinary one
 	case asked != nil:
 		return asked
+	case known:
+		return nil // optional and not asked for: a plain call
 	case modern && caps.toolCalls:
-		return &taskAsk{} // the server may decide to make it a task
+		return &taskAsk{} // not listed: it may require a task
 	}
 	return nil
 }

@@ -81,6 +81,9 @@ func taskPairServer() *Server {
 		}
 		return &CallToolResult{Content: []Content{TextContent(strings.Join(got, " "))}}, nil
 	})
+	srv.AddTool(Tool{Name: "quick", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("quick")}}, nil
+	})
 	srv.AddTool(Tool{Name: "fails", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return nil, &Error{Code: CodeInvalidParams, Message: "no such report"}
 	})
@@ -93,7 +96,8 @@ func taskPairServer() *Server {
 // requires a task waits for it, the handler's asks reach the client's
 // elicitation handler (live requests on 2025-11-25, the task's
 // inputRequests on 2026-07-28), and the result comes back as if the call
-// had been plain; a task that fails with a protocol error gives *Error;
+// had been plain; a tool that may run as a task runs plainly unless the
+// call asks; a task that fails with a protocol error gives *Error;
 // the ToolTask handle sees the task end.
 func TestTasksClientAgainstServer(t *testing.T) {
 	for _, version := range []string{Version20251125, Version20260728} {
@@ -106,18 +110,29 @@ func TestTasksClientAgainstServer(t *testing.T) {
 						return &ElicitResult{Action: "accept", Content: map[string]any{"v": fmt.Sprintf("%s-%d", p.Message, n)}}, nil
 					})}
 				var cl *Client
+				srv := taskPairServer()
 				switch carrier {
 				case "memory":
-					cl = pair(t, taskPairServer(), opts...)
+					cl = pair(t, srv, opts...)
 				case "child":
 					t.Setenv("MCP_TEST_SERVE_TASKPAIR", "1")
 					cl = childServer(t, "", opts...)
+					srv = nil
 				default:
-					cl = connectHTTP(t, taskPairServer(), opts...)
+					cl = connectHTTP(t, srv, opts...)
 				}
 				ctx := context.Background()
 				if _, err := cl.ListTools(ctx, ""); err != nil {
 					t.Fatal(err)
+				}
+				// A tool that may run as a task runs plainly unless asked.
+				if res, err := cl.CallTool(ctx, "quick", nil); err != nil || res.Content[0].Text != "quick" {
+					t.Fatalf("an optional task tool called plainly: %v, %v", res, err)
+				}
+				if srv != nil {
+					if n := srv.store.(*MemoryTaskStore).Len(); n != 0 {
+						t.Fatalf("%d tasks after a plain call of an optional task tool", n)
+					}
 				}
 				res, err := cl.CallTool(ctx, "survey", nil)
 				if err != nil {
