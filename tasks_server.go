@@ -23,7 +23,8 @@ const resultTask = "task"
 // Defaults of the task options.
 const (
 	// DefaultTaskTTL is how long a server keeps a task after creating it,
-	// result included, unless WithTaskTTL says otherwise. Server side.
+	// result included, and the longest a client keeps one its server asks
+	// of it, unless WithTaskTTL says otherwise. Both sides.
 	DefaultTaskTTL = time.Hour
 	// DefaultTaskPollInterval is how often a server suggests that clients
 	// poll a task, and how often a client polls one whose server suggests
