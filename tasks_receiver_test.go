@@ -277,3 +277,100 @@ func TestTaskRequestsGoroutines(t *testing.T) {
 	p.w.Close()
 	settleGoroutines(t, before)
 }
+
+// TestTaskRequestsAgainstServer: our 2025-11-25 server's task tool elicits
+// and samples through a client that declared task requests, in memory and
+// over HTTP: each ask goes out task-augmented (the client created a task
+// for it, and its status notifications reached the server), the answers
+// arrive through tasks/result, and an ask the tool gives up on is
+// cancelled on the client with tasks/cancel, which ends the client's
+// handler context.
+func TestTaskRequestsAgainstServer(t *testing.T) {
+	for _, carrier := range []string{"memory", "http"} {
+		t.Run(carrier, func(t *testing.T) {
+			statuses := make(chan TaskStatus, 16)
+			srv := NewServer(Implementation{Name: "s", Version: "1"},
+				WithNotificationHandler("notifications/tasks/status", func(_ context.Context, params json.RawMessage) {
+					task, err := decodeTask(params, false)
+					if err != nil {
+						t.Errorf("status notification: %v", err)
+					}
+					statuses <- task.Status
+				}))
+			started, ended := make(chan struct{}), make(chan error, 1)
+			srv.AddTool(Tool{Name: "ask", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+				g := req.Gateway()
+				e, err := g.Elicit(ctx, "name?", nil)
+				if err != nil {
+					return nil, err
+				}
+				s, err := g.Sample(ctx, &CreateMessageParams{MaxTokens: 5, Messages: []SamplingMessage{{Role: "user", Content: SamplingContent{TextContent("hi")}}}})
+				if err != nil {
+					return nil, err
+				}
+				// An ask given up on once the client's handler runs.
+				askCtx, cancel := context.WithCancel(ctx)
+				go func() {
+					<-started
+					cancel()
+				}()
+				_, herr := g.Elicit(askCtx, "hang", nil)
+				return &CallToolResult{Content: []Content{TextContent(fmt.Sprint(e.Content["name"], " ", s.Content[0].Text, " ", errors.Is(herr, context.Canceled)))}}, nil
+			})
+			opts := []ClientOption{WithProtocolVersion(Version20251125), WithTaskRequests(),
+				WithMinTaskPollInterval(time.Millisecond), WithTaskPollInterval(time.Millisecond),
+				WithElicitationHandler(func(ctx context.Context, ep *ElicitParams) (*ElicitResult, error) {
+					if ep.Message == "hang" {
+						close(started)
+						<-ctx.Done()
+						ended <- ctx.Err()
+						return nil, ctx.Err()
+					}
+					return &ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+				}),
+				WithSamplingHandler(func(ctx context.Context, _ *CreateMessageParams) (*CreateMessageResult, error) {
+					return &CreateMessageResult{Role: "assistant", Content: SamplingContent{TextContent("hello")}, Model: "m"}, nil
+				})}
+			var cl *Client
+			if carrier == "memory" {
+				cl = pair(t, srv, opts...)
+			} else {
+				cl = connectHTTP(t, srv, opts...)
+			}
+			res, err := cl.CallTool(context.Background(), "ask", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Content[0].Text; got != "ada hello true" {
+				t.Fatalf("result %q", got)
+			}
+			if err := <-ended; !errors.Is(err, context.Canceled) {
+				t.Fatalf("the client's handler context: %v", err)
+			}
+			cl.mu.Lock()
+			recv := cl.recv
+			cl.mu.Unlock()
+			recv.mu.Lock()
+			var got []TaskStatus
+			for _, task := range recv.order {
+				got = append(got, task.task.Status)
+			}
+			recv.mu.Unlock()
+			if want := []TaskStatus{TaskCompleted, TaskCompleted, TaskCancelled}; !slices.Equal(got, want) {
+				t.Fatalf("the client's tasks: %v, want %v", got, want)
+			}
+			// The two completed asks told the server so, each in a status
+			// notification of its own.
+			for completed := 0; completed < 2; {
+				select {
+				case s := <-statuses:
+					if s == TaskCompleted {
+						completed++
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the server saw %d completed statuses, want 2", completed)
+				}
+			}
+		})
+	}
+}
