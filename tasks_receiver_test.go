@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -280,11 +281,13 @@ func TestTaskRequestsGoroutines(t *testing.T) {
 
 // TestTaskRequestsAgainstServer: our 2025-11-25 server's task tool elicits
 // and samples through a client that declared task requests, in memory and
-// over HTTP: each ask goes out task-augmented (the client created a task
-// for it, and its status notifications reached the server), the answers
+// over HTTP: each ask goes out task-augmented (with params.task and the
+// related task on the wire in memory; the client created a task for it,
+// and its status notifications reached the server), the answers
 // arrive through tasks/result, and an ask the tool gives up on is
 // cancelled on the client with tasks/cancel, which ends the client's
-// handler context.
+// handler context. In memory, the goroutines are back to their count after
+// Close.
 func TestTaskRequestsAgainstServer(t *testing.T) {
 	for _, carrier := range []string{"memory", "http"} {
 		t.Run(carrier, func(t *testing.T) {
@@ -332,8 +335,17 @@ func TestTaskRequestsAgainstServer(t *testing.T) {
 					return &CreateMessageResult{Role: "assistant", Content: SamplingContent{TextContent("hello")}, Model: "m"}, nil
 				})}
 			var cl *Client
+			var wire *recordingTransport
+			before := runtime.NumGoroutine()
 			if carrier == "memory" {
-				cl = pair(t, srv, opts...)
+				ct, st := NewInMemoryTransports()
+				go srv.Serve(context.Background(), st)
+				wire = &recordingTransport{Transport: ct}
+				cl = NewClient(Implementation{Name: "c", Version: "1"}, opts...)
+				if err := cl.Connect(context.Background(), wire); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cl.Close() })
 			} else {
 				cl = connectHTTP(t, srv, opts...)
 			}
@@ -359,6 +371,22 @@ func TestTaskRequestsAgainstServer(t *testing.T) {
 			if want := []TaskStatus{TaskCompleted, TaskCompleted, TaskCancelled}; !slices.Equal(got, want) {
 				t.Fatalf("the client's tasks: %v, want %v", got, want)
 			}
+			if wire != nil {
+				wire.mu.Lock()
+				asks := 0
+				for _, m := range wire.in {
+					if strings.Contains(m, `"method":"elicitation/create"`) || strings.Contains(m, `"method":"sampling/createMessage"`) {
+						asks++
+						if !strings.Contains(m, `"task":{"ttl":3600000}`) || !strings.Contains(m, metaRelatedTask) {
+							t.Errorf("an ask without the task param: %s", m)
+						}
+					}
+				}
+				wire.mu.Unlock()
+				if asks != 3 {
+					t.Errorf("%d asks on the wire, want 3", asks)
+				}
+			}
 			// The two completed asks told the server so, each in a status
 			// notification of its own.
 			for completed := 0; completed < 2; {
@@ -371,6 +399,27 @@ func TestTaskRequestsAgainstServer(t *testing.T) {
 					t.Fatalf("the server saw %d completed statuses, want 2", completed)
 				}
 			}
+			if wire != nil {
+				cl.Close()
+				settleGoroutines(t, before)
+			}
 		})
 	}
+}
+
+// recordingTransport keeps the messages a client reads.
+type recordingTransport struct {
+	Transport
+	mu sync.Mutex
+	in []string
+}
+
+func (r *recordingTransport) ReadMessage() ([]byte, error) {
+	m, err := r.Transport.ReadMessage()
+	if err == nil {
+		r.mu.Lock()
+		r.in = append(r.in, string(m))
+		r.mu.Unlock()
+	}
+	return m, err
 }
