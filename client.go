@@ -36,6 +36,8 @@ type clientConfig struct {
 	rootsHandler    RootsHandler
 	rootsSet        bool
 
+	taskRequests bool // WithTaskRequests
+
 	taskPoll    time.Duration // when the server suggests no poll interval
 	taskPollMin time.Duration // the floor of any poll interval
 
@@ -182,6 +184,7 @@ type Client struct {
 	toolsListed  bool                        // tools/list was answered (or tried for tasks) on this connection
 	toolTasks    map[string]TaskSupport      // each listed tool's task support
 	taskWatchers map[*ToolTask]chan struct{} // waits that take status notifications
+	recv         *taskReceiver               // the tasks the server asked of us; nil unless declared
 }
 
 // NewClient returns a client that introduces itself as info.
@@ -209,6 +212,10 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 	conn := newConn(t, c.cfg, c, callerReads)
 	c.conn = conn
 	c.tasks, c.taskEnv, c.toolsListed, c.toolTasks = serverTasks{}, nil, false, nil
+	c.recv = nil
+	if c.tasksCapability() != nil {
+		c.recv = &taskReceiver{c: c, conn: conn}
+	}
 	c.mu.Unlock()
 	if err := conn.start(ctx); err != nil {
 		c.reset()
@@ -264,6 +271,9 @@ func (c *Client) capabilitiesJSON(modern bool) json.RawMessage {
 	}
 	if cc.rootsSet {
 		caps.Roots = &RootsCapability{ListChanged: !modern}
+	}
+	if !modern {
+		caps.Tasks = c.tasksCapability()
 	}
 	b, _ := json.Marshal(caps)
 	return b
@@ -549,6 +559,14 @@ func cursorParams(cursor string) any {
 func (c *Client) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
 	if req.method == "ping" {
 		return json.RawMessage("{}"), nil
+	}
+	c.mu.Lock()
+	recv, modern := c.recv, c.modern
+	c.mu.Unlock()
+	if recv != nil && !modern {
+		if res, err, ok := recv.serve(ctx, req.method, req.params); ok {
+			return res, err
+		}
 	}
 	return c.answer(ctx, req.method, req.params)
 }

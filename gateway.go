@@ -494,7 +494,11 @@ func ask[R any](ctx context.Context, g *ClientGateway, kind, method string, para
 			t.setAsking(true)
 			defer t.setAsking(false)
 		}
-		answer, err = g.req.conn.call(ctx, method, raw, co)
+		if t := g.req.task; t != nil && g.req.version >= Version20251125 && g.req.caps.taskRequest(method) {
+			answer, err = askAsTask(ctx, g.req.conn, method, raw, co, t.task.TTL)
+		} else {
+			answer, err = g.req.conn.call(ctx, method, raw, co)
+		}
 		var rpcErr *Error
 		if errors.As(err, &rpcErr) {
 			// The client's refusal is this handler's error to handle, not a

@@ -167,9 +167,12 @@ func WithProtocolVersion(v string) Option {
 // WithTaskTTL sets how long a server keeps a task after creating it, its
 // result included; a client that reads the task later finds it unknown.
 // The default is DefaultTaskTTL; 0 keeps tasks for as long as the server
-// runs. It configures a server (NewServer).
-func WithTaskTTL(d time.Duration) ServerOption {
-	return serverOption(func(c *config) {
+// runs. A client with [WithTaskRequests] keeps the tasks its server asks
+// of it as long as the server asks, but no longer than this (0: as long
+// as the connection lasts); the handler's context ends with the TTL.
+// It configures either peer (NewClient or NewServer).
+func WithTaskTTL(d time.Duration) Option {
+	return bothOption(func(c *config) {
 		if d >= 0 {
 			c.server.taskTTL = d
 		}
@@ -192,16 +195,19 @@ func WithTaskPollInterval(d time.Duration) Option {
 	})
 }
 
-// DefaultMaxTasks is how many tasks a server runs at once unless
-// WithMaxTasks says otherwise. Server side.
+// DefaultMaxTasks is how many tasks a server runs at once, and a client
+// holds, unless WithMaxTasks says otherwise. Both sides.
 const DefaultMaxTasks = 1000
 
 // WithMaxTasks caps how many tasks a server runs at once (default
 // DefaultMaxTasks); a tools/call that would start one more is refused with
 // a -32000 error saying so, and may be retried. Ended tasks kept for their
-// TTL do not count. It configures a server (NewServer).
-func WithMaxTasks(n int) ServerOption {
-	return serverOption(func(c *config) {
+// TTL do not count. A client with [WithTaskRequests] holds at most n tasks
+// of its server, ended ones kept for their TTL included (it keeps their
+// results), and refuses one more the same way.
+// It configures either peer (NewClient or NewServer).
+func WithMaxTasks(n int) Option {
+	return bothOption(func(c *config) {
 		if n > 0 {
 			c.server.maxTasks = n
 		}

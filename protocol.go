@@ -122,11 +122,16 @@ type Icon struct {
 // declared by the presence of its member: a non-nil pointer, even to an
 // empty struct.
 type ClientCapabilities struct {
-	Experimental map[string]any             `json:"experimental,omitempty"`
-	Roots        *RootsCapability           `json:"roots,omitempty"`
-	Sampling     *SamplingCapability        `json:"sampling,omitempty"`
-	Elicitation  *ElicitationCapability     `json:"elicitation,omitempty"`
-	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
+	Experimental map[string]any         `json:"experimental,omitempty"`
+	Roots        *RootsCapability       `json:"roots,omitempty"`
+	Sampling     *SamplingCapability    `json:"sampling,omitempty"`
+	Elicitation  *ElicitationCapability `json:"elicitation,omitempty"`
+	// Tasks is the tasks capability of 2025-11-25 (experimental): which
+	// task-augmented requests the client serves, and whether it serves
+	// tasks/list and tasks/cancel. Both sides: a client declares it (see
+	// WithTaskRequests), a server reads it.
+	Tasks      json.RawMessage            `json:"tasks,omitempty"`
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // RootsCapability declares that the client answers roots/list.

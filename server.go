@@ -43,10 +43,11 @@ func WithInstructions(s string) ServerOption {
 }
 
 // WithPageSize sets how many items a server puts in one page of tools/list,
-// resources/list, resources/templates/list and prompts/list (default 100).
-// It configures a server (NewServer).
-func WithPageSize(n int) ServerOption {
-	return serverOption(func(c *config) {
+// resources/list, resources/templates/list and prompts/list (default 100),
+// and a client with [WithTaskRequests] in one page of tasks/list.
+// It configures either peer (NewClient or NewServer).
+func WithPageSize(n int) Option {
+	return bothOption(func(c *config) {
 		if n > 0 {
 			c.server.pageSize = n
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -23,7 +24,8 @@ const resultTask = "task"
 // Defaults of the task options.
 const (
 	// DefaultTaskTTL is how long a server keeps a task after creating it,
-	// result included, unless WithTaskTTL says otherwise. Server side.
+	// result included, and the longest a client keeps one its server asks
+	// of it, unless WithTaskTTL says otherwise. Both sides.
 	DefaultTaskTTL = time.Hour
 	// DefaultTaskPollInterval is how often a server suggests that clients
 	// poll a task, and how often a client polls one whose server suggests
@@ -752,4 +754,82 @@ func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundReque
 		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: task %q was cancelled and has no result", rec.ID)}
 	}
 	return nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: task %q runs in another server process, which holds its result", rec.ID)}
+}
+
+// taskRequest reports whether the client declared, in its 2025-11-25
+// capabilities.tasks.requests, that it runs requests of method as tasks.
+func (s capabilitySet) taskRequest(method string) bool {
+	raw, ok := s.members()["tasks"]
+	if !ok {
+		return false
+	}
+	var v struct {
+		Requests struct {
+			Elicitation struct {
+				Create json.RawMessage `json:"create"`
+			} `json:"elicitation"`
+			Sampling struct {
+				CreateMessage json.RawMessage `json:"createMessage"`
+			} `json:"sampling"`
+		} `json:"requests"`
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	var sub json.RawMessage
+	switch method {
+	case "elicitation/create":
+		sub = v.Requests.Elicitation.Create
+	case "sampling/createMessage":
+		sub = v.Requests.Sampling.CreateMessage
+	}
+	return len(sub) > 0 && sub[0] == '{'
+}
+
+// askAsTask sends a 2025-11-25 task's ask as a task-augmented request, kept
+// by the client for ttl (0: as long as the client keeps tasks), and waits
+// for its outcome with tasks/result, under the ask's context and timeouts.
+// An ask that ends otherwise (cancelled, timed out) is cancelled on the
+// client with tasks/cancel. A client that answers at once, without a task,
+// has given the answer.
+func askAsTask(ctx context.Context, c *conn, method string, params json.RawMessage, co *callOptions, ttl time.Duration) (json.RawMessage, error) {
+	task := []byte(`{"task":{}`)
+	if ttl > 0 {
+		task = strconv.AppendInt([]byte(`{"task":{"ttl":`), ttl.Milliseconds(), 10)
+		task = append(task, '}')
+	}
+	p := trimJSONSpace(params)
+	if len(p) > 2 && p[0] == '{' {
+		task = append(append(task, ','), p[1:]...)
+	} else {
+		task = append(task, '}')
+	}
+	// The client answers at once with the task it created; that answer is
+	// awaited even if ctx ends meanwhile, so that the task can be cancelled.
+	created, err := c.call(context.WithoutCancel(ctx), method, task, co)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Task json.RawMessage `json:"task"`
+	}
+	if json.Unmarshal(created, &res) != nil || len(res.Task) == 0 {
+		return created, nil
+	}
+	t, err := decodeTask(res.Task, false)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: the client's answer to a task-augmented %s: %w", method, err)
+	}
+	id := appendJSONString([]byte(`{"taskId":`), t.ID)
+	id = append(id, '}')
+	answer, err := c.call(ctx, "tasks/result", id, co)
+	var rpcErr *Error
+	if err != nil && !errors.As(err, &rpcErr) && c.closedErr() == nil {
+		// Nothing waits for the task now: the client may stop it. Bounded
+		// by the connection's request timeout, as any request is.
+		if _, cerr := c.call(context.WithoutCancel(ctx), "tasks/cancel", id, &callOptions{}); cerr != nil {
+			c.log.Debug("cannot cancel a task on the client", "task", t.ID, "err", cerr)
+		}
+	}
+	return answer, err
 }

@@ -16,14 +16,11 @@ func main() {
 	noop := func(context.Context) {}
 
 	// Server options given to a client.
-	mcp.NewClient(info, mcp.WithPageSize(7))                                   // ERROR
 	mcp.NewClient(info, mcp.WithInstructions("x"))                             // ERROR
 	mcp.NewClient(info, mcp.WithCacheHints(time.Minute, mcp.CacheScopePublic)) // ERROR
 	mcp.NewClient(info, mcp.WithCompletionHandler(nil))                        // ERROR
 	mcp.NewClient(info, mcp.WithStateKey(make([]byte, 32)))                    // ERROR
 	mcp.NewClient(info, mcp.WithStateTTL(time.Minute))                         // ERROR
-	mcp.NewClient(info, mcp.WithTaskTTL(time.Minute))                          // ERROR
-	mcp.NewClient(info, mcp.WithMaxTasks(1))                                   // ERROR
 	mcp.NewClient(info, mcp.WithTaskStore(nil))                                // ERROR
 
 	// Client options given to a server.
@@ -37,6 +34,7 @@ func main() {
 	mcp.NewServer(info, mcp.WithDiscoverTimeout(time.Second))     // ERROR
 	mcp.NewServer(info, mcp.WithMaxInputRounds(3))                // ERROR
 	mcp.NewServer(info, mcp.WithMinTaskPollInterval(time.Second)) // ERROR
+	mcp.NewServer(info, mcp.WithTaskRequests())                   // ERROR
 	mcp.NewServer(info, mcp.WithToolListChangedHandler(noop))     // ERROR
 	mcp.NewServer(info, mcp.WithPromptListChangedHandler(noop))   // ERROR
 	mcp.NewServer(info, mcp.WithResourceListChangedHandler(noop)) // ERROR
@@ -80,6 +78,9 @@ func main() {
 		mcp.WithRequestTimeout(time.Second),
 		mcp.WithMaxRequestTimeout(time.Minute),
 		mcp.WithExtension("com.example/x", nil),
+		mcp.WithPageSize(7),
+		mcp.WithTaskTTL(time.Minute),
+		mcp.WithMaxTasks(1),
 	}
 	for _, o := range both {
 		mcp.NewClient(info, o)
