@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 			srv = benchServer(opts...)
 		}
 		if os.Getenv("MCP_TEST_SERVE_TASKPAIR") != "" {
-			srv = taskPairServer()
+			srv = taskPairServer(nil)
 		}
 		if os.Getenv("MCP_TEST_SERVE_TASKS") != "" {
 			rig := newTaskRig(opts...)

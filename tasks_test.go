@@ -64,9 +64,11 @@ func TestTaskWire(t *testing.T) {
 	}
 }
 
-// taskPairServer is a server with a tool that must run as a task: it
-// reports progress, asks the user twice, and answers with both answers.
-func taskPairServer() *Server {
+// taskPairServer is a server with task tools: survey must run as a task,
+// reports progress, asks the user twice, and answers with both answers;
+// block runs until its context ends, then sends on ended (when not nil);
+// the others answer at once.
+func taskPairServer(ended chan<- struct{}) *Server {
 	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTaskPollInterval(time.Millisecond))
 	srv.AddTool(Tool{Name: "survey", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		g := req.Gateway()
@@ -84,6 +86,19 @@ func taskPairServer() *Server {
 	srv.AddTool(Tool{Name: "quick", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent("quick")}}, nil
 	})
+	srv.AddTool(Tool{Name: "tool_error", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{IsError: true, Content: []Content{TextContent("bad input")}}, nil
+	})
+	srv.AddTool(Tool{Name: "later", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("read later")}}, nil
+	})
+	srv.AddTool(Tool{Name: "block", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		<-ctx.Done()
+		if ended != nil {
+			ended <- struct{}{}
+		}
+		return nil, ctx.Err()
+	})
 	srv.AddTool(Tool{Name: "fails", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return nil, &Error{Code: CodeInvalidParams, Message: "no such report"}
 	})
@@ -97,8 +112,10 @@ func taskPairServer() *Server {
 // elicitation handler (live requests on 2025-11-25, the task's
 // inputRequests on 2026-07-28), and the result comes back as if the call
 // had been plain; a tool that may run as a task runs plainly unless the
-// call asks; a task that fails with a protocol error gives *Error;
-// the ToolTask handle sees the task end.
+// call asks; a task that fails with a protocol error gives *Error, one
+// with a tool error its result; the ToolTask handle sees the task end; a
+// task cancelled mid-run ends its handler's context; a task started
+// before the client went away is read on a new connection.
 func TestTasksClientAgainstServer(t *testing.T) {
 	for _, version := range []string{Version20251125, Version20260728} {
 		for _, carrier := range []string{"memory", "child", "http"} {
@@ -109,18 +126,28 @@ func TestTasksClientAgainstServer(t *testing.T) {
 						n := asked.Add(1)
 						return &ElicitResult{Action: "accept", Content: map[string]any{"v": fmt.Sprintf("%s-%d", p.Message, n)}}, nil
 					})}
-				var cl *Client
-				srv := taskPairServer()
+				ended := make(chan struct{}, 1)
+				srv := taskPairServer(ended)
+				var connect func() *Client // a new connection to the same server
 				switch carrier {
 				case "memory":
-					cl = pair(t, srv, opts...)
+					connect = func() *Client { return pair(t, srv, opts...) }
 				case "child":
 					t.Setenv("MCP_TEST_SERVE_TASKPAIR", "1")
-					cl = childServer(t, "", opts...)
-					srv = nil
+					srv, ended = nil, nil
+					connect = func() *Client { return childServer(t, "", opts...) }
 				default:
-					cl = connectHTTP(t, srv, opts...)
+					ts := serveHTTP(t, srv)
+					connect = func() *Client {
+						cl := NewClient(Implementation{Name: "test-client", Version: "1.0.0"}, opts...)
+						if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL)); err != nil {
+							t.Fatal(err)
+						}
+						t.Cleanup(func() { cl.Close() })
+						return cl
+					}
 				}
+				cl := connect()
 				ctx := context.Background()
 				if _, err := cl.ListTools(ctx, ""); err != nil {
 					t.Fatal(err)
@@ -155,6 +182,41 @@ func TestTasksClientAgainstServer(t *testing.T) {
 				}
 				if got, err := task.Get(ctx); err != nil || got.Status != TaskCompleted {
 					t.Fatalf("ToolTask.Get after Wait: %+v, %v", got, err)
+				}
+
+				// A tool error is the task's result, not a failure.
+				if res, err = cl.CallTool(ctx, "tool_error", nil, WithTask(time.Minute)); err != nil || !res.IsError || res.Content[0].Text != "bad input" {
+					t.Fatalf("a task with a tool error: %v, %v", res, err)
+				}
+
+				// Cancelled mid-run: the handler's context ends and the
+				// task ends cancelled.
+				if task, err = cl.StartTool(ctx, "block", nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := task.Cancel(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := task.Wait(ctx); !errors.Is(err, ErrTaskCancelled) {
+					t.Fatalf("waiting on a cancelled task: %v, want ErrTaskCancelled", err)
+				}
+				if got, err := task.Get(ctx); err != nil || got.Status != TaskCancelled {
+					t.Fatalf("a cancelled task: %+v, %v", got, err)
+				}
+				if ended != nil {
+					<-ended
+				}
+
+				// The client goes away; another connection reads the task.
+				if carrier == "child" {
+					return // the server goes with its process
+				}
+				if task, err = cl.StartTool(ctx, "later", nil); err != nil {
+					t.Fatal(err)
+				}
+				cl.Close()
+				if res, err = connect().OpenTask(task.Task().ID).Wait(ctx); err != nil || res.Content[0].Text != "read later" {
+					t.Fatalf("a task read on a new connection: %v, %v", res, err)
 				}
 			})
 		}
