@@ -732,15 +732,17 @@ func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundReque
 		return json.RawMessage(appendLegacyTask(nil, rec)), nil
 	}
 	// tasks/result: wait for the end, then answer as the call would have.
+	// The store is read again either way: a task that ended since rec was
+	// read has left the running set only after storing its outcome.
 	if t := s.tasks.find(p.TaskID, owner); t != nil {
 		select {
 		case <-t.done:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if rec, err = s.taskStore().Get(ctx, owner, p.TaskID); err != nil {
-			return nil, storeError(p.TaskID, err)
-		}
+	}
+	if rec, err = s.taskStore().Get(ctx, owner, p.TaskID); err != nil {
+		return nil, storeError(p.TaskID, err)
 	}
 	switch rec.Status {
 	case TaskCompleted:

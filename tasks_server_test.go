@@ -864,3 +864,31 @@ func TestTasksChildProcess(t *testing.T) {
 		}
 	})
 }
+
+// TestTaskResultRightAfterTheEnd: tasks/result for a task that ends while
+// the request is being served gives the task's result, however the two
+// interleave (it once said the task ran in another process when the task
+// left the running set between the request's two looks).
+func TestTaskResultRightAfterTheEnd(t *testing.T) {
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTaskStore(NewMemoryTaskStore(1<<20, 1<<40)))
+	srv.AddTool(Tool{Name: "echo", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("hello")}}, nil
+	})
+	cl := pair(t, srv, WithProtocolVersion(Version20251125))
+	ctx := context.Background()
+	asTask := map[string]any{"name": "echo", "arguments": map[string]any{}, "task": map[string]any{}}
+	for i := range 20000 {
+		var created struct {
+			Task struct {
+				TaskID string `json:"taskId"`
+			} `json:"task"`
+		}
+		if err := cl.SendRequest(ctx, "tools/call", asTask, &created); err != nil {
+			t.Fatal(err)
+		}
+		var res CallToolResult
+		if err := cl.SendRequest(ctx, "tasks/result", map[string]any{"taskId": created.Task.TaskID}, &res); err != nil || len(res.Content) != 1 {
+			t.Fatalf("task %d: tasks/result: %v, %v", i, res, err)
+		}
+	}
+}
