@@ -50,6 +50,22 @@ func (t *stuckTransport) Close() error {
 	return nil
 }
 
+// stuckConn starts a server connection, made with opts, over a transport
+// whose peer does not read until released; it closes with the test.
+func stuckConn(t *testing.T, opts ...ServerOption) (*conn, *stuckTransport) {
+	t.Helper()
+	srv := newTestServer(opts...)
+	tr := newStuckTransport()
+	ss := &serverSession{srv: srv}
+	c := newConn(tr, srv.cfg, ss, 0)
+	ss.conn = c
+	if err := c.start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.closeAndWait(nil) })
+	return c, tr
+}
+
 // TestWriteBacklogAtTheLimit: with the writer stuck on a peer that does
 // not read, messages the engine sends without waiting are kept up to
 // exactly the limit, a handler's message past it waits until the peer
@@ -60,15 +76,7 @@ func TestWriteBacklogAtTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit = 1000
 		rec := &logRecorder{}
-		srv := newTestServer(WithWriteBacklog(limit), WithLogger(slog.New(rec)))
-		tr := newStuckTransport()
-		ss := &serverSession{srv: srv}
-		c := newConn(tr, srv.cfg, ss, 0)
-		ss.conn = c
-		if err := c.start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		defer c.closeAndWait(nil)
+		c, tr := stuckConn(t, WithWriteBacklog(limit), WithLogger(slog.New(rec)))
 		msg := func(n int) outgoing { return outgoing{data: make([]byte, n)} }
 		queue := func(n int, mode writeMode) {
 			t.Helper()
@@ -143,15 +151,7 @@ func TestWriteBacklogAtTheLimit(t *testing.T) {
 func TestWriteBacklogOversizedMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit = 100
-		srv := newTestServer(WithWriteBacklog(limit))
-		tr := newStuckTransport()
-		ss := &serverSession{srv: srv}
-		c := newConn(tr, srv.cfg, ss, 0)
-		ss.conn = c
-		if err := c.start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		defer c.closeAndWait(nil)
+		c, _ := stuckConn(t, WithWriteBacklog(limit))
 		if err := c.queueWrite(outgoing{data: make([]byte, 1)}, mustQueue); err != nil {
 			t.Fatal(err)
 		}

@@ -19,19 +19,7 @@ import (
 func taskRequestsPeer(t *testing.T, opts ...ClientOption) (*Client, *rawPeer, string) {
 	t.Helper()
 	ct, st := NewInMemoryTransports()
-	p := newRawPeer(t, st.(*IOTransport))
-	opts = append([]ClientOption{WithProtocolVersion(Version20251125)}, opts...)
-	cl := NewClient(Implementation{Name: "c", Version: "1"}, opts...)
-	connected := make(chan error, 1)
-	go func() { connected <- cl.Connect(context.Background(), ct) }()
-	init := p.recv()
-	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}}`, field(t, init, "id")))
-	if err := <-connected; err != nil {
-		t.Fatal(err)
-	}
-	p.recv() // notifications/initialized
-	t.Cleanup(func() { cl.Close() })
-	return cl, p, init
+	return rawServerPeerInit(t, ct, st, opts...)
 }
 
 // listedIDs returns the task ids of a tasks/list response.

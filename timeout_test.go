@@ -24,6 +24,14 @@ func rawServerPeer(t testing.TB, opts ...ClientOption) (*Client, *rawPeer) {
 
 func rawServerPeerOver(t testing.TB, ct, st Transport, opts ...ClientOption) (*Client, *rawPeer) {
 	t.Helper()
+	cl, p, _ := rawServerPeerInit(t, ct, st, opts...)
+	return cl, p
+}
+
+// rawServerPeerInit is rawServerPeerOver that also returns the client's
+// initialize request.
+func rawServerPeerInit(t testing.TB, ct, st Transport, opts ...ClientOption) (*Client, *rawPeer, string) {
+	t.Helper()
 	p := newRawPeer(t, st.(*IOTransport))
 	opts = append([]ClientOption{WithProtocolVersion(Version20251125)}, opts...)
 	cl := NewClient(Implementation{Name: "c", Version: "1"}, opts...)
@@ -36,7 +44,7 @@ func rawServerPeerOver(t testing.TB, ct, st Transport, opts ...ClientOption) (*C
 	}
 	p.recv() // notifications/initialized
 	t.Cleanup(func() { cl.Close() })
-	return cl, p
+	return cl, p, init
 }
 
 // waitExpired waits on the deadline as a call does and returns the bound
