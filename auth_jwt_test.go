@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -9,9 +10,17 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // TestSignJWT signs with each key type and checks the signature with the
@@ -53,5 +62,528 @@ func TestSignJWT(t *testing.T) {
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	if _, err := signJWT(p384, "", nil); err == nil {
 		t.Error("a P-384 key signed")
+	}
+}
+
+// testKeys are the issuer's signing keys of these tests, made once: an
+// RSA key is slow to make.
+var testKeys = sync.OnceValue(func() map[string]crypto.Signer {
+	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	return map[string]crypto.Signer{algRS256: rsaKey, algES256: ecKey, algEdDSA: edKey}
+})
+
+// testResource is the audience of the tests' tokens.
+const testResource = "https://mcp.example.com/mcp"
+
+// jwkOf encodes a public key as a JWK named kid.
+func jwkOf(kid string, pub crypto.PublicKey) map[string]any {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		return map[string]any{"kty": "RSA", "kid": kid, "use": "sig", "alg": algRS256, "n": b64.EncodeToString(k.N.Bytes()), "e": b64.EncodeToString(big.NewInt(int64(k.E)).Bytes())}
+	case *ecdsa.PublicKey:
+		point, _ := k.Bytes()
+		return map[string]any{"kty": "EC", "kid": kid, "crv": "P-256", "x": b64.EncodeToString(point[1:33]), "y": b64.EncodeToString(point[33:])}
+	case ed25519.PublicKey:
+		return map[string]any{"kty": "OKP", "kid": kid, "crv": "Ed25519", "x": b64.EncodeToString(k)}
+	}
+	panic(fmt.Sprintf("no JWK for %T", pub))
+}
+
+// testIssuer is an authorization server's key set served over loopback,
+// counting its fetches. Its keys are named by their algorithm.
+type testIssuer struct {
+	url     string
+	fetches atomic.Int32
+	mu      sync.Mutex
+	keys    map[string]crypto.Signer // by kid: what the JWKS lists
+}
+
+func newTestIssuer(t testing.TB) *testIssuer {
+	iss := &testIssuer{keys: map[string]crypto.Signer{}}
+	for alg, k := range testKeys() {
+		iss.keys[alg] = k
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/jwks":
+			iss.fetches.Add(1)
+			iss.mu.Lock()
+			var set []any
+			for kid, k := range iss.keys {
+				set = append(set, jwkOf(kid, k.Public()))
+			}
+			iss.mu.Unlock()
+			json.NewEncoder(w).Encode(map[string]any{"keys": set})
+		case "/.well-known/oauth-authorization-server":
+			json.NewEncoder(w).Encode(map[string]any{"issuer": iss.url, "jwks_uri": iss.url + "/jwks"})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(ts.Close)
+	iss.url = ts.URL
+	return iss
+}
+
+// addKey lists key under kid in the key set from now on.
+func (iss *testIssuer) addKey(kid string, key crypto.Signer) {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	iss.keys[kid] = key
+}
+
+// claims are a valid token's claims for the tests' resource, expiring in
+// an hour, with more (or, given nil, fewer) claims.
+func (iss *testIssuer) claims(more map[string]any) map[string]any {
+	c := map[string]any{"iss": iss.url, "aud": testResource, "sub": "alice", "client_id": "app",
+		"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix(), "scope": "mcp:read mcp:write"}
+	for k, v := range more {
+		if v == nil {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
+	}
+	return c
+}
+
+// token signs claims with the key listed as kid.
+func (iss *testIssuer) token(t testing.TB, kid string, claims map[string]any) string {
+	t.Helper()
+	iss.mu.Lock()
+	key := iss.keys[kid]
+	iss.mu.Unlock()
+	if key == nil {
+		key = testKeys()[kid]
+	}
+	tok, err := signJWT(key, kid, claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// verifier is a JWTVerifier of the issuer's tokens for the tests'
+// resource, over a client that keeps no connection alive (synctest
+// bubbles must end every goroutine they start).
+func (iss *testIssuer) verifier(t testing.TB, cfg JWTVerifierConfig) *JWTVerifier {
+	t.Helper()
+	cfg.Issuer, cfg.Audience = iss.url, testResource
+	if cfg.JWKSURL == "" {
+		cfg.JWKSURL = iss.url + "/jwks"
+	} else if cfg.JWKSURL == "discover" {
+		cfg.JWKSURL = ""
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	}
+	v, err := NewJWTVerifier(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// forge returns a token with the given header and claims and a signature
+// of garbage.
+func forge(header, claims any) string {
+	h, _ := json.Marshal(header)
+	c, _ := json.Marshal(claims)
+	return b64.EncodeToString(h) + "." + b64.EncodeToString(c) + "." + b64.EncodeToString([]byte("sig"))
+}
+
+// TestJWTVerifier verifies real tokens of each algorithm, valid and not:
+// each refused token names why.
+func TestJWTVerifier(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t)
+	v := iss.verifier(t, JWTVerifierConfig{})
+	other := map[string]crypto.Signer{}
+	for alg := range testKeys() {
+		other[alg] = map[string]func() crypto.Signer{
+			algRS256: func() crypto.Signer { k, _ := rsa.GenerateKey(rand.Reader, 2048); return k },
+			algES256: func() crypto.Signer { k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader); return k },
+			algEdDSA: func() crypto.Signer { _, k, _ := ed25519.GenerateKey(rand.Reader); return k },
+		}[alg]()
+	}
+	now := time.Now()
+	for _, alg := range []string{algRS256, algES256, algEdDSA} {
+		cases := []struct {
+			name  string
+			token string
+			want  string // in the error; empty: valid
+		}{
+			{"valid", iss.token(t, alg, iss.claims(nil)), ""},
+			{"audience array", iss.token(t, alg, iss.claims(map[string]any{"aud": []string{"x", testResource}})), ""},
+			{"expired within leeway", iss.token(t, alg, iss.claims(map[string]any{"exp": now.Add(-30 * time.Second).Unix()})), ""},
+			{"client only", iss.token(t, alg, iss.claims(map[string]any{"sub": nil})), ""},
+			{"expired", iss.token(t, alg, iss.claims(map[string]any{"exp": now.Add(-2 * time.Minute).Unix()})), "claim exp: the token expired"},
+			{"no exp", iss.token(t, alg, iss.claims(map[string]any{"exp": nil})), "claim exp: missing"},
+			{"not yet valid", iss.token(t, alg, iss.claims(map[string]any{"nbf": now.Add(5 * time.Minute).Unix()})), "claim nbf"},
+			{"issued in the future", iss.token(t, alg, iss.claims(map[string]any{"iat": now.Add(5 * time.Minute).Unix()})), "claim iat"},
+			{"wrong audience", iss.token(t, alg, iss.claims(map[string]any{"aud": "https://other.example.com/mcp"})), "claim aud"},
+			{"wrong audience array", iss.token(t, alg, iss.claims(map[string]any{"aud": []string{"https://other.example.com/mcp"}})), "claim aud"},
+			{"no audience", iss.token(t, alg, iss.claims(map[string]any{"aud": nil})), "claim aud"},
+			{"wrong issuer", iss.token(t, alg, iss.claims(map[string]any{"iss": "https://evil.example.com"})), "claim iss"},
+			{"nobody", iss.token(t, alg, iss.claims(map[string]any{"sub": nil, "client_id": nil})), "names nobody"},
+			{"bad signature", func() string {
+				tok, _ := signJWT(other[alg], alg, iss.claims(nil)) // the kid of the issuer's key
+				return tok
+			}(), "signature: does not verify"},
+			{"tampered claims", func() string {
+				parts := strings.Split(iss.token(t, alg, iss.claims(nil)), ".")
+				c, _ := json.Marshal(iss.claims(map[string]any{"sub": "mallory"}))
+				return parts[0] + "." + b64.EncodeToString(c) + "." + parts[2]
+			}(), "signature: does not verify"},
+			{"alg none", forge(map[string]string{"alg": "none", "kid": alg}, iss.claims(nil)), `alg "none" is not accepted`},
+			{"alg none, no signature", strings.TrimSuffix(forge(map[string]string{"alg": "none"}, iss.claims(nil)), b64.EncodeToString([]byte("sig"))), `alg "none" is not accepted`},
+			{"HS256", forge(map[string]string{"alg": "HS256", "kid": alg}, iss.claims(nil)), `alg "HS256" is not accepted`},
+			{"critical extension", forge(map[string]any{"alg": alg, "kid": alg, "crit": []string{"x"}}, iss.claims(nil)), "crit"},
+			{"not a JWS", "abc.def", "not a compact JWS"},
+		}
+		// The algorithm a token claims must be its key's.
+		for _, wrong := range []string{algRS256, algES256, algEdDSA} {
+			if wrong != alg {
+				tok, _ := signJWT(testKeys()[wrong], alg, iss.claims(nil))
+				cases = append(cases, struct{ name, token, want string }{"alg " + wrong + " for a key of " + alg, tok, "does not match key"})
+			}
+		}
+		for _, c := range cases {
+			t.Run(alg+"/"+c.name, func(t *testing.T) {
+				info, err := v.VerifyToken(context.Background(), c.token)
+				if c.want == "" {
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := cmpOr(c.name == "client only", "app", "alice")
+					if info.Principal != want || info.ClientID != "app" || strings.Join(info.Scopes, " ") != "mcp:read mcp:write" {
+						t.Fatalf("info %+v", info)
+					}
+					return
+				}
+				if !errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("error %v, want ErrInvalidToken with %q", err, c.want)
+				}
+			})
+		}
+	}
+}
+
+func cmpOr(cond bool, a, b string) string {
+	if cond {
+		return a
+	}
+	return b
+}
+
+// TestJWTScopes reads scopes from scope (a string) and scp (an array).
+func TestJWTScopes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		claims map[string]any
+		want   string
+	}{
+		{map[string]any{"scope": "a  b"}, "a b"},
+		{map[string]any{"scp": []any{"a", "b", 3}}, "a b"},
+		{map[string]any{"scp": "a b"}, "a b"},
+		{map[string]any{"scope": "a", "scp": []any{"b"}}, "a"},
+		{map[string]any{}, ""},
+	} {
+		if got := strings.Join(scopesOf(c.claims), " "); got != c.want {
+			t.Errorf("%v: scopes %q, want %q", c.claims, got, c.want)
+		}
+	}
+}
+
+// TestJWTMaxTokenBytes refuses a token over the size limit before
+// decoding it, and takes one at the limit.
+func TestJWTMaxTokenBytes(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t)
+	tok := iss.token(t, algEdDSA, iss.claims(nil))
+	v := iss.verifier(t, JWTVerifierConfig{MaxTokenBytes: len(tok)})
+	if _, err := v.VerifyToken(context.Background(), tok); err != nil {
+		t.Fatalf("a token at the limit: %v", err)
+	}
+	long := iss.token(t, algEdDSA, iss.claims(map[string]any{"pad": "x"}))
+	if _, err := v.VerifyToken(context.Background(), long); !errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("a token over the limit: %v", err)
+	}
+	if _, err := parseJWT(strings.Repeat("a", DefaultMaxTokenBytes+1), DefaultMaxTokenBytes); err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("default limit: %v", err)
+	}
+}
+
+// TestNewJWTVerifierConfig refuses a config without issuer or audience, or
+// with a JWKS URL that is not http(s).
+func TestNewJWTVerifierConfig(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []JWTVerifierConfig{
+		{Audience: testResource, JWKSURL: "https://a/jwks"},
+		{Issuer: "https://a", JWKSURL: "https://a/jwks"},
+		{Issuer: "https://a", Audience: testResource, JWKSURL: "file:///etc/keys"},
+	} {
+		if _, err := NewJWTVerifier(cfg); err == nil {
+			t.Errorf("%+v accepted", cfg)
+		}
+	}
+}
+
+// FuzzJWT feeds the parser and verifier arbitrary tokens: none panics,
+// and a token that verifies verifies again to the same result.
+func FuzzJWT(f *testing.F) {
+	iss := newTestIssuer(f)
+	v := iss.verifier(f, JWTVerifierConfig{MinRefreshInterval: time.Hour})
+	for _, alg := range []string{algRS256, algES256, algEdDSA} {
+		f.Add(iss.token(f, alg, iss.claims(nil)))
+		f.Add(iss.token(f, alg, iss.claims(map[string]any{"aud": []string{testResource}, "scp": []string{"a"}, "nbf": 1.5})))
+	}
+	f.Add(forge(map[string]string{"alg": "none"}, iss.claims(nil)))
+	f.Add("e30.e30.")
+	f.Add("..")
+	f.Fuzz(func(t *testing.T, token string) {
+		ctx := context.Background()
+		if tok, err := parseJWT(token, DefaultMaxTokenBytes); err == nil {
+			for _, k := range testKeys() {
+				tok.verifySignature(&jsonWebKey{kid: tok.kid, pub: k.Public()})
+			}
+		}
+		info, err := v.VerifyToken(ctx, token)
+		if err != nil {
+			return
+		}
+		again, err := v.VerifyToken(ctx, token)
+		if err != nil {
+			t.Fatalf("verified once, then: %v", err)
+		}
+		a, _ := json.Marshal(info)
+		b, _ := json.Marshal(again)
+		if string(a) != string(b) {
+			t.Fatalf("verified differently: %s, then %s", a, b)
+		}
+	})
+}
+
+// TestJWKSUnknownKey refreshes the key set exactly once for a token of an
+// unknown key, refuses the token, and fetches again for an unknown key
+// only once the minimum refresh interval has passed, when a rotated key
+// is then found.
+func TestJWKSUnknownKey(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t) // its server outside the bubble: a goroutine waiting on the network would stop the bubble's clock
+	synctest.Test(t, func(t *testing.T) {
+		v := iss.verifier(t, JWTVerifierConfig{MinRefreshInterval: time.Minute})
+		ctx := context.Background()
+		if _, err := v.VerifyToken(ctx, iss.token(t, algES256, iss.claims(nil))); err != nil {
+			t.Fatal(err)
+		}
+		if n := iss.fetches.Load(); n != 1 {
+			t.Fatalf("%d fetches for the first token", n)
+		}
+		time.Sleep(time.Minute) // the next miss may fetch
+		_, rotated, _ := ed25519.GenerateKey(rand.Reader)
+		unknown, _ := signJWT(rotated, "rotated", iss.claims(nil))
+		_, err := v.VerifyToken(ctx, unknown)
+		if !errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), `kid "rotated" names no key`) {
+			t.Fatalf("unknown kid: %v", err)
+		}
+		if n := iss.fetches.Load(); n != 2 {
+			t.Fatalf("%d fetches after an unknown kid, want 2 (exactly one refresh)", n)
+		}
+		iss.addKey("rotated", rotated)
+		for range 5 {
+			if _, err := v.VerifyToken(ctx, unknown); !errors.Is(err, ErrInvalidToken) {
+				t.Fatalf("within the interval: %v", err)
+			}
+		}
+		if n := iss.fetches.Load(); n != 2 {
+			t.Fatalf("%d fetches: misses within the minimum interval fetched", n)
+		}
+		time.Sleep(time.Minute)
+		if _, err := v.VerifyToken(ctx, unknown); err != nil {
+			t.Fatalf("the rotated key after the interval: %v", err)
+		}
+		if n := iss.fetches.Load(); n != 3 {
+			t.Fatalf("%d fetches, want 3", n)
+		}
+		// Known keys are served from the cache.
+		for range 5 {
+			if _, err := v.VerifyToken(ctx, iss.token(t, algRS256, iss.claims(nil))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := iss.fetches.Load(); n != 3 {
+			t.Fatalf("%d fetches for known keys", n)
+		}
+	})
+}
+
+// gatedTransport holds every request until its gate opens, then sends it
+// over loopback: inside a synctest bubble, the requests waiting for it are
+// durably blocked.
+type gatedTransport struct {
+	gate chan struct{}
+	rt   http.RoundTripper
+}
+
+func (g *gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	<-g.gate
+	return g.rt.RoundTrip(r)
+}
+
+// TestJWKSConcurrentMisses shares one fetch among many requests that miss
+// the cache at once: no thundering herd on the issuer.
+func TestJWKSConcurrentMisses(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t) // its server outside the bubble: a goroutine waiting on the network would stop the bubble's clock
+	synctest.Test(t, func(t *testing.T) {
+		gate := &gatedTransport{gate: make(chan struct{}), rt: &http.Transport{DisableKeepAlives: true}}
+		v := iss.verifier(t, JWTVerifierConfig{MinRefreshInterval: time.Nanosecond, HTTPClient: &http.Client{Transport: gate}})
+		var wg sync.WaitGroup
+		var failed atomic.Int32
+		for i := range 50 {
+			wg.Go(func() {
+				alg := []string{algRS256, algES256, algEdDSA}[i%3]
+				if _, err := v.VerifyToken(context.Background(), iss.token(t, alg, iss.claims(nil))); err != nil {
+					failed.Add(1)
+				}
+			})
+		}
+		synctest.Wait() // all 50 wait for the one fetch
+		close(gate.gate)
+		wg.Wait()
+		if n := iss.fetches.Load(); n != 1 || failed.Load() != 0 {
+			t.Fatalf("%d fetches, %d failures; want 1 fetch shared by all", n, failed.Load())
+		}
+	})
+}
+
+// TestJWKSCacheLifetime honours Cache-Control max-age within bounds, and
+// fetches the set again once it expires.
+func TestJWKSCacheLifetime(t *testing.T) {
+	t.Parallel()
+	c := newJWKSCache(JWTVerifierConfig{MinRefreshInterval: time.Minute, CacheTTL: time.Hour, MaxCacheTTL: 2 * time.Hour})
+	for header, want := range map[string]time.Duration{
+		"":                        time.Hour,
+		"max-age=600":             10 * time.Minute,
+		"public, max-age=5":       time.Minute,
+		"max-age=999999999999999": 2 * time.Hour,
+		"no-store":                time.Hour,
+		"max-age=x":               time.Hour,
+	} {
+		h := http.Header{"Cache-Control": {header}}
+		if got := c.lifetime(h); got != want {
+			t.Errorf("Cache-Control %q: lifetime %v, want %v", header, got, want)
+		}
+	}
+	iss := newTestIssuer(t) // its server outside the bubble: a goroutine waiting on the network would stop the bubble's clock
+	synctest.Test(t, func(t *testing.T) {
+		v := iss.verifier(t, JWTVerifierConfig{CacheTTL: 10 * time.Minute})
+		tok := iss.token(t, algES256, iss.claims(map[string]any{"exp": time.Now().Add(time.Hour).Unix()}))
+		v.VerifyToken(context.Background(), tok)
+		time.Sleep(9 * time.Minute)
+		v.VerifyToken(context.Background(), tok)
+		if n := iss.fetches.Load(); n != 1 {
+			t.Fatalf("%d fetches within the TTL", n)
+		}
+		time.Sleep(time.Minute)
+		if _, err := v.VerifyToken(context.Background(), tok); err != nil {
+			t.Fatal(err)
+		}
+		if n := iss.fetches.Load(); n != 2 {
+			t.Fatalf("%d fetches after the TTL, want 2", n)
+		}
+	})
+}
+
+// TestJWKSFailures: a key set that cannot be fetched is the server's
+// failure, not the token's, and says which URL and why; a response over
+// the size limit is refused, one at it is read.
+func TestJWKSFailures(t *testing.T) {
+	t.Parallel()
+	var body atomic.Value
+	body.Store(`{"keys":[]}`)
+	status := atomic.Int32{}
+	status.Store(200)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(int(status.Load()))
+		w.Write([]byte(body.Load().(string)))
+	}))
+	defer ts.Close()
+	tok, _ := signJWT(testKeys()[algES256], "k", map[string]any{})
+	try := func(cfg JWTVerifierConfig) error {
+		cfg.Issuer, cfg.Audience, cfg.JWKSURL, cfg.MinRefreshInterval = "https://as.example.com", testResource, ts.URL+"/jwks", time.Nanosecond
+		v, err := NewJWTVerifier(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = v.VerifyToken(context.Background(), tok)
+		return err
+	}
+	status.Store(500)
+	if err := try(JWTVerifierConfig{}); err == nil || errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), ts.URL+"/jwks: status 500") {
+		t.Errorf("status 500: %v", err)
+	}
+	status.Store(200)
+	body.Store("not json")
+	if err := try(JWTVerifierConfig{}); err == nil || errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), "not a JSON Web Key Set") {
+		t.Errorf("not JSON: %v", err)
+	}
+	set, _ := json.Marshal(map[string]any{"keys": []any{jwkOf("k", testKeys()[algES256].Public())}})
+	body.Store(string(set))
+	if err := try(JWTVerifierConfig{MaxJWKSBytes: int64(len(set))}); !errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), "claim iss") {
+		t.Errorf("a key set at the size limit: %v", err)
+	}
+	if err := try(JWTVerifierConfig{MaxJWKSBytes: int64(len(set)) - 1}); err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Errorf("a key set over the size limit: %v", err)
+	}
+}
+
+// TestParseJWKS keeps the usable signature keys and skips the others.
+func TestParseJWKS(t *testing.T) {
+	t.Parallel()
+	ec := jwkOf("ec", testKeys()[algES256].Public())
+	offCurve := jwkOf("off", testKeys()[algES256].Public())
+	offCurve["y"] = offCurve["x"]
+	small, _ := rsa.GenerateKey(rand.Reader, 1024)
+	with := func(k map[string]any, key string, v any) map[string]any {
+		c := map[string]any{}
+		for n, x := range k {
+			c[n] = x
+		}
+		c[key] = v
+		return c
+	}
+	data, _ := json.Marshal(map[string]any{"keys": []any{
+		jwkOf("rsa", testKeys()[algRS256].Public()),
+		ec,
+		jwkOf("ed", testKeys()[algEdDSA].Public()),
+		offCurve,
+		jwkOf("small", &small.PublicKey),
+		with(ec, "use", "enc"),
+		with(ec, "key_ops", []string{"encrypt"}),
+		with(ec, "alg", algRS256),
+		with(ec, "crv", "P-384"),
+		map[string]any{"kty": "oct", "k": "c2VjcmV0"},
+		"not an object",
+		with(ec, "kid", "ec2"),
+	}})
+	keys, err := parseJWKS(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []string
+	for _, k := range keys {
+		kids = append(kids, k.kid+":"+k.alg())
+	}
+	if got := strings.Join(kids, " "); got != "rsa:RS256 ec:ES256 ed:EdDSA ec2:ES256" {
+		t.Fatalf("keys %s", got)
+	}
+	for _, bad := range []string{`[]`, `{}`, `{"keys":{}}`} {
+		if _, err := parseJWKS([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }
