@@ -148,8 +148,8 @@ func parseJWT(token string, maxBytes int) (*jwtToken, error) {
 		return nil, fmt.Errorf("%w: header: not base64url", ErrInvalidToken)
 	}
 	var header struct {
-		Alg  *string        `json:"alg"`
-		Kid  *string        `json:"kid"`
+		Alg  *string         `json:"alg"`
+		Kid  *string         `json:"kid"`
 		Crit json.RawMessage `json:"crit"`
 	}
 	if err := json.Unmarshal(hb, &header); err != nil || header.Alg == nil {

@@ -3,6 +3,9 @@ package mcp
 import (
 	"context"
 	"errors"
+	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -33,4 +36,205 @@ type TokenInfo struct {
 // acceptable gets an error wrapping ErrInvalidToken. Server side.
 type TokenVerifier interface {
 	VerifyToken(ctx context.Context, token string) (*TokenInfo, error)
+}
+
+// BearerAuth configures the bearer token check of [WithBearerAuth]. Server
+// side.
+type BearerAuth struct {
+	// Verifier checks each request's token. Required.
+	Verifier TokenVerifier
+	// ResourceMetadataURL is where the server's protected resource
+	// metadata is (see ProtectedResourceMetadataURL), named in every
+	// challenge so that clients find the authorization server.
+	ResourceMetadataURL string
+	// Scopes are required of every request's token.
+	Scopes []string
+	// MethodScopes are required, besides Scopes, of a message calling
+	// the method, such as "tools/call" or "resources/read".
+	MethodScopes map[string][]string
+	// ToolScopes are required, besides those, of a tools/call of the
+	// named tool.
+	ToolScopes map[string][]string
+}
+
+// WithBearerAuth makes the handler require an OAuth bearer token in the
+// Authorization header of every request (never in the query), checked by
+// a.Verifier. A request without one gets 401 with a WWW-Authenticate
+// challenge naming the resource metadata and the scopes needed; a refused
+// token the same with error="invalid_token"; a token that lacks a scope
+// needed for the request, or for a message of it (see
+// BearerAuth.MethodScopes and ToolScopes; a batch is refused whole), gets
+// 403 with error="insufficient_scope" and the scopes to ask for. A
+// verifier's failure other than ErrInvalidToken gets 503. The token's
+// principal owns the sessions and tasks it creates, as with
+// [WithAuthorizer], which this replaces; handlers read the token through
+// RequestInfo.Token. It panics if a.Verifier is nil. Server side.
+func WithBearerAuth(a BearerAuth) HTTPHandlerOption {
+	if a.Verifier == nil {
+		panic("mcp: WithBearerAuth: BearerAuth.Verifier is nil")
+	}
+	b := &bearerAuth{a}
+	return httpHandlerOption(func(c *httpConfig) { c.authorize, c.scopes = b.authenticate, b })
+}
+
+// Token returns the verified bearer token of the request, when the
+// handler was made WithBearerAuth; nil otherwise, and inside a task, which
+// outlives the request that started it. Server side.
+func (r *RequestInfo) Token() *TokenInfo {
+	if st, ok := r.route.(*httpStream); ok {
+		return st.token
+	}
+	return nil
+}
+
+// bearerAuth is WithBearerAuth's check.
+type bearerAuth struct{ BearerAuth }
+
+// authRefusal is how a request's authorization failed: its status and
+// challenge, and the reason given in the body.
+type authRefusal struct {
+	status    int
+	challenge string // WWW-Authenticate; empty: none
+	reason    string
+}
+
+func (e *authRefusal) Error() string { return e.reason }
+
+// write answers the request with the refusal.
+func (e *authRefusal) write(w http.ResponseWriter) {
+	if e.challenge != "" {
+		w.Header().Set("WWW-Authenticate", e.challenge)
+	}
+	text := http.StatusText(e.status)
+	code := CodeInvalidRequest
+	if e.status >= 500 {
+		code = CodeInternalError
+	}
+	writeHTTPError(w, e.status, code, ID{}, text+": "+e.reason)
+}
+
+// authenticate checks the request's bearer token and its Scopes.
+func (b *bearerAuth) authenticate(r *http.Request) (string, *TokenInfo, error) {
+	values := r.Header.Values("Authorization")
+	if len(values) == 0 {
+		return "", nil, b.refuse(http.StatusUnauthorized, "", "a bearer token is required", b.Scopes)
+	}
+	scheme, token, _ := strings.Cut(values[0], " ")
+	if len(values) > 1 || !strings.EqualFold(scheme, "Bearer") {
+		return "", nil, b.refuse(http.StatusUnauthorized, "", "a bearer token is required in one Authorization header", b.Scopes)
+	}
+	token = strings.TrimLeft(token, " ")
+	if !isToken68(token) {
+		return "", nil, b.refuse(http.StatusUnauthorized, "invalid_token", "the bearer token is malformed", b.Scopes)
+	}
+	info, err := b.Verifier.VerifyToken(r.Context(), token)
+	switch {
+	case errors.Is(err, ErrInvalidToken):
+		return "", nil, b.refuse(http.StatusUnauthorized, "invalid_token", err.Error(), b.Scopes)
+	case err != nil:
+		return "", nil, &authRefusal{status: http.StatusServiceUnavailable, reason: "the bearer token cannot be checked now: " + err.Error()}
+	case info == nil || info.Principal == "":
+		return "", nil, &authRefusal{status: http.StatusInternalServerError, reason: "the token verifier named no principal"}
+	}
+	if missing := missingScope(info, b.Scopes); missing != "" {
+		return "", nil, b.refuse(http.StatusForbidden, "insufficient_scope", "the token lacks scope '"+missing+"'", b.Scopes)
+	}
+	return info.Principal, info, nil
+}
+
+// checkMessages refuses, with 403, a POST with a message whose method or
+// tool needs a scope the token lacks; the challenge names every scope the
+// POST needs.
+func (b *bearerAuth) checkMessages(info *TokenInfo, msgs []*httpMessage) *authRefusal {
+	if len(b.MethodScopes) == 0 && len(b.ToolScopes) == 0 {
+		return nil
+	}
+	var why string
+	need := b.Scopes
+	for _, m := range msgs {
+		if m.method == "" {
+			continue
+		}
+		scopes := b.MethodScopes[m.method]
+		what := m.method
+		if m.method == "tools/call" {
+			if name, ok := jsonString(m.name); ok && b.ToolScopes[name] != nil {
+				scopes = append(slices.Clip(scopes), b.ToolScopes[name]...)
+				what = "tool '" + name + "'"
+			}
+		}
+		for _, s := range scopes {
+			if !slices.Contains(need, s) {
+				need = append(slices.Clip(need), s)
+			}
+		}
+		if missing := missingScope(info, scopes); missing != "" && why == "" {
+			why = "the token lacks scope '" + missing + "' for " + what
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return b.refuse(http.StatusForbidden, "insufficient_scope", why, need)
+}
+
+// missingScope returns the first of need that info does not grant.
+func missingScope(info *TokenInfo, need []string) string {
+	for _, s := range need {
+		if !slices.Contains(info.Scopes, s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// refuse makes a refusal with a Bearer challenge (RFC 6750 §3): the error
+// code, when there is one, its description, the resource metadata URL
+// (RFC 9728 §5.1) and the scopes to ask for.
+func (b *bearerAuth) refuse(status int, code, reason string, scopes []string) *authRefusal {
+	var c strings.Builder
+	c.WriteString("Bearer")
+	sep := " "
+	param := func(name, value string) {
+		c.WriteString(sep + name + `="` + value + `"`)
+		sep = ", "
+	}
+	if code != "" {
+		param("error", code)
+		param("error_description", challengeText(reason))
+	}
+	if b.ResourceMetadataURL != "" {
+		param("resource_metadata", challengeText(b.ResourceMetadataURL))
+	}
+	if len(scopes) > 0 {
+		param("scope", challengeText(strings.Join(scopes, " ")))
+	}
+	return &authRefusal{status: status, challenge: c.String(), reason: reason}
+}
+
+// challengeText keeps what a challenge's quoted value may hold (RFC 6750
+// §3: printable ASCII but the quote and the backslash).
+func challengeText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return '\''
+		}
+		return r
+	}, s)
+}
+
+// isToken68 reports whether s has the syntax of a bearer token (RFC 6750
+// §2.1).
+func isToken68(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -39,13 +39,13 @@ type httpHandler struct {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	principal, ok := admitRequest(h.cfg, w, r, h.isStopped())
+	principal, token, ok := admitRequest(h.cfg, w, r, h.isStopped())
 	if !ok {
 		return
 	}
 	switch r.Method {
 	case http.MethodPost:
-		h.servePOST(w, r, principal)
+		h.servePOST(w, r, principal, token)
 	case http.MethodGet:
 		h.serveGET(w, r, principal)
 	case http.MethodDelete:
@@ -87,29 +87,35 @@ func (h *httpHandler) shutdown() {
 // admitRequest applies the checks every request to an MCP endpoint passes
 // first: where it comes from, whether it is authorized, and whether the
 // server is shutting down; a CORS preflight is answered after the first.
-// It returns the principal the authorizer named (empty without one), and
-// ok false when it has answered the request itself.
-func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopped bool) (principal string, ok bool) {
+// It returns the principal the authorizer named (empty without one) and
+// the bearer token it verified (WithBearerAuth), and ok false when it has
+// answered the request itself.
+func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopped bool) (principal string, token *TokenInfo, ok bool) {
 	if status, msg := checkSource(cfg, r); status != 0 {
 		writeHTTPError(w, status, CodeInvalidRequest, ID{}, msg)
-		return "", false
+		return "", nil, false
 	}
 	if serveCORS(cfg, w, r) {
-		return "", false // a preflight carries no credentials to check
+		return "", nil, false // a preflight carries no credentials to check
 	}
 	if cfg.authorize != nil {
 		var err error
-		if principal, err = cfg.authorize(r); err != nil {
+		if principal, token, err = cfg.authorize(r); err != nil {
+			var refusal *authRefusal
+			if errors.As(err, &refusal) {
+				refusal.write(w)
+				return "", nil, false
+			}
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			writeHTTPError(w, http.StatusUnauthorized, CodeInvalidRequest, ID{}, "Unauthorized: "+err.Error())
-			return "", false
+			return "", nil, false
 		}
 	}
 	if stopped {
 		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the server is shutting down")
-		return "", false
+		return "", nil, false
 	}
-	return principal, true
+	return principal, token, true
 }
 
 // checkSource refuses requests from web pages that may not call us: a
@@ -315,7 +321,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) []byte {
 	return body
 }
 
-func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request, principal string) {
+func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request, principal string, token *TokenInfo) {
 	body := h.readBody(w, r)
 	if body == nil {
 		return
@@ -334,11 +340,19 @@ func (h *httpHandler) servePOST(w http.ResponseWriter, r *http.Request, principa
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: empty batch")
 		return
 	}
+	if h.cfg.scopes != nil {
+		// The scopes of each message's method and tool, checked before
+		// anything of the POST is dispatched.
+		if refusal := h.cfg.scopes.checkMessages(token, msgs); refusal != nil {
+			refusal.write(w)
+			return
+		}
+	}
 	if h.isModern(r, msgs, batch) {
-		h.serveModernPOST(w, r, body, msgs, batch, one, principal)
+		h.serveModernPOST(w, r, body, msgs, batch, one, principal, token)
 		return
 	}
-	h.serveLegacyPOST(w, r, body, msgs, batch, one, principal)
+	h.serveLegacyPOST(w, r, body, msgs, batch, one, principal, token)
 }
 
 // isModern judges a POST's era: 2026-07-28 when the body carries its _meta
@@ -364,7 +378,7 @@ func (h *httpHandler) isModern(r *http.Request, msgs []*httpMessage, batch bool)
 
 // serveModernPOST serves one 2026-07-28 POST: its own connection, its own
 // session state, cancelled when the client closes the stream.
-func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, principal string) {
+func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, principal string, token *TokenInfo) {
 	if batch {
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Invalid Request: protocol revision 2026-07-28 has no batches")
 		return
@@ -408,6 +422,7 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 		defer h.modernInFlight.Add(-1)
 	}
 	st := newHTTPStream(nil, "", []ID{m.id}, h.log)
+	st.token = token
 	// The POST's one message (no batches on 2026-07-28).
 	_, c := h.srv.pushSession(&streamTransport{stream: st}, oneRequest, principal)
 	if h.cfg.ctx != nil {
@@ -533,7 +548,7 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 // session; notifications and responses are accepted with 202; requests are
 // answered on this POST's response, JSON or SSE. A session belongs to the
 // principal that opened it.
-func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, principal string) {
+func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, principal string, token *TokenInfo) {
 	sid := r.Header.Get(headerSessionID)
 	var sess *httpSession
 	created := false
@@ -598,6 +613,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
 		return
 	}
+	st.token = token
 	if created {
 		w.Header().Set(headerSessionID, sess.id)
 	}

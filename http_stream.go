@@ -40,9 +40,10 @@ func (ev *streamEvent) compact() {
 // stream are queued for the event store under the lock and stored, in
 // order, outside it (storeUpTo).
 type httpStream struct {
-	sess *httpSession // nil for a 2026-07-28 POST
-	id   string
-	log  *slog.Logger
+	sess  *httpSession // nil for a 2026-07-28 POST
+	id    string
+	log   *slog.Logger
+	token *TokenInfo // the POST's bearer token (WithBearerAuth), for RequestInfo.Token
 
 	mu sync.Mutex
 	// inline is set while the stream's request runs on the goroutine that

@@ -89,11 +89,16 @@ type httpConfig struct {
 	corsOrigins    []string
 	allowedHosts   []string
 	maxBodyBytes   int64
-	authorize      Authorizer
-	maxSessions    int
-	maxPerUser     int
-	writeTimeout   time.Duration
-	keepAlive      time.Duration
+	// authorize checks a request's credentials (WithAuthorizer,
+	// WithBearerAuth); an *authRefusal error says how to answer, any other
+	// gets 401 with a bare Bearer challenge. scopes, set by
+	// WithBearerAuth, checks the scopes each message of a POST needs.
+	authorize    func(r *http.Request) (principal string, token *TokenInfo, err error)
+	scopes       *bearerAuth
+	maxSessions  int
+	maxPerUser   int
+	writeTimeout time.Duration
+	keepAlive    time.Duration
 	// backlogBytes and backlogMessages bound a session's standalone
 	// stream backlog (WithSessionBacklog).
 	backlogBytes    int
@@ -244,9 +249,16 @@ type Authorizer func(r *http.Request) (principal string, err error)
 // a request of another principal that names it gets 404, as for an unknown
 // session, and can neither use nor end it; a 2026-07-28 requestState minted
 // for one principal is refused for another. Handlers learn the principal
-// from RequestInfo.Principal. Use it to check bearer tokens. Handler only.
+// from RequestInfo.Principal. For OAuth bearer tokens, see
+// [WithBearerAuth], which replaces it. Handler only.
 func WithAuthorizer(a Authorizer) HTTPHandlerOption {
-	return httpHandlerOption(func(c *httpConfig) { c.authorize = a })
+	return httpHandlerOption(func(c *httpConfig) {
+		c.authorize = func(r *http.Request) (string, *TokenInfo, error) {
+			p, err := a(r)
+			return p, nil, err
+		}
+		c.scopes = nil
+	})
 }
 
 // WithMaxSessions caps the live legacy sessions (2025-03-26 … 2025-11-25)

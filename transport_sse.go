@@ -61,7 +61,7 @@ func (h *sseHandler) shutdown() {
 }
 
 func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	principal, ok := admitRequest(h.cfg, w, r, h.isStopped())
+	principal, token, ok := admitRequest(h.cfg, w, r, h.isStopped())
 	if !ok {
 		return
 	}
@@ -69,7 +69,7 @@ func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet:
 		h.serveEvents(w, r, principal)
 	case http.MethodPost:
-		h.serveMessage(w, r, principal)
+		h.serveMessage(w, r, principal, token)
 	default:
 		w.Header().Set("Allow", "GET, POST")
 		writeHTTPError(w, http.StatusMethodNotAllowed, CodeInvalidRequest, ID{}, "Method Not Allowed")
@@ -111,7 +111,7 @@ func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request, princip
 
 // serveMessage hands a POSTed message to its session; answers go on the
 // session's event stream. Another principal's session is unknown to it.
-func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request, principal string) {
+func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request, principal string, token *TokenInfo) {
 	id := r.URL.Query().Get("sessionId")
 	h.mu.Lock()
 	sess := h.sessions[id]
@@ -128,6 +128,15 @@ func (h *sseHandler) serveMessage(w http.ResponseWriter, r *http.Request, princi
 	if err != nil {
 		writeHTTPError(w, http.StatusRequestEntityTooLarge, CodeInvalidRequest, ID{}, fmt.Sprintf("Request Entity Too Large: the body exceeds %d bytes", h.cfg.maxBodyBytes))
 		return
+	}
+	if h.cfg.scopes != nil {
+		msgs, _, _, one := readPOSTBody(body)
+		refusal := h.cfg.scopes.checkMessages(token, msgs)
+		one.release()
+		if refusal != nil {
+			refusal.write(w)
+			return
+		}
 	}
 	sess.conn.handleFrame(body, nil)
 	w.WriteHeader(http.StatusAccepted)
