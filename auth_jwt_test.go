@@ -429,8 +429,51 @@ type gatedTransport struct {
 }
 
 func (g *gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	<-g.gate
-	return g.rt.RoundTrip(r)
+	select {
+	case <-g.gate:
+		return g.rt.RoundTrip(r)
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+}
+
+// TestJWKSFetchLifetime: a request that gives up waiting leaves the fetch
+// running for the others, and the fetch ends by FetchTimeout when the
+// issuer never answers; no goroutine outlives it (the bubble checks).
+func TestJWKSFetchLifetime(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t)
+	synctest.Test(t, func(t *testing.T) {
+		gate := &gatedTransport{gate: make(chan struct{}), rt: &http.Transport{DisableKeepAlives: true}}
+		v := iss.verifier(t, JWTVerifierConfig{MinRefreshInterval: time.Nanosecond, FetchTimeout: 10 * time.Second, HTTPClient: &http.Client{Transport: gate}})
+		tok := iss.token(t, algES256, iss.claims(nil))
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := v.VerifyToken(ctx, tok)
+			errc <- err
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("a cancelled wait: %v", err)
+		}
+		start := time.Now()
+		_, err := v.VerifyToken(context.Background(), tok) // joins the fetch still under way
+		if err == nil || errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), "deadline exceeded") {
+			t.Fatalf("a fetch that never ends: %v", err)
+		}
+		if waited := time.Since(start); waited != 10*time.Second {
+			t.Fatalf("the fetch ended after %v, want FetchTimeout", waited)
+		}
+		close(gate.gate)
+		if _, err := v.VerifyToken(context.Background(), tok); err != nil {
+			t.Fatalf("the next fetch: %v", err)
+		}
+		if n := iss.fetches.Load(); n != 1 {
+			t.Fatalf("%d fetches reached the issuer, want 1", n)
+		}
+	})
 }
 
 // TestJWKSConcurrentMisses shares one fetch among many requests that miss

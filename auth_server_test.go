@@ -333,3 +333,43 @@ func TestBearerAuthKeepsOthers(t *testing.T) {
 	}()
 	WithBearerAuth(BearerAuth{})
 }
+
+// TestBearerAuthSSE: the 2024-11-05 transport takes the same check: its
+// event stream needs a token, and a POSTed message needing a scope the
+// token lacks is refused before the session sees it.
+func TestBearerAuthSSE(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t)
+	ts := httptest.NewServer(NewSSEHandler(newTestServer(), WithBearerAuth(BearerAuth{
+		Verifier: iss.verifier(t, JWTVerifierConfig{}), ResourceMetadataURL: testPRM, ToolScopes: map[string][]string{"echo": {"echo"}},
+	})))
+	defer ts.Close()
+	if r := doHTTP(t, "GET", ts.URL+"/sse", "", map[string]string{"Accept": "text/event-stream"}); r.status != 401 || r.header.Get("WWW-Authenticate") != `Bearer resource_metadata="`+testPRM+`"` {
+		t.Fatalf("GET without a token: %d %q", r.status, r.header.Get("WWW-Authenticate"))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	auth := "Bearer " + iss.token(t, algEdDSA, iss.claims(nil))
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/sse", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", auth)
+	resp, err := testHTTPClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ev, err := newSSEParser(resp.Body, 1<<20).next()
+	if err != nil || ev.event != "endpoint" {
+		t.Fatalf("first event %+v %v", ev, err)
+	}
+	endpoint := ts.URL + string(ev.data)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`
+	r := doHTTP(t, "POST", endpoint, call, map[string]string{"Content-Type": "application/json", "Authorization": auth})
+	want := `Bearer error="insufficient_scope", error_description="the token lacks scope 'echo' for tool 'echo'", resource_metadata="` + testPRM + `", scope="echo"`
+	if r.status != 403 || r.header.Get("WWW-Authenticate") != want {
+		t.Fatalf("POST without the tool's scope: %d %q", r.status, r.header.Get("WWW-Authenticate"))
+	}
+	if r := doHTTP(t, "POST", endpoint, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Content-Type": "application/json", "Authorization": auth}); r.status != 202 {
+		t.Fatalf("ping: %d %s", r.status, r.body)
+	}
+}
