@@ -158,20 +158,11 @@ func (v *IntrospectionVerifier) check(claims map[string]any, now time.Time) (*To
 	if iss, ok := claims["iss"].(string); ok && v.cfg.Issuer != "" && iss != v.cfg.Issuer {
 		return nil, fmt.Errorf("%w: introspection field iss: %q is not the issuer %q", ErrInvalidToken, iss, v.cfg.Issuer)
 	}
-	info := &TokenInfo{Claims: claims, Scopes: scopesOf(claims)}
-	if exp, ok := numericDate(claims["exp"]); ok {
-		if !now.Before(exp) {
-			return nil, fmt.Errorf("%w: introspection field exp: the token expired at %s", ErrInvalidToken, exp.UTC().Format(time.RFC3339))
-		}
-		info.Expiry = exp
+	exp, ok := numericDate(claims["exp"])
+	if ok && !now.Before(exp) {
+		return nil, fmt.Errorf("%w: introspection field exp: the token expired at %s", ErrInvalidToken, exp.UTC().Format(time.RFC3339))
 	}
-	info.ClientID, _ = claims["client_id"].(string)
-	sub, _ := claims["sub"].(string)
-	info.Principal = cmp.Or(sub, info.ClientID)
-	if info.Principal == "" {
-		return nil, fmt.Errorf("%w: introspection fields sub and client_id: the token names nobody", ErrInvalidToken)
-	}
-	return info, nil
+	return tokenInfoOf(claims, exp, "introspection fields")
 }
 
 // cached returns a remembered result still good at now.

@@ -332,12 +332,20 @@ func (v *JWTVerifier) checkClaims(claims map[string]any, now time.Time) (*TokenI
 	} else if !ok && claims["iat"] != nil {
 		return nil, fmt.Errorf("%w: claim iat: not a number", ErrInvalidToken)
 	}
+	return tokenInfoOf(claims, exp, "claims")
+}
+
+// tokenInfoOf reads what a TokenInfo holds from a valid token's claims (a
+// JWT's, an introspection response's): its principal is sub, else
+// client_id, and a token naming neither is refused. what names the claims
+// in an error.
+func tokenInfoOf(claims map[string]any, exp time.Time, what string) (*TokenInfo, error) {
 	info := &TokenInfo{Expiry: exp, Claims: claims, Scopes: scopesOf(claims)}
 	info.ClientID, _ = claims["client_id"].(string)
 	sub, _ := claims["sub"].(string)
 	info.Principal = cmp.Or(sub, info.ClientID)
 	if info.Principal == "" {
-		return nil, fmt.Errorf("%w: claims sub and client_id: the token names nobody", ErrInvalidToken)
+		return nil, fmt.Errorf("%w: %s sub and client_id: the token names nobody", ErrInvalidToken, what)
 	}
 	return info, nil
 }

@@ -15,8 +15,9 @@ import (
 // other error of a verifier is the server's failure (503). Server side.
 var ErrInvalidToken = errors.New("invalid token")
 
-// TokenInfo is what a TokenVerifier learnt of a valid access token.
-// Server side.
+// TokenInfo is what a TokenVerifier learnt of a valid access token. A
+// verifier may hand the same TokenInfo to several requests (a cache):
+// handlers read it and do not change it. Server side.
 type TokenInfo struct {
 	// Principal is who the token acts for: its subject, else its client.
 	// Sessions and tasks are bound to it.

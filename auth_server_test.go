@@ -343,26 +343,12 @@ func TestBearerAuthSSE(t *testing.T) {
 	ts := httptest.NewServer(NewSSEHandler(newTestServer(), WithBearerAuth(BearerAuth{
 		Verifier: iss.verifier(t, JWTVerifierConfig{}), ResourceMetadataURL: testPRM, ToolScopes: map[string][]string{"echo": {"echo"}},
 	})))
-	defer ts.Close()
+	t.Cleanup(ts.Close) // after the stream is closed
 	if r := doHTTP(t, "GET", ts.URL+"/sse", "", map[string]string{"Accept": "text/event-stream"}); r.status != 401 || r.header.Get("WWW-Authenticate") != `Bearer resource_metadata="`+testPRM+`"` {
 		t.Fatalf("GET without a token: %d %q", r.status, r.header.Get("WWW-Authenticate"))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	auth := "Bearer " + iss.token(t, algEdDSA, iss.claims(nil))
-	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/sse", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", auth)
-	resp, err := testHTTPClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	ev, err := newSSEParser(resp.Body, 1<<20).next()
-	if err != nil || ev.event != "endpoint" {
-		t.Fatalf("first event %+v %v", ev, err)
-	}
-	endpoint := ts.URL + string(ev.data)
+	endpoint := openSSE(t, ts.URL, auth)
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`
 	r := doHTTP(t, "POST", endpoint, call, map[string]string{"Content-Type": "application/json", "Authorization": auth})
 	want := `Bearer error="insufficient_scope", error_description="the token lacks scope 'echo' for tool 'echo'", resource_metadata="` + testPRM + `", scope="echo"`
@@ -372,4 +358,25 @@ func TestBearerAuthSSE(t *testing.T) {
 	if r := doHTTP(t, "POST", endpoint, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Content-Type": "application/json", "Authorization": auth}); r.status != 202 {
 		t.Fatalf("ping: %d %s", r.status, r.body)
 	}
+}
+
+// openSSE opens a 2024-11-05 event stream at base/sse with authorization,
+// for as long as the test runs, and returns the endpoint it names.
+func openSSE(t *testing.T, base, authorization string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/sse", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", authorization)
+	resp, err := testHTTPClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	ev, err := newSSEParser(resp.Body, 1<<20).next()
+	if err != nil || ev.event != "endpoint" {
+		t.Fatalf("first event %+v %v", ev, err)
+	}
+	return base + string(ev.data)
 }

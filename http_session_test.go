@@ -239,22 +239,8 @@ func TestHTTPSessionBoundToPrincipal(t *testing.T) {
 func TestSSESessionBoundToPrincipal(t *testing.T) {
 	t.Parallel()
 	ts := httptest.NewServer(NewSSEHandler(newTestServer(), WithAuthorizer(tokenAuthorizer)))
-	defer ts.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/sse", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer alice")
-	resp, err := testHTTPClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	ev, err := newSSEParser(resp.Body, 1<<20).next()
-	if err != nil || ev.event != "endpoint" {
-		t.Fatalf("first event %+v %v", ev, err)
-	}
-	endpoint := ts.URL + string(ev.data)
+	t.Cleanup(ts.Close) // after the stream is closed
+	endpoint := openSSE(t, ts.URL, "Bearer alice")
 	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 	for who, want := range map[string]int{"Bearer bob": 404, "Bearer -": 404, "Bearer alice": 202} {
 		if r := doHTTP(t, "POST", endpoint, ping, map[string]string{"Content-Type": "application/json", "Authorization": who}); r.status != want {
