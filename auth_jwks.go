@@ -36,8 +36,9 @@ const (
 	DefaultJWKSFetchTimeout = 10 * time.Second
 )
 
-// minRSABits is the smallest RSA key accepted for RS256 (RFC 7518 §3.3).
-const minRSABits = 2048
+// minRSABits is the smallest RSA key accepted for RS256 (RFC 7518 §3.3);
+// maxRSABits the largest, so that a key set cannot make each check slow.
+const minRSABits, maxRSABits = 2048, 8192
 
 // jsonWebKey is a verification key read from a JWK (RFC 7517).
 type jsonWebKey struct {
@@ -72,7 +73,7 @@ type rawJWK struct {
 }
 
 // parseJWKS reads a key set, keeping the signature keys it can use: RSA
-// (of at least 2048 bits), EC on P-256 with a point on the curve, OKP
+// (of minRSABits to maxRSABits), EC on P-256 with a point on the curve, OKP
 // Ed25519. A key of another type, curve or use, or whose alg is not the
 // one its type verifies, is skipped, as RFC 7517 §5 asks.
 func parseJWKS(data []byte) ([]*jsonWebKey, error) {
@@ -116,7 +117,7 @@ func (raw *rawJWK) key() *jsonWebKey {
 			return nil
 		}
 		pub := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
-		if pub.N.BitLen() < minRSABits || pub.E < 3 || pub.E%2 == 0 {
+		if pub.N.BitLen() < minRSABits || pub.N.BitLen() > maxRSABits || pub.E < 3 || pub.E%2 == 0 {
 			return nil
 		}
 		k.pub = pub
