@@ -88,6 +88,12 @@ func TestIntrospectionVerifier(t *testing.T) {
 			t.Errorf("%s: %v, want %q", token, err, want)
 		}
 	}
+	// A response at the size limit is read.
+	atLimit, _ := NewIntrospectionVerifier(IntrospectionConfig{Endpoint: ts.URL, ClientID: "rs id", ClientSecret: "s3cret:/", Audience: testResource,
+		MaxResponseBytes: int64(len(`{"active":true,"sub":"alice","pad":"` + strings.Repeat("x", 200) + `"}`))})
+	if info, err := atLimit.VerifyToken(context.Background(), "huge"); err != nil || info.Principal != "alice" {
+		t.Errorf("a response at the limit: %v", err)
+	}
 	bad, _ := NewIntrospectionVerifier(IntrospectionConfig{Endpoint: ts.URL, ClientID: "rs id", ClientSecret: "wrong", Audience: testResource})
 	if _, err := bad.VerifyToken(context.Background(), "good"); err == nil || errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), ts.URL+": status 401") {
 		t.Errorf("refused credentials: %v", err)

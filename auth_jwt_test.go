@@ -630,3 +630,31 @@ func TestParseJWKS(t *testing.T) {
 		}
 	}
 }
+
+// TestJWKSDiscovery finds the key set through the issuer's RFC 8414
+// metadata when no JWKS URL is configured, and refuses metadata of
+// another issuer.
+func TestJWKSDiscovery(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t)
+	v := iss.verifier(t, JWTVerifierConfig{JWKSURL: "discover"})
+	if _, err := v.VerifyToken(context.Background(), iss.token(t, algEdDSA, iss.claims(nil))); err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := NewJWTVerifier(JWTVerifierConfig{Issuer: iss.url + "/", Audience: testResource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = wrong.VerifyToken(context.Background(), iss.token(t, algEdDSA, iss.claims(nil)))
+	if err == nil || errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), `field issuer: "`+iss.url+`" is not "`+iss.url+`/"`) {
+		t.Fatalf("metadata of another issuer: %v", err)
+	}
+	for issuer, want := range map[string]string{
+		"https://as.example.com":      "https://as.example.com/.well-known/oauth-authorization-server https://as.example.com/.well-known/openid-configuration",
+		"https://as.example.com/t/1/": "https://as.example.com/.well-known/oauth-authorization-server/t/1 https://as.example.com/.well-known/openid-configuration/t/1 https://as.example.com/t/1/.well-known/openid-configuration",
+	} {
+		if got := strings.Join(issuerMetadataURLs(issuer), " "); got != want {
+			t.Errorf("%s: %s", issuer, got)
+		}
+	}
+}
