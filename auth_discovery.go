@@ -1,0 +1,153 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// protectedResourceURLs lists where to look for the protected resource
+// metadata of the server at resource, in the order of the MCP
+// authorization spec: the URL the challenge named, else the well-known
+// URI with the server's path inserted, then the one at the root.
+func protectedResourceURLs(resource, fromChallenge string) []string {
+	if fromChallenge != "" {
+		return []string{fromChallenge}
+	}
+	u, err := url.Parse(resource)
+	if err != nil {
+		return nil
+	}
+	root := u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource"
+	if p := strings.TrimSuffix(u.EscapedPath(), "/"); p != "" {
+		return []string{root + p, root}
+	}
+	return []string{root}
+}
+
+// authServerMetadataURLs lists where to look for the metadata of the
+// authorization server issuer, in the spec's order: RFC 8414 and OpenID
+// Connect discovery with the issuer's path inserted after the well-known
+// prefix, then OpenID Connect with it appended.
+func authServerMetadataURLs(issuer string) []string {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	origin := u.Scheme + "://" + u.Host
+	p := strings.TrimSuffix(u.EscapedPath(), "/")
+	if p == "" {
+		return []string{origin + "/.well-known/oauth-authorization-server", origin + "/.well-known/openid-configuration"}
+	}
+	return []string{
+		origin + "/.well-known/oauth-authorization-server" + p,
+		origin + "/.well-known/openid-configuration" + p,
+		origin + p + "/.well-known/openid-configuration",
+	}
+}
+
+// getJSON GETs a metadata document into v. It reports found false, with
+// no error, for a status that says the document is not there (4xx), so
+// that the caller tries the next place.
+func (o *oauthTransport) getJSON(ctx context.Context, step, target string, v any) (found bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return false, &AuthError{Step: step, URL: target, Reason: "bad URL", Err: err}
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := o.http.Do(req)
+	if err != nil {
+		return false, &AuthError{Step: step, URL: target, Reason: "request failed", Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 == 4 {
+		return false, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, &AuthError{Step: step, URL: target, Status: resp.StatusCode, Reason: "unexpected status"}
+	}
+	data, err := o.readBody(resp)
+	if err != nil {
+		return false, &AuthError{Step: step, URL: target, Status: resp.StatusCode, Reason: "reading the document", Err: err}
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, &AuthError{Step: step, URL: target, Status: resp.StatusCode, Reason: "the document is not valid JSON", Err: err}
+	}
+	return true, nil
+}
+
+// discoverResource fetches the protected resource metadata of the server
+// and checks that it describes this server.
+func (o *oauthTransport) discoverResource(ctx context.Context, fromChallenge string) (*ProtectedResourceMetadata, error) {
+	const step = "protected resource metadata"
+	urls := protectedResourceURLs(o.resource, fromChallenge)
+	for _, u := range urls {
+		var m ProtectedResourceMetadata
+		found, err := o.getJSON(ctx, step, u, &m)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue
+		}
+		if m.Resource == "" {
+			return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "resource", Reason: "missing"}
+		}
+		if !resourceCovers(m.Resource, o.resource) {
+			return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "resource",
+				Reason: "the metadata is for " + m.Resource + ", not for the server at " + o.resource}
+		}
+		if len(m.AuthorizationServers) == 0 {
+			return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "authorization_servers", Reason: "empty"}
+		}
+		return &m, nil
+	}
+	return nil, &AuthError{Step: step, URL: strings.Join(urls, ", "), Reason: "no protected resource metadata found"}
+}
+
+// resourceCovers reports whether the resource identifier of a metadata
+// document names the server at serverURL: the same origin, and a path
+// that is the server's or one of its parents (RFC 9728 section 3.3; a
+// document at the root names the whole origin).
+func resourceCovers(resource, serverURL string) bool {
+	r, err1 := url.Parse(resource)
+	s, err2 := url.Parse(serverURL)
+	if err1 != nil || err2 != nil || r.Fragment != "" {
+		return false
+	}
+	if !strings.EqualFold(r.Scheme, s.Scheme) || !strings.EqualFold(r.Host, s.Host) {
+		return false
+	}
+	rp := strings.TrimSuffix(r.Path, "/")
+	sp := strings.TrimSuffix(s.Path, "/")
+	return rp == "" || sp == rp || strings.HasPrefix(sp, rp+"/")
+}
+
+// discoverAuthServer fetches the metadata of the authorization server
+// issuer, trying each well-known place in turn, and checks that it is the
+// issuer's own: its issuer field must be exactly the one asked for.
+func (o *oauthTransport) discoverAuthServer(ctx context.Context, issuer string) (*AuthorizationServerMetadata, error) {
+	const step = "authorization server metadata"
+	urls := authServerMetadataURLs(issuer)
+	if urls == nil {
+		return nil, &AuthError{Step: step, URL: issuer, Field: "authorization_servers", Reason: "not an absolute URL"}
+	}
+	for _, u := range urls {
+		var m AuthorizationServerMetadata
+		found, err := o.getJSON(ctx, step, u, &m)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue
+		}
+		if m.Issuer != issuer {
+			return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "issuer",
+				Reason: "the document names issuer " + m.Issuer + ", but it was asked for " + issuer}
+		}
+		return &m, nil
+	}
+	return nil, &AuthError{Step: step, URL: strings.Join(urls, ", "), Reason: "no authorization server metadata found"}
+}
