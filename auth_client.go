@@ -24,6 +24,11 @@ const DefaultMaxStepUps = 2
 // [OAuthConfig].MaxResponseBytes. Client side.
 const DefaultMaxOAuthResponseBytes = 1 << 20
 
+// DefaultAuthorizationTimeout bounds, by default, one renewal of the
+// token: discovery, registration, the user's sign-in and the token
+// request; see [OAuthConfig].AuthorizationTimeout. Client side.
+const DefaultAuthorizationTimeout = 10 * time.Minute
+
 // expirySkew is how long before its expiry a token is refreshed, so that
 // it does not expire on its way to the server.
 const expirySkew = 30 * time.Second
@@ -80,6 +85,11 @@ type OAuthConfig struct {
 	// MaxResponseBytes bounds each response read from the authorization
 	// server or a metadata URL (0: DefaultMaxOAuthResponseBytes).
 	MaxResponseBytes int64
+	// AuthorizationTimeout bounds one renewal of the token, the user's
+	// sign-in included (0: DefaultAuthorizationTimeout). A renewal is not
+	// bound by the request that needed it: a request whose own timeout
+	// ends first fails, and the renewal goes on for the next one.
+	AuthorizationTimeout time.Duration
 }
 
 // AuthError is how every failure of the OAuth client reads: which step
@@ -154,6 +164,9 @@ func NewOAuthTransport(resource string, base http.RoundTripper, cfg OAuthConfig)
 	}
 	if cfg.MaxResponseBytes <= 0 {
 		cfg.MaxResponseBytes = DefaultMaxOAuthResponseBytes
+	}
+	if cfg.AuthorizationTimeout <= 0 {
+		cfg.AuthorizationTimeout = DefaultAuthorizationTimeout
 	}
 	o := &oauthTransport{resource: resource, base: base, cfg: cfg, http: cfg.HTTPClient, store: cfg.Store, now: time.Now}
 	if o.http == nil {
@@ -288,51 +301,51 @@ func challengeField(c *challenge) string {
 }
 
 // renew returns a token set newer than generation gen: the one another
-// request obtained meanwhile, the one a renewal under way obtains, or one
-// this call obtains. Only one renewal runs at a time; the requests that
-// need one meanwhile wait for it and share its outcome.
+// request obtained meanwhile, or the one the renewal under way obtains,
+// starting one if none is. One renewal runs at a time, on a goroutine of
+// its own bounded by AuthorizationTimeout; the requests that need it wait
+// for it, each as long as its own context allows, and share its outcome.
 func (o *oauthTransport) renew(ctx context.Context, gen uint64, why renewal) (*authState, uint64, error) {
-	for {
-		o.mu.Lock()
-		if o.state != nil && o.gen != gen {
-			st, g := o.state, o.gen
-			o.mu.Unlock()
-			return st, g, nil
-		}
-		if f := o.flight; f != nil {
-			o.mu.Unlock()
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return nil, 0, ctx.Err()
-			}
-			if f.err != nil && (ctx.Err() != nil || !isContextError(f.err)) {
-				return nil, 0, f.err
-			}
-			continue // the leader's caller went away, or it succeeded
-		}
-		f := &authFlight{done: make(chan struct{})}
-		o.flight = f
-		prev := o.state
+	o.mu.Lock()
+	if o.state != nil && o.gen != gen {
+		st, g := o.state, o.gen
 		o.mu.Unlock()
-
-		st, err := o.obtain(ctx, prev, why)
-		o.mu.Lock()
-		if err == nil {
-			o.state = st
-			o.gen++
-		}
-		g := o.gen
-		f.err = err
-		o.flight = nil
-		o.mu.Unlock()
-		close(f.done)
-		return st, g, err
+		return st, g, nil
 	}
+	f := o.flight
+	if f == nil {
+		f = &authFlight{done: make(chan struct{})}
+		o.flight = f
+		go o.fly(context.WithoutCancel(ctx), f, o.state, why)
+	}
+	o.mu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
+	if f.err != nil {
+		return nil, 0, f.err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.state, o.gen, nil
 }
 
-func isContextError(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+// fly runs renewal f and publishes its outcome.
+func (o *oauthTransport) fly(ctx context.Context, f *authFlight, prev *authState, why renewal) {
+	ctx, cancel := context.WithTimeout(ctx, o.cfg.AuthorizationTimeout)
+	defer cancel()
+	st, err := o.obtain(ctx, prev, why)
+	o.mu.Lock()
+	if err == nil {
+		o.state = st
+		o.gen++
+	}
+	f.err = err
+	o.flight = nil
+	o.mu.Unlock()
+	close(f.done)
 }
 
 // obtain renews prev: by refreshing it when that may do, else with a new

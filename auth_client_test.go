@@ -460,11 +460,20 @@ func TestOAuthErrorReachesTheCaller(t *testing.T) {
 	t.Parallel()
 	rig := newOAuthRig(t, NewHTTPHandler(newTestServer()))
 	cfg := rig.cfg
-	cfg.Handler = nil // no way to sign in
+	refused := errors.New("the user closed the browser")
+	var calls atomic.Int32
+	cfg.Handler = handlerFunc(func(context.Context, string) (string, error) {
+		calls.Add(1)
+		return "", refused
+	})
 	c := NewClient(Implementation{Name: "c", Version: "1"})
 	err := c.Connect(t.Context(), NewHTTPTransport(rig.res.url, WithOAuth(cfg)))
-	if ae := authErrorOf(t, err); ae.Step != "authorization" {
+	if ae := authErrorOf(t, err); ae.Step != "authorization" || !errors.Is(err, refused) {
 		t.Fatalf("step %q: %v", ae.Step, err)
+	}
+	// The failed sign-in is not tried again by the initialize fallback.
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the handler was called %d times, want 1", n)
 	}
 
 	rig = newOAuthRig(t, NewHTTPHandler(newTestServer()), func(r *oauthRig) { r.as.withhold = []string{"admin"} })
@@ -477,6 +486,64 @@ func TestOAuthErrorReachesTheCaller(t *testing.T) {
 	rig.res.require("admin")
 	_, err = c.CallTool(t.Context(), "echo", nil)
 	if ae := authErrorOf(t, err); ae.Step != "step-up" || ae.Status != http.StatusForbidden {
+		t.Fatalf("%v", err)
+	}
+}
+
+// handlerFunc is an AuthorizationHandler made of a function.
+type handlerFunc func(ctx context.Context, authURL string) (string, error)
+
+func (f handlerFunc) Authorize(ctx context.Context, authURL string) (string, error) {
+	return f(ctx, authURL)
+}
+
+// TestOAuthSignInOutlivesTheRequest: a request that gives up while the
+// user signs in fails with its context's error; the sign-in goes on, and
+// the next request uses its token without asking the user again.
+func TestOAuthSignInOutlivesTheRequest(t *testing.T) {
+	t.Parallel()
+	rig := newOAuthRig(t, okHandler)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	rig.cfg.Handler = handlerFunc(func(ctx context.Context, authURL string) (string, error) {
+		calls.Add(1)
+		close(entered)
+		<-release
+		return rig.h.Authorize(ctx, authURL)
+	})
+	o := rig.transport()
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := get(ctx, o, rig.res.url)
+		errc <- err
+	}()
+	<-entered
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the abandoned request: %v", err)
+	}
+	close(release)
+	if _, err := get(t.Context(), o, rig.res.url); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the user was asked %d times, want 1", n)
+	}
+}
+
+// TestOAuthAuthorizationTimeout: a sign-in that never ends is cut at
+// AuthorizationTimeout, and the request fails with an *AuthError.
+func TestOAuthAuthorizationTimeout(t *testing.T) {
+	t.Parallel()
+	rig := newOAuthRig(t, okHandler)
+	rig.cfg.Handler = handlerFunc(func(ctx context.Context, _ string) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	rig.cfg.AuthorizationTimeout = 50 * time.Millisecond
+	_, err := get(t.Context(), rig.transport(), rig.res.url)
+	if ae := authErrorOf(t, err); ae.Step != "authorization" || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("%v", err)
 	}
 }

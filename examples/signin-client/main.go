@@ -59,7 +59,11 @@ func run(ctx context.Context, url string, open func(string) error, out io.Writer
 		return err
 	}
 	defer redirect.Close()
-	client := mcp.NewClient(mcp.Implementation{Name: "signin-client", Version: "1.0.0"})
+	// The first request waits for the user to sign in: give it (and the
+	// server/discover probe it may be) as long as the whole run.
+	wait := time.Until(deadlineOf(ctx))
+	client := mcp.NewClient(mcp.Implementation{Name: "signin-client", Version: "1.0.0"},
+		mcp.WithDiscoverTimeout(wait), mcp.WithRequestTimeout(wait))
 	transport := mcp.NewHTTPTransport(url, mcp.WithOAuth(mcp.OAuthConfig{Handler: redirect, ClientName: "MCP signin-client"}))
 	if err := client.Connect(ctx, transport); err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -84,6 +88,14 @@ func run(ctx context.Context, url string, open func(string) error, out io.Writer
 		fmt.Fprintln(out, "whoami:", c.Text)
 	}
 	return nil
+}
+
+// deadlineOf is ctx's deadline, or an hour from now.
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Hour)
 }
 
 // openBrowser starts the system's browser on u.
