@@ -236,6 +236,9 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var err error
 	if st != nil && st.token.RefreshToken != "" && st.token.expired(o.now(), expirySkew) {
 		if st, gen, err = o.renew(ctx, gen, renewal{refresh: true}); err != nil {
+			if req.Body != nil {
+				req.Body.Close() // a RoundTripper closes the body, even on errors
+			}
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 )
 
 // LoopbackRedirect is an [AuthorizationHandler] for command-line programs:
@@ -27,6 +28,10 @@ type LoopbackRedirect struct {
 	ctx     context.Context
 }
 
+// loopbackHeaderTimeout bounds how long the listener waits for the
+// headers of a request: a browser sends them at once.
+const loopbackHeaderTimeout = 10 * time.Second
+
 // loopbackPage is what the browser shows once it is sent back.
 const loopbackPage = "<!doctype html><title>Signed in</title><p>You are signed in. You may close this window.</p>\n"
 
@@ -45,7 +50,7 @@ func NewLoopbackRedirect(open func(authURL string) error) (*LoopbackRedirect, er
 		turn: make(chan struct{}, 1), closed: cancel, ctx: ctx}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /callback", l.callback)
-	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: DefaultCloseTimeout}
+	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: loopbackHeaderTimeout}
 	go l.srv.Serve(ln)
 	return l, nil
 }
