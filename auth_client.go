@@ -394,14 +394,20 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 		ch = *why.challenge
 	}
 	prm, err := o.discoverResource(ctx, ch.param("resource_metadata"))
-	if err != nil {
+	var as *AuthorizationServerMetadata
+	switch {
+	case err == nil:
+		if as, err = o.discoverAuthServer(ctx, prm.AuthorizationServers[0], false); err != nil {
+			return nil, err
+		}
+	case errors.Is(err, errNoMetadata) && ch.param("resource_metadata") == "":
+		if prm, as, err = o.legacyDiscovery(ctx); err != nil {
+			return nil, err
+		}
+	default:
 		return nil, err
 	}
-	issuer := prm.AuthorizationServers[0]
-	as, err := o.discoverAuthServer(ctx, issuer)
-	if err != nil {
-		return nil, err
-	}
+	issuer := as.Issuer
 	if as.TokenEndpoint == "" {
 		return nil, &AuthError{Step: "authorization server metadata", URL: issuer, Field: "token_endpoint", Reason: "missing"}
 	}

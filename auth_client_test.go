@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ type fakeAS struct {
 	holdToken  chan struct{} // when set, the token endpoint waits on it for refreshes
 	withhold   []string      // scopes never granted, whatever is asked
 	idPrefix   string        // of the client IDs it registers
+	noMetadata bool          // answer 404 at the metadata URL
 
 	mu            sync.Mutex
 	codes         map[string]fakeGrant // code -> what it grants
@@ -68,6 +70,10 @@ func newFakeAS(t testing.TB) *fakeAS {
 		codes: map[string]fakeGrant{}, tokens: map[string]fakeGrant{}, refreshTokens: map[string]fakeGrant{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		if a.noMetadata {
+			http.NotFound(w, r)
+			return
+		}
 		writeJSON(w, http.StatusOK, a.meta)
 	})
 	mux.HandleFunc("POST /register", a.register)
@@ -1091,6 +1097,33 @@ func TestResourceCovers(t *testing.T) {
 	} {
 		if got := resourceCovers(tc.resource, tc.server); got != tc.want {
 			t.Errorf("resourceCovers(%q, %q) = %v", tc.resource, tc.server, got)
+		}
+	}
+}
+
+// TestOAuthLegacyDiscovery: a server with no protected resource metadata
+// is its own authorization server, as on 2025-03-26: metadata at its
+// origin (whatever issuer it names), else the default endpoints.
+func TestOAuthLegacyDiscovery(t *testing.T) {
+	t.Parallel()
+	for _, noMetadata := range []bool{false, true} {
+		as := newFakeAS(t)
+		as.noMetadata = noMetadata
+		as.meta.Issuer += "/oauth"
+		as.srv.Start()
+		origin := as.srv.URL
+		o := NewOAuthTransport(origin+"/mcp", nil, OAuthConfig{}).(*oauthTransport)
+		prm, meta, err := o.legacyDiscovery(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := AuthorizationServerMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
+			RegistrationEndpoint: origin + "/register", CodeChallengeMethodsSupported: []string{"S256"}}
+		if !noMetadata {
+			want = as.meta
+		}
+		if !reflect.DeepEqual(*meta, want) || prm.Resource != origin+"/mcp" || !slices.Equal(prm.AuthorizationServers, []string{want.Issuer}) {
+			t.Fatalf("metadata %v: got %+v and %+v", !noMetadata, prm, meta)
 		}
 	}
 }

@@ -3,10 +3,15 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 )
+
+// errNoMetadata is wrapped by the *AuthError of a discovery that found no
+// document at any of the places it looked.
+var errNoMetadata = errors.New("not found at any well-known location")
 
 // protectedResourceURLs lists where to look for the protected resource
 // metadata of the server at resource, in the order of the MCP
@@ -104,7 +109,7 @@ func (o *oauthTransport) discoverResource(ctx context.Context, fromChallenge str
 		}
 		return &m, nil
 	}
-	return nil, &AuthError{Step: step, URL: strings.Join(urls, ", "), Reason: "no protected resource metadata found"}
+	return nil, &AuthError{Step: step, URL: strings.Join(urls, ", "), Reason: "no protected resource metadata", Err: errNoMetadata}
 }
 
 // resourceCovers reports whether the resource identifier of a metadata
@@ -127,8 +132,10 @@ func resourceCovers(resource, serverURL string) bool {
 
 // discoverAuthServer fetches the metadata of the authorization server
 // issuer, trying each well-known place in turn, and checks that it is the
-// issuer's own: its issuer field must be exactly the one asked for.
-func (o *oauthTransport) discoverAuthServer(ctx context.Context, issuer string) (*AuthorizationServerMetadata, error) {
+// issuer's own: its issuer field must be exactly the one asked for, unless
+// legacy (2025-03-26 discovery, where the URL is the MCP server's origin
+// rather than an issuer).
+func (o *oauthTransport) discoverAuthServer(ctx context.Context, issuer string, legacy bool) (*AuthorizationServerMetadata, error) {
 	const step = "authorization server metadata"
 	urls := authServerMetadataURLs(issuer)
 	if urls == nil {
@@ -143,11 +150,35 @@ func (o *oauthTransport) discoverAuthServer(ctx context.Context, issuer string) 
 		if !found {
 			continue
 		}
-		if m.Issuer != issuer {
+		if m.Issuer != issuer && !legacy {
 			return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "issuer",
 				Reason: "the document names issuer " + m.Issuer + ", but it was asked for " + issuer}
 		}
 		return &m, nil
 	}
-	return nil, &AuthError{Step: step, URL: strings.Join(urls, ", "), Reason: "no authorization server metadata found"}
+	return nil, &AuthError{Step: step, URL: strings.Join(urls, ", "), Reason: "no authorization server metadata", Err: errNoMetadata}
+}
+
+// legacyDiscovery is discovery as the 2025-03-26 revision had it, for a
+// server that publishes no protected resource metadata: its origin is the
+// authorization server, whose metadata is at the origin's well-known URLs,
+// or, without any, whose endpoints are /authorize, /token and /register.
+func (o *oauthTransport) legacyDiscovery(ctx context.Context) (*ProtectedResourceMetadata, *AuthorizationServerMetadata, error) {
+	u, err := url.Parse(o.resource)
+	if err != nil || u.Host == "" {
+		return nil, nil, &AuthError{Step: "protected resource metadata", URL: o.resource, Reason: "the server URL is not absolute"}
+	}
+	origin := u.Scheme + "://" + u.Host
+	prm := &ProtectedResourceMetadata{Resource: o.resource, AuthorizationServers: []string{origin}}
+	as, err := o.discoverAuthServer(ctx, origin, true)
+	if errors.Is(err, errNoMetadata) {
+		as, err = &AuthorizationServerMetadata{
+			Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
+			RegistrationEndpoint: origin + "/register", CodeChallengeMethodsSupported: []string{"S256"},
+		}, nil
+	}
+	if err == nil {
+		prm.AuthorizationServers = []string{as.Issuer}
+	}
+	return prm, as, err
 }
