@@ -267,8 +267,12 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// authorization; a new one that is refused, none.
 			if !replayable || unauthorized > 2 || (unauthorized == 2 && !lastWasRefresh) {
 				drain(resp.Body)
+				reason := "the server refused the token it was just given"
+				if !replayable {
+					reason = "the server requires a token, and the request's body cannot be sent again with one"
+				}
 				return nil, &AuthError{Step: "authorization", URL: req.URL.String(), Status: resp.StatusCode,
-					Reason: "the server refused the token it was just given", Field: challengeField(why.challenge)}
+					Reason: reason, Field: challengeField(why.challenge)}
 			}
 			why.refresh = unauthorized == 1 && st != nil && st.token.RefreshToken != ""
 		case http.StatusForbidden:

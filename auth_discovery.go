@@ -83,33 +83,39 @@ func (o *oauthTransport) getJSON(ctx context.Context, step, target string, v any
 	return true, nil
 }
 
+// firstDocument GETs the first of urls that is there into v and returns
+// its URL; what names the document for the error when none is.
+func (o *oauthTransport) firstDocument(ctx context.Context, step, what string, urls []string, v any) (string, error) {
+	for _, u := range urls {
+		found, err := o.getJSON(ctx, step, u, v)
+		if err != nil {
+			return "", err
+		}
+		if found {
+			return u, nil
+		}
+	}
+	return "", &AuthError{Step: step, URL: strings.Join(urls, ", "), Reason: "no " + what, Err: errNoMetadata}
+}
+
 // discoverResource fetches the protected resource metadata of the server
 // and checks that it describes this server.
 func (o *oauthTransport) discoverResource(ctx context.Context, fromChallenge string) (*ProtectedResourceMetadata, error) {
 	const step = "protected resource metadata"
-	urls := protectedResourceURLs(o.resource, fromChallenge)
-	for _, u := range urls {
-		var m ProtectedResourceMetadata
-		found, err := o.getJSON(ctx, step, u, &m)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			continue
-		}
-		if m.Resource == "" {
-			return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "resource", Reason: "missing"}
-		}
-		if !resourceCovers(m.Resource, o.resource) {
-			return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "resource",
-				Reason: "the metadata is for " + m.Resource + ", not for the server at " + o.resource}
-		}
-		if len(m.AuthorizationServers) == 0 {
-			return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "authorization_servers", Reason: "empty"}
-		}
-		return &m, nil
+	var m ProtectedResourceMetadata
+	u, err := o.firstDocument(ctx, step, "protected resource metadata", protectedResourceURLs(o.resource, fromChallenge), &m)
+	switch {
+	case err != nil:
+		return nil, err
+	case m.Resource == "":
+		return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "resource", Reason: "missing"}
+	case !resourceCovers(m.Resource, o.resource):
+		return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "resource",
+			Reason: "the metadata is for " + m.Resource + ", not for the server at " + o.resource}
+	case len(m.AuthorizationServers) == 0:
+		return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "authorization_servers", Reason: "empty"}
 	}
-	return nil, &AuthError{Step: step, URL: strings.Join(urls, ", "), Reason: "no protected resource metadata", Err: errNoMetadata}
+	return &m, nil
 }
 
 // resourceCovers reports whether the resource identifier of a metadata
@@ -141,22 +147,16 @@ func (o *oauthTransport) discoverAuthServer(ctx context.Context, issuer string, 
 	if urls == nil {
 		return nil, &AuthError{Step: step, URL: issuer, Field: "authorization_servers", Reason: "not an absolute URL"}
 	}
-	for _, u := range urls {
-		var m AuthorizationServerMetadata
-		found, err := o.getJSON(ctx, step, u, &m)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			continue
-		}
-		if m.Issuer != issuer && !legacy {
-			return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "issuer",
-				Reason: "the document names issuer " + m.Issuer + ", but it was asked for " + issuer}
-		}
-		return &m, nil
+	var m AuthorizationServerMetadata
+	u, err := o.firstDocument(ctx, step, "authorization server metadata", urls, &m)
+	if err != nil {
+		return nil, err
 	}
-	return nil, &AuthError{Step: step, URL: strings.Join(urls, ", "), Reason: "no authorization server metadata", Err: errNoMetadata}
+	if m.Issuer != issuer && !legacy {
+		return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "issuer",
+			Reason: "the document names issuer " + m.Issuer + ", but it was asked for " + issuer}
+	}
+	return &m, nil
 }
 
 // legacyDiscovery is discovery as the 2025-03-26 revision had it, for a
