@@ -272,11 +272,12 @@ type fakeResource struct {
 	mu      sync.Mutex
 	prm     ProtectedResourceMetadata
 	trusted []*fakeAS
+	passed  map[string]int // requests let through, by method
 }
 
 // newFakeResource makes a fakeResource trusting as, not yet started.
 func newFakeResource(t testing.TB, as *fakeAS, next http.Handler) *fakeResource {
-	f := &fakeResource{trusted: []*fakeAS{as}}
+	f := &fakeResource{trusted: []*fakeAS{as}, passed: map[string]int{}}
 	f.scopes.Store(&[]string{})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
@@ -312,6 +313,9 @@ func newFakeResource(t testing.TB, as *fakeAS, next http.Handler) *fakeResource 
 				return
 			}
 		}
+		f.mu.Lock()
+		f.passed[r.Method]++
+		f.mu.Unlock()
 		next.ServeHTTP(w, r)
 	})
 	f.srv = httptest.NewUnstartedServer(mux)
@@ -457,6 +461,29 @@ func TestOAuthSignInThroughClient(t *testing.T) {
 	}
 	if rig.as.registered() != 1 || rig.as.registration(0)["application_type"] != "native" {
 		t.Errorf("registrations %v", rig.as.registration(0))
+	}
+}
+
+// TestOAuthAuthorizesEveryRequest: on a 2025-11-25 session the standalone
+// GET stream and the closing DELETE carry the token too.
+func TestOAuthAuthorizesEveryRequest(t *testing.T) {
+	t.Parallel()
+	rig := newOAuthRig(t, NewHTTPHandler(newTestServer()))
+	c := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
+	if err := c.Connect(t.Context(), NewHTTPTransport(rig.res.url, WithOAuth(rig.cfg))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListTools(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	rig.res.mu.Lock()
+	defer rig.res.mu.Unlock()
+	if p := rig.res.passed; p["POST"] < 3 || p["GET"] != 1 || p["DELETE"] != 1 {
+		t.Fatalf("authorized requests by method: %v", p)
+	}
+	if n := rig.as.authorizations(); n != 1 {
+		t.Fatalf("%d authorizations, want 1", n)
 	}
 }
 
