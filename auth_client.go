@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,6 +173,9 @@ func NewOAuthTransport(resource string, base http.RoundTripper, cfg OAuthConfig)
 	if o.http == nil {
 		o.http = &http.Client{Transport: base}
 	}
+	if u, err := url.Parse(resource); err == nil && u.Host != "" {
+		o.origin = u
+	}
 	if o.store == nil {
 		o.store = NewMemoryTokenStore()
 	}
@@ -188,6 +192,7 @@ func NewOAuthTransport(resource string, base http.RoundTripper, cfg OAuthConfig)
 // current token set and renews it, one renewal at a time.
 type oauthTransport struct {
 	resource   string
+	origin     *url.URL // the resource's, parsed
 	base       http.RoundTripper
 	cfg        OAuthConfig
 	http       *http.Client
@@ -228,6 +233,10 @@ type renewal struct {
 // RoundTrip sends req with the current token, obtaining or renewing one
 // when the server asks for it.
 func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !o.sameOrigin(req.URL) {
+		// A redirect elsewhere, say: the token is the resource's alone.
+		return o.base.RoundTrip(req)
+	}
 	ctx := req.Context()
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	o.mu.Lock()
@@ -297,6 +306,11 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		lastWasRefresh = why.refresh
 	}
+}
+
+// sameOrigin reports whether u is on the resource's scheme, host and port.
+func (o *oauthTransport) sameOrigin(u *url.URL) bool {
+	return o.origin != nil && strings.EqualFold(u.Scheme, o.origin.Scheme) && strings.EqualFold(u.Host, o.origin.Host)
 }
 
 // challengeField names the error of a challenge, for an AuthError.
@@ -454,7 +468,7 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 		}
 		return st, o.keep(ctx, st)
 	}
-	if contains(as.ScopesSupported, "offline_access") {
+	if slices.Contains(as.ScopesSupported, "offline_access") {
 		st.scopes = union(st.scopes, []string{"offline_access"})
 	}
 	if st.token, err = o.authorizationCode(ctx, as, st); err != nil {
@@ -467,7 +481,7 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 // user's step through the Handler, then the code exchange.
 func (o *oauthTransport) authorizationCode(ctx context.Context, as *AuthorizationServerMetadata, st *authState) (*Token, error) {
 	const step = "authorization"
-	if !contains(as.CodeChallengeMethodsSupported, "S256") {
+	if !slices.Contains(as.CodeChallengeMethodsSupported, "S256") {
 		return nil, &AuthError{Step: "authorization server metadata", URL: as.Issuer, Field: "code_challenge_methods_supported",
 			Reason: "S256 is not listed, so PKCE cannot be used"}
 	}
@@ -558,7 +572,7 @@ func (o *oauthTransport) redirectURL() string {
 func union(a, b []string) []string {
 	out := append([]string(nil), a...)
 	for _, s := range b {
-		if !contains(out, s) {
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}

@@ -487,6 +487,24 @@ func TestOAuthAuthorizesEveryRequest(t *testing.T) {
 	}
 }
 
+// TestOAuthTokenStaysWithTheResource: a request to another origin (where
+// the server redirects, say) goes without the token.
+func TestOAuthTokenStaysWithTheResource(t *testing.T) {
+	t.Parallel()
+	got := make(chan string, 1)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+	}))
+	defer other.Close()
+	rig := newOAuthRig(t, http.RedirectHandler(other.URL+"/elsewhere", http.StatusTemporaryRedirect))
+	if _, err := get(t.Context(), rig.transport(), rig.res.url); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h != "" {
+		t.Fatalf("the other origin got Authorization %q", h)
+	}
+}
+
 // TestOAuthErrorReachesTheCaller: a failure of the OAuth client is an
 // *AuthError that Connect and CallTool return, found with errors.As.
 func TestOAuthErrorReachesTheCaller(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -52,7 +53,7 @@ func (o *oauthTransport) register(ctx context.Context, as *AuthorizationServerMe
 	}
 	redirect := o.redirectURL()
 	method := authMethodNone
-	if len(as.TokenEndpointAuthMethodsSupported) > 0 && !contains(as.TokenEndpointAuthMethodsSupported, authMethodNone) {
+	if len(as.TokenEndpointAuthMethodsSupported) > 0 && !slices.Contains(as.TokenEndpointAuthMethodsSupported, authMethodNone) {
 		method = chooseAuthMethod("", "", true, false, as.TokenEndpointAuthMethodsSupported)
 	}
 	name := o.cfg.ClientName

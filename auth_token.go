@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -133,42 +134,31 @@ type tokenClient struct {
 // first the server supports of what the client can do. A server that lists
 // nothing supports client_secret_basic (RFC 8414 section 2).
 func chooseAuthMethod(configured, registered string, hasSecret, hasKey bool, supported []string) string {
-	if configured != "" {
+	switch {
+	case configured != "":
 		return configured
-	}
-	if registered != "" {
+	case registered != "":
 		return registered
 	}
 	if len(supported) == 0 {
 		supported = []string{authMethodBasic}
 	}
-	var can []string
+	var prefs []string
 	switch {
 	case hasKey:
-		can = []string{authMethodJWT}
+		prefs = []string{authMethodJWT}
 	case hasSecret:
-		can = []string{authMethodBasic, authMethodPost}
+		prefs = []string{authMethodBasic, authMethodPost}
 	}
-	for _, m := range can {
-		for _, s := range supported {
-			if s == m {
-				return m
-			}
+	for _, m := range prefs {
+		if slices.Contains(supported, m) {
+			return m
 		}
 	}
-	if hasSecret && !hasKey && !contains(supported, authMethodNone) {
-		return authMethodBasic
+	if hasSecret && !slices.Contains(supported, authMethodNone) {
+		return authMethodBasic // none of its methods is ours: try the default
 	}
 	return authMethodNone
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // requestToken POSTs form to the token endpoint, authenticating as c, and
