@@ -215,7 +215,17 @@ type authState struct {
 	endpoint string // the token endpoint
 	client   tokenClient
 	scopes   []string // the scopes asked for
+	how      tokenSource
 }
+
+// tokenSource says where a token set's token came from.
+type tokenSource uint8
+
+const (
+	tokenGranted   tokenSource = iota // a new grant: the user's sign-in, client credentials
+	tokenRefreshed                    // a refresh
+	tokenStored                       // the TokenStore, from an earlier run
+)
 
 // authFlight is one renewal; the requests that need it wait for done.
 type authFlight struct {
@@ -252,7 +262,7 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	stepUps, unauthorized := 0, 0
-	lastWasRefresh := false
+	renewed := false // st came from a renewal for this request
 	for attempt := 0; ; attempt++ {
 		r := req.Clone(ctx)
 		if attempt > 0 && req.GetBody != nil {
@@ -272,9 +282,9 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case http.StatusUnauthorized:
 			why.challenge = bearerChallenge(resp.Header.Values("WWW-Authenticate"))
 			unauthorized++
-			// A refreshed token that is refused earns one full
-			// authorization; a new one that is refused, none.
-			if !replayable || unauthorized > 2 || (unauthorized == 2 && !lastWasRefresh) {
+			// A stored or refreshed token that is refused earns a new
+			// grant; a new grant that is refused, nothing more.
+			if !replayable || unauthorized > 3 || (renewed && st.how == tokenGranted) {
 				drain(resp.Body)
 				reason := "the server refused the token it was just given"
 				if !replayable {
@@ -283,7 +293,7 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, &AuthError{Step: "authorization", URL: req.URL.String(), Status: resp.StatusCode,
 					Reason: reason, Field: challengeField(why.challenge)}
 			}
-			why.refresh = unauthorized == 1 && st != nil && st.token.RefreshToken != ""
+			why.refresh = st != nil && st.token.RefreshToken != "" && !(renewed && st.how == tokenRefreshed)
 		case http.StatusForbidden:
 			why.challenge = bearerChallenge(resp.Header.Values("WWW-Authenticate"))
 			if why.challenge == nil || why.challenge.param("error") != "insufficient_scope" || !replayable {
@@ -304,7 +314,7 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if st, gen, err = o.renew(ctx, gen, why); err != nil {
 			return nil, err
 		}
-		lastWasRefresh = why.refresh
+		renewed = true
 	}
 }
 
@@ -392,7 +402,7 @@ func (o *oauthTransport) refresh(ctx context.Context, prev *authState) (*authSta
 		t.RefreshToken = prev.token.RefreshToken // RFC 6749 section 6: the old one stays valid
 	}
 	st := *prev
-	st.token = t
+	st.token, st.how = t, tokenRefreshed
 	return &st, o.keep(ctx, &st)
 }
 
@@ -442,22 +452,27 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 	}
 	st.scopes = union(st.scopes, o.cfg.Scopes)
 
+	if st.client, err = o.clientFor(ctx, as); err != nil {
+		return nil, err
+	}
 	if prev == nil && !why.stepUp {
-		// A token kept from an earlier run of the program.
-		if t, err := o.store.LoadToken(ctx, st.key); err == nil && !t.expired(o.now(), expirySkew) {
-			if st.client, err = o.clientFor(ctx, as); err != nil {
-				return nil, err
-			}
-			st.token = t
+		// A token kept from an earlier run of the program, refreshed if
+		// it has expired.
+		t, err := o.store.LoadToken(ctx, st.key)
+		switch {
+		case err == nil && !t.expired(o.now(), expirySkew):
+			st.token, st.how = t, tokenStored
 			return st, nil
-		} else if err != nil && !errors.Is(err, ErrNoToken) {
+		case err == nil && t.RefreshToken != "":
+			st.token = t
+			if fresh, err := o.refresh(ctx, st); err == nil {
+				return fresh, nil
+			}
+		case err != nil && !errors.Is(err, ErrNoToken):
 			return nil, &AuthError{Step: "store", URL: issuer, Reason: "loading the token from the TokenStore", Err: err}
 		}
 	}
 
-	if st.client, err = o.clientFor(ctx, as); err != nil {
-		return nil, err
-	}
 	if o.cfg.Grant == GrantClientCredentials {
 		form := url.Values{"grant_type": {GrantClientCredentials}, "resource": {prm.Resource}}
 		if len(st.scopes) > 0 {
@@ -466,6 +481,7 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 		if st.token, err = o.requestToken(ctx, "token", as.TokenEndpoint, form, st.client); err != nil {
 			return nil, err
 		}
+		st.how = tokenGranted
 		return st, o.keep(ctx, st)
 	}
 	if slices.Contains(as.ScopesSupported, "offline_access") {

@@ -1043,12 +1043,14 @@ func TestOAuthTokenStoreErrorsSurface(t *testing.T) {
 	}
 }
 
-// TestOAuthStoredTokenIsReused: a token kept in the store from an earlier
-// run is used without a new sign-in.
-func TestOAuthStoredTokenIsReused(t *testing.T) {
+// TestOAuthStoredTokens: a token kept in the store from an earlier run is
+// used without a new sign-in; an expired one is refreshed; a revoked one
+// leads to a new sign-in, not to a dead end.
+func TestOAuthStoredTokens(t *testing.T) {
 	t.Parallel()
 	rig := newOAuthRig(t, okHandler)
-	rig.cfg.Store = NewMemoryTokenStore()
+	store := NewMemoryTokenStore()
+	rig.cfg.Store = store
 	if _, err := get(t.Context(), rig.transport(), rig.res.url); err != nil {
 		t.Fatal(err)
 	}
@@ -1056,7 +1058,27 @@ func TestOAuthStoredTokenIsReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := rig.as.authorizations(); n != 1 {
-		t.Fatalf("%d authorizations, want 1", n)
+		t.Fatalf("kept: %d authorizations, want 1", n)
+	}
+
+	later := rig.transport()
+	later.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	if _, err := get(t.Context(), later, rig.res.url); err != nil {
+		t.Fatal(err)
+	}
+	if n, r := rig.as.authorizations(), rig.as.refreshes.Load(); n != 1 || r != 1 {
+		t.Fatalf("expired: %d authorizations and %d refreshes, want 1 and 1", n, r)
+	}
+
+	rig.as.revoke()
+	rig.as.mu.Lock()
+	clear(rig.as.refreshTokens)
+	rig.as.mu.Unlock()
+	if _, err := get(t.Context(), rig.transport(), rig.res.url); err != nil {
+		t.Fatal(err)
+	}
+	if n := rig.as.authorizations(); n != 2 {
+		t.Fatalf("revoked: %d authorizations, want 2", n)
 	}
 }
 
