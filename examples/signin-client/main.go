@@ -9,11 +9,13 @@
 // in; the browser comes back to a listener on 127.0.0.1 that the program
 // runs for the purpose. -open-with-http-get replaces the browser by a plain
 // GET that follows redirects, for authorization servers that approve at
-// once (tests, a toy dev issuer).
+// once (tests, a toy dev issuer). -token-file keeps the sign-in in a file,
+// so that the next run needs no browser.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +25,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/e6ac58cb/mcp"
@@ -32,6 +35,7 @@ func main() {
 	url := flag.String("url", "http://127.0.0.1:8080/mcp", "the MCP endpoint")
 	httpGet := flag.Bool("open-with-http-get", os.Getenv("SIGNIN_OPEN_WITH_HTTP_GET") != "", "GET the authorization URL instead of starting a browser")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long the whole run, sign-in included, may take")
+	tokenFile := flag.String("token-file", "", "keep tokens and the client registration in this file")
 	flag.Parse()
 	open := openBrowser
 	if *httpGet {
@@ -39,7 +43,11 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := run(ctx, *url, open, os.Stdout); err != nil {
+	var store mcp.TokenStore = mcp.NewMemoryTokenStore()
+	if *tokenFile != "" {
+		store = &fileStore{path: *tokenFile}
+	}
+	if err := run(ctx, *url, open, store, os.Stdout); err != nil {
 		var ae *mcp.AuthError
 		if errors.As(err, &ae) {
 			fmt.Fprintf(os.Stderr, "signin-client: sign-in failed at step %q (URL %s, status %d, field %q): %s\n", ae.Step, ae.URL, ae.Status, ae.Field, ae.Reason)
@@ -50,7 +58,7 @@ func main() {
 }
 
 // run signs in to the server at url, lists its tools and calls whoami.
-func run(ctx context.Context, url string, open func(string) error, out io.Writer) error {
+func run(ctx context.Context, url string, open func(string) error, store mcp.TokenStore, out io.Writer) error {
 	redirect, err := mcp.NewLoopbackRedirect(func(authURL string) error {
 		fmt.Fprintln(out, "Sign in at:", authURL)
 		return open(authURL)
@@ -64,7 +72,7 @@ func run(ctx context.Context, url string, open func(string) error, out io.Writer
 	wait := time.Until(deadlineOf(ctx))
 	client := mcp.NewClient(mcp.Implementation{Name: "signin-client", Version: "1.0.0"},
 		mcp.WithDiscoverTimeout(wait), mcp.WithRequestTimeout(wait))
-	transport := mcp.NewHTTPTransport(url, mcp.WithOAuth(mcp.OAuthConfig{Handler: redirect, ClientName: "MCP signin-client"}))
+	transport := mcp.NewHTTPTransport(url, mcp.WithOAuth(mcp.OAuthConfig{Handler: redirect, ClientName: "MCP signin-client", Store: store}))
 	if err := client.Connect(ctx, transport); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
@@ -130,4 +138,68 @@ func getFollowingRedirects(u string) error {
 		return fmt.Errorf("GET %s ended with %s", u, resp.Status)
 	}
 	return nil
+}
+
+// fileStore is a TokenStore in a JSON file, readable by its owner only.
+type fileStore struct {
+	path string
+	mu   sync.Mutex
+}
+
+type fileContents struct {
+	Tokens  map[string]*mcp.Token              `json:"tokens"`
+	Clients map[string]*mcp.ClientRegistration `json:"clients"`
+}
+
+func (f *fileStore) read() (*fileContents, error) {
+	c := &fileContents{Tokens: map[string]*mcp.Token{}, Clients: map[string]*mcp.ClientRegistration{}}
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(data, c)
+	}
+	return c, err
+}
+
+// update reads the file, applies change and writes it back.
+func (f *fileStore) update(change func(*fileContents)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.read()
+	if err != nil {
+		return err
+	}
+	change(c)
+	data, _ := json.MarshalIndent(c, "", "  ")
+	return os.WriteFile(f.path, data, 0o600)
+}
+
+func (f *fileStore) LoadToken(_ context.Context, key string) (*mcp.Token, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.read()
+	if err == nil && c.Tokens[key] == nil {
+		err = mcp.ErrNoToken
+	}
+	return c.Tokens[key], err
+}
+
+func (f *fileStore) StoreToken(_ context.Context, key string, t *mcp.Token) error {
+	return f.update(func(c *fileContents) { c.Tokens[key] = t })
+}
+
+func (f *fileStore) LoadClient(_ context.Context, issuer string) (*mcp.ClientRegistration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.read()
+	if err == nil && c.Clients[issuer] == nil {
+		err = mcp.ErrNoToken
+	}
+	return c.Clients[issuer], err
+}
+
+func (f *fileStore) StoreClient(_ context.Context, issuer string, reg *mcp.ClientRegistration) error {
+	return f.update(func(c *fileContents) { c.Clients[issuer] = reg })
 }

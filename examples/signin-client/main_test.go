@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,14 +67,24 @@ func protectedServer(t *testing.T, issuer string) string {
 }
 
 // TestSignIn runs the program's flow against a toy issuer, with the plain
-// GET in place of the browser.
+// GET in place of the browser; a second run with the same token file needs
+// no sign-in.
 func TestSignIn(t *testing.T) {
 	server := protectedServer(t, toyIssuer(t).URL)
+	store := &fileStore{path: filepath.Join(t.TempDir(), "tokens.json")}
 	var out strings.Builder
-	if err := run(t.Context(), server, getFollowingRedirects, &out); err != nil {
+	if err := run(t.Context(), server, getFollowingRedirects, store, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "Sign in at: ") || !strings.Contains(out.String(), "whoami: alice") {
 		t.Fatalf("output:\n%s", out.String())
+	}
+	out.Reset()
+	noBrowser := func(string) error { return errors.New("asked to sign in again") }
+	if err := run(t.Context(), server, noBrowser, &fileStore{path: store.path}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "whoami: alice") {
+		t.Fatalf("second run's output:\n%s", out.String())
 	}
 }
