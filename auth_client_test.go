@@ -487,6 +487,28 @@ func TestOAuthAuthorizesEveryRequest(t *testing.T) {
 	}
 }
 
+// TestOAuthOverTheSSETransport: the 2024-11-05 transport takes WithOAuth
+// too: its event stream and its POSTs carry the token.
+func TestOAuthOverTheSSETransport(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rig := newOAuthRig(t, NewSSEHandler(newTestServer(), WithContext(ctx)))
+	c := NewClient(Implementation{Name: "c", Version: "1"})
+	if err := c.Connect(t.Context(), NewSSETransport(rig.res.url, WithOAuth(rig.cfg))); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CallTool(t.Context(), "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	rig.res.mu.Lock()
+	defer rig.res.mu.Unlock()
+	if p := rig.res.passed; p["GET"] != 1 || p["POST"] < 2 {
+		t.Fatalf("authorized requests by method: %v", p)
+	}
+}
+
 // TestOAuthTokenStaysWithTheResource: a request to another origin (where
 // the server redirects, say) goes without the token.
 func TestOAuthTokenStaysWithTheResource(t *testing.T) {
