@@ -156,7 +156,31 @@ func (o *oauthTransport) discoverAuthServer(ctx context.Context, issuer string, 
 		return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "issuer",
 			Reason: "the document names issuer " + m.Issuer + ", but it was asked for " + issuer}
 	}
+	for field, endpoint := range map[string]string{"issuer": m.Issuer, "authorization_endpoint": m.AuthorizationEndpoint,
+		"token_endpoint": m.TokenEndpoint, "registration_endpoint": m.RegistrationEndpoint} {
+		if endpoint != "" && !secureEndpoint(endpoint) {
+			return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: field,
+				Reason: endpoint + " is neither https nor on a loopback host"}
+		}
+	}
 	return &m, nil
+}
+
+// secureEndpoint reports whether an authorization server URL may be used:
+// https, or http on a loopback host (a development server), as the MCP
+// authorization spec requires.
+func secureEndpoint(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		return isLoopbackHost(u.Hostname())
+	}
+	return false
 }
 
 // legacyDiscovery is discovery as the 2025-03-26 revision had it, for a

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -26,6 +25,10 @@ func (o *oauthTransport) clientFor(ctx context.Context, as *AuthorizationServerM
 		return tokenClient{id: cfg.ClientID, secret: cfg.ClientSecret, method: m, audience: as.Issuer}, nil
 	}
 	if cfg.ClientIDMetadataURL != "" && as.ClientIDMetadataDocumentSupported {
+		if u, err := url.Parse(cfg.ClientIDMetadataURL); err != nil || u.Scheme != "https" || strings.Trim(u.Path, "/") == "" {
+			return tokenClient{}, &AuthError{Step: "registration", URL: cfg.ClientIDMetadataURL, Field: "client_id",
+				Reason: "a client ID metadata document URL must be https with a path (OAuthConfig.ClientIDMetadataURL)"}
+		}
 		return tokenClient{id: cfg.ClientIDMetadataURL, method: authMethodNone}, nil
 	}
 	reg, err := o.store.LoadClient(ctx, as.Issuer)
@@ -114,11 +117,7 @@ func applicationType(redirect string) string {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return "native"
 	}
-	host := u.Hostname()
-	if host == "localhost" {
-		return "native"
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if isLoopbackHost(u.Hostname()) {
 		return "native"
 	}
 	return "web"
