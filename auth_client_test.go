@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -1248,4 +1249,27 @@ func TestOAuthRefusesABadMetadataDocumentURL(t *testing.T) {
 	if ae := authErrorOf(t, err); ae.Step != "registration" || ae.Field != "client_id" {
 		t.Fatalf("%v", err)
 	}
+}
+
+// TestOAuthLeavesNoGoroutine: once a sign-in and a refresh are over,
+// nothing of the OAuth client runs.
+func TestOAuthLeavesNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	rig := newOAuthRig(t, okHandler)
+	base := &http.Transport{}
+	o := NewOAuthTransport(rig.res.url, base, rig.cfg).(*oauthTransport)
+	if _, err := get(t.Context(), o, rig.res.url); err != nil {
+		t.Fatal(err)
+	}
+	rig.as.revoke()
+	if _, err := get(t.Context(), o, rig.res.url); err != nil {
+		t.Fatal(err)
+	}
+	if rig.as.refreshes.Load() != 1 {
+		t.Fatal("no refresh")
+	}
+	base.CloseIdleConnections()
+	rig.as.srv.Close()
+	rig.res.srv.Close()
+	settleGoroutines(t, before)
 }
