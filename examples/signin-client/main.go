@@ -4,6 +4,12 @@
 //
 //	go run ./examples/signin-client -url http://127.0.0.1:8080/mcp
 //
+// Its default URL is that of examples/protected-server, which with
+// -dev-issuer runs a toy authorization server that approves at once:
+//
+//	go run ./examples/protected-server -dev-issuer &
+//	go run ./examples/signin-client -open-with-http-get
+//
 // The sign-in is the SDK's: on the server's 401 the transport discovers its
 // authorization server, registers the client, and sends the browser to sign
 // in; the browser comes back to a listener on 127.0.0.1 that the program
@@ -32,7 +38,7 @@ import (
 )
 
 func main() {
-	url := flag.String("url", "http://127.0.0.1:8080/mcp", "the MCP endpoint")
+	url := flag.String("url", "http://127.0.0.1:3001/mcp", "the MCP endpoint")
 	httpGet := flag.Bool("open-with-http-get", os.Getenv("SIGNIN_OPEN_WITH_HTTP_GET") != "", "GET the authorization URL instead of starting a browser")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long the whole run, sign-in included, may take")
 	tokenFile := flag.String("token-file", "", "keep tokens and the client registration in this file")
