@@ -11,11 +11,12 @@ import (
 	"strings"
 )
 
-// clientFor returns who the client is at the authorization server as, in
-// the spec's order of preference: the pre-registered client of the
+// clientFor returns how the authorization server knows the client, in the
+// spec's order of preference: the pre-registered client of the
 // configuration, the client ID metadata document URL when the server
 // accepts those, the registration kept for this issuer, or a new dynamic
-// registration (RFC 7591), kept for this issuer only.
+// registration (RFC 7591), kept for this issuer only. A registration is
+// not redone for a new loopback port: RFC 8252 has the server accept any.
 func (o *oauthTransport) clientFor(ctx context.Context, as *AuthorizationServerMetadata) (tokenClient, error) {
 	cfg := &o.cfg
 	supported := as.TokenEndpointAuthMethodsSupported
