@@ -174,6 +174,9 @@ func (c *conn) start(ctx context.Context) error {
 	if x, ok := c.t.(exchangeTransport); ok {
 		x.pushInto(func(data []byte) { c.readFrame(data, true, false) })
 	}
+	if f, ok := c.t.(callFailer); ok {
+		f.failCallsInto(c.failCall)
+	}
 	if c.r.callerReads {
 		// Kept where the transport allows it.
 		p, ok := c.t.(pipeTransport)
@@ -386,15 +389,7 @@ func (c *conn) routeResponse(m *wireMessage) {
 		}
 		return
 	}
-	c.mu.Lock()
-	call := c.pending[id]
-	if call != nil {
-		delete(c.pending, id)
-		if call.progress != nil && c.progress[call.id] == call {
-			delete(c.progress, call.id)
-		}
-	}
-	c.mu.Unlock()
+	call := c.takePending(id)
 	if call == nil {
 		if m.Error != nil {
 			c.log.Warn("discarding orphan error response for unknown request id", "id", id.String(), "code", m.Error.Code)
@@ -833,6 +828,35 @@ func (c *conn) notify(method string, params any, related ID, route any) error {
 		return fmt.Errorf("mcp: the params of %s: %w", method, err)
 	}
 	return c.queueWrite(outgoing{data: append(b, '}'), related: related, route: route}, mayWait)
+}
+
+// callFailer is implemented by client transports that can fail one
+// request with a Go error of their own (an *AuthError of the HTTP
+// transport), which its caller then gets as it is.
+type callFailer interface {
+	failCallsInto(fail func(id ID, err error))
+}
+
+// takePending removes the pending call id from the tables and returns it,
+// or nil when no call waits for id.
+func (c *conn) takePending(id ID) *pendingCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	call := c.pending[id]
+	if call != nil {
+		delete(c.pending, id)
+		if call.progress != nil && c.progress[call.id] == call {
+			delete(c.progress, call.id)
+		}
+	}
+	return call
+}
+
+// failCall ends the pending call id with err, if it still waits.
+func (c *conn) failCall(id ID, err error) {
+	if call := c.takePending(id); call != nil {
+		call.finish(nil, err)
+	}
 }
 
 // closedError is ErrClosed with the reason the connection ended; it reads

@@ -46,6 +46,9 @@ type HTTPTransport struct {
 	// push hands a message to the engine on the goroutine that read it
 	// (set by the connection before any traffic); nil: the inbox.
 	push func(data []byte)
+	// failCall ends a pending call of the engine's with a Go error
+	// (failCallsInto), which then reaches its caller as it is.
+	failCall func(id ID, err error)
 
 	mu          sync.Mutex
 	closed      bool
@@ -230,6 +233,11 @@ func (t *HTTPTransport) ReadMessage() ([]byte, error) {
 // response then wakes its caller with no hop between. ReadMessage still
 // reports the end of the connection.
 func (t *HTTPTransport) pushInto(push func(data []byte)) { t.push = push }
+
+// failCallsInto makes the transport end a request whose POST failed with
+// an *AuthError through fail, so that the caller gets that error and can
+// find it with errors.As, rather than its text in a JSON-RPC error.
+func (t *HTTPTransport) failCallsInto(fail func(id ID, err error)) { t.failCall = fail }
 
 // receive hands a message read to the engine or queues it for ReadMessage;
 // it gives up when ctx ends.
@@ -501,7 +509,10 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *sentMessage, 
 			return // closed or aborted
 		}
 		t.log.Warn("HTTP POST failed", "url", t.url, "err", err)
-		if isRequest {
+		var authErr *AuthError
+		if isRequest && t.failCall != nil && errors.As(err, &authErr) {
+			t.failCall(m.id, err)
+		} else if isRequest {
 			t.answer(ctx, m.id, &Error{Code: CodeInternalError, Message: "HTTP POST failed: " + err.Error()})
 		}
 		return

@@ -75,7 +75,8 @@ func (c *Client) negotiate(ctx context.Context) error {
 			version = LatestVersion
 		}
 		ok, err := c.discover(ctx, version, pinned != "")
-		if ok || pinned != "" || ctx.Err() != nil {
+		var authErr *AuthError
+		if ok || pinned != "" || ctx.Err() != nil || errors.As(err, &authErr) {
 			return err
 		}
 	}
@@ -120,8 +121,9 @@ func (c *Client) discover(ctx context.Context, version string, pinned bool) (boo
 			}
 			return false, ve
 		}
-		if pinned || errors.Is(err, ErrClosed) {
-			return false, err
+		var authErr *AuthError
+		if pinned || errors.Is(err, ErrClosed) || errors.As(err, &authErr) {
+			return false, err // an OAuth failure would only repeat on initialize
 		}
 		c.cfg.logger.Debug("server/discover failed; falling back to initialize", "err", err)
 		return false, nil

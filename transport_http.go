@@ -114,6 +114,7 @@ type httpConfig struct {
 	closeTimeout time.Duration
 	reconnects   int
 	answerPosts  int
+	oauth        *OAuthConfig // WithOAuth
 }
 
 func newHTTPConfig() *httpConfig {
@@ -446,6 +447,7 @@ func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 // endpoint at url.
 func NewHTTPTransport(url string, opts ...HTTPTransportOption) *HTTPTransport {
 	cfg := transportConfig(opts)
+	cfg.wrapOAuth(url)
 	ctx, cancel := context.WithCancel(context.Background())
 	// The URL is parsed once: each POST starts from this request.
 	post0, urlErr := http.NewRequest(http.MethodPost, url, nil)

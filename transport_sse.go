@@ -165,6 +165,7 @@ type SSETransport struct {
 // bounded by its context, for the endpoint event.
 func NewSSETransport(url string, opts ...HTTPTransportOption) *SSETransport {
 	cfg := transportConfig(opts)
+	cfg.wrapOAuth(url)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &SSETransport{url: url, cfg: cfg, client: cfg.client, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
 		ctx: ctx, cancel: cancel, clientInbox: newClientInbox()}

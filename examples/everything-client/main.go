@@ -13,7 +13,8 @@
 // The server URL, the last argument, is used exactly as given (some
 // scenarios serve at the root, others at /mcp). The program exits 0 when
 // the scenario's flow completed and 1 otherwise, at once for scenarios it
-// does not implement (the auth/* ones: OAuth is not implemented yet).
+// does not implement. The auth/* scenarios run over an OAuth client
+// transport (auth.go).
 package main
 
 import (
@@ -84,6 +85,14 @@ func main() {
 func run(url string) error {
 	name := os.Getenv("MCP_CONFORMANCE_SCENARIO")
 	flow, ok := scenarios[name]
+	var topts []mcp.HTTPTransportOption
+	if isAuthScenario(name) {
+		o, err := oauthOption(name)
+		if err != nil {
+			return err
+		}
+		flow, ok, topts = authFlow, true, append(topts, o)
+	}
 	if !ok {
 		return fmt.Errorf("scenario %q is not implemented", name)
 	}
@@ -107,7 +116,7 @@ func run(url string) error {
 	}
 	client := mcp.NewClient(mcp.Implementation{Name: "mcp-go-everything-client", Version: "1.0.0"}, opts...)
 	log.Printf("scenario %s: connecting to %s", name, url)
-	if err := client.Connect(ctx, mcp.NewHTTPTransport(url)); err != nil {
+	if err := client.Connect(ctx, mcp.NewHTTPTransport(url, topts...)); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer client.Close()

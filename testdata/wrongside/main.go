@@ -66,6 +66,7 @@ func main() {
 	mcp.NewSSEHandler(srv, mcp.WithCloseTimeout(time.Second))              // ERROR
 	mcp.NewSSEHandler(srv, mcp.WithReconnectAttempts(1))                   // ERROR
 	mcp.NewHTTPHandler(srv, mcp.WithMaxAnswerPosts(1))                     // ERROR
+	mcp.NewHTTPHandler(srv, mcp.WithOAuth(mcp.OAuthConfig{}))              // ERROR
 	mcp.NewHTTPHandler(srv, mcp.WithoutStandaloneStream())
 	mcp.NewHTTPTransport(url, mcp.WithoutStandaloneStream())
 
