@@ -145,13 +145,16 @@ func WithOAuth(cfg OAuthConfig) HTTPTransportOption {
 }
 
 // wrapOAuth puts the OAuth client in front of the configured http.Client's
-// RoundTripper, once every option is known.
-func (c *httpConfig) wrapOAuth(resource string) {
+// RoundTripper, once every option is known; a renewal under way ends with
+// life, the transport's lifetime.
+func (c *httpConfig) wrapOAuth(resource string, life context.Context) {
 	if c.oauth == nil {
 		return
 	}
+	o := NewOAuthTransport(resource, c.client.Transport, *c.oauth).(*oauthTransport)
+	o.life = life
 	cl := *c.client
-	cl.Transport = NewOAuthTransport(resource, c.client.Transport, *c.oauth)
+	cl.Transport = o
 	c.client = &cl
 }
 
@@ -199,6 +202,7 @@ type oauthTransport struct {
 	store      TokenStore
 	maxStepUps int
 	now        func() time.Time
+	life       context.Context // ends renewals under way; nil: none does
 
 	mu     sync.Mutex
 	state  *authState  // the current token set; nil before the first
@@ -367,6 +371,9 @@ func (o *oauthTransport) renew(ctx context.Context, gen uint64, why renewal) (*a
 func (o *oauthTransport) fly(ctx context.Context, f *authFlight, prev *authState, why renewal) {
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.AuthorizationTimeout)
 	defer cancel()
+	if o.life != nil {
+		defer context.AfterFunc(o.life, cancel)()
+	}
 	st, err := o.obtain(ctx, prev, why)
 	o.mu.Lock()
 	if err == nil {

@@ -624,6 +624,39 @@ func TestOAuthAuthorizationTimeout(t *testing.T) {
 	}
 }
 
+// TestOAuthSignInEndsWithTheTransport: closing the client transport ends
+// a sign-in that waits for the user, so that nothing outlives it.
+func TestOAuthSignInEndsWithTheTransport(t *testing.T) {
+	t.Parallel()
+	rig := newOAuthRig(t, okHandler)
+	entered, ended := make(chan struct{}), make(chan error, 1)
+	rig.cfg.Handler = handlerFunc(func(ctx context.Context, _ string) (string, error) {
+		close(entered)
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return "", ctx.Err()
+	})
+	tr := NewHTTPTransport(rig.res.url, WithOAuth(rig.cfg))
+	ctx, cancel := context.WithCancel(t.Context())
+	go get(ctx, tr.client.Transport, rig.res.url)
+	<-entered
+	cancel() // the request gives up; the sign-in goes on
+	select {
+	case err := <-ended:
+		t.Fatalf("the sign-in ended with its request: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	tr.Close()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the sign-in ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sign-in outlived the transport")
+	}
+}
+
 // TestOAuthConcurrentRefresh: 100 requests race an expired token; exactly
 // one refresh reaches the token endpoint, and every request goes through
 // with the new token.

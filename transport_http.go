@@ -447,8 +447,8 @@ func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 // endpoint at url.
 func NewHTTPTransport(url string, opts ...HTTPTransportOption) *HTTPTransport {
 	cfg := transportConfig(opts)
-	cfg.wrapOAuth(url)
 	ctx, cancel := context.WithCancel(context.Background())
+	cfg.wrapOAuth(url, ctx)
 	// The URL is parsed once: each POST starts from this request.
 	post0, urlErr := http.NewRequest(http.MethodPost, url, nil)
 	t := &HTTPTransport{

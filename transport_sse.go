@@ -165,8 +165,8 @@ type SSETransport struct {
 // bounded by its context, for the endpoint event.
 func NewSSETransport(url string, opts ...HTTPTransportOption) *SSETransport {
 	cfg := transportConfig(opts)
-	cfg.wrapOAuth(url)
 	ctx, cancel := context.WithCancel(context.Background())
+	cfg.wrapOAuth(url, ctx)
 	return &SSETransport{url: url, cfg: cfg, client: cfg.client, log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageSize,
 		ctx: ctx, cancel: cancel, clientInbox: newClientInbox()}
 }
