@@ -172,10 +172,7 @@ func (c *conn) start(ctx context.Context) error {
 		}
 	}
 	if x, ok := c.t.(exchangeTransport); ok {
-		x.pushInto(func(data []byte) { c.readFrame(data, true, false) })
-	}
-	if f, ok := c.t.(callFailer); ok {
-		f.failCallsInto(c.failCall)
+		x.pushInto(func(data []byte) { c.readFrame(data, true, false) }, c.failCall)
 	}
 	if c.r.callerReads {
 		// Kept where the transport allows it.
@@ -828,13 +825,6 @@ func (c *conn) notify(method string, params any, related ID, route any) error {
 		return fmt.Errorf("mcp: the params of %s: %w", method, err)
 	}
 	return c.queueWrite(outgoing{data: append(b, '}'), related: related, route: route}, mayWait)
-}
-
-// callFailer is implemented by client transports that can fail one
-// request with a Go error of their own (an *AuthError of the HTTP
-// transport), which its caller then gets as it is.
-type callFailer interface {
-	failCallsInto(fail func(id ID, err error))
 }
 
 // takePending removes the pending call id from the tables and returns it,

@@ -46,8 +46,8 @@ type HTTPTransport struct {
 	// push hands a message to the engine on the goroutine that read it
 	// (set by the connection before any traffic); nil: the inbox.
 	push func(data []byte)
-	// failCall ends a pending call of the engine's with a Go error
-	// (failCallsInto), which then reaches its caller as it is.
+	// failCall ends a pending call of the engine's with a Go error,
+	// which then reaches its caller as it is (set with push).
 	failCall func(id ID, err error)
 
 	mu          sync.Mutex
@@ -231,13 +231,12 @@ func (t *HTTPTransport) ReadMessage() ([]byte, error) {
 // pushInto makes the transport hand each message it reads to push, inline
 // on the goroutine that read it, rather than queue it for ReadMessage: a
 // response then wakes its caller with no hop between. ReadMessage still
-// reports the end of the connection.
-func (t *HTTPTransport) pushInto(push func(data []byte)) { t.push = push }
-
-// failCallsInto makes the transport end a request whose POST failed with
-// an *AuthError through fail, so that the caller gets that error and can
-// find it with errors.As, rather than its text in a JSON-RPC error.
-func (t *HTTPTransport) failCallsInto(fail func(id ID, err error)) { t.failCall = fail }
+// reports the end of the connection. A request whose POST failed with an *AuthError ends through fail, so
+// that the caller gets that error and can find it with errors.As, rather
+// than its text in a JSON-RPC error.
+func (t *HTTPTransport) pushInto(push func(data []byte), fail func(id ID, err error)) {
+	t.push, t.failCall = push, fail
+}
 
 // receive hands a message read to the engine or queues it for ReadMessage;
 // it gives up when ctx ends.

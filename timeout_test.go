@@ -526,8 +526,8 @@ func (a *abortRecorder) abortExchange(id ID) {
 
 // The rest of an exchangeTransport: writes as the transport does, and
 // messages read come through ReadMessage.
-func (a *abortRecorder) writeOwned(msg []byte) error { return a.WriteMessage(msg) }
-func (a *abortRecorder) pushInto(func([]byte))       {}
+func (a *abortRecorder) writeOwned(msg []byte) error            { return a.WriteMessage(msg) }
+func (a *abortRecorder) pushInto(func([]byte), func(ID, error)) {}
 
 // TestATimedOutRequestAbortsItsExchange.
 func TestATimedOutRequestAbortsItsExchange(t *testing.T) {

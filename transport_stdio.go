@@ -75,11 +75,13 @@ type pipeTransport interface {
 // (recycleMessage) once done, or leaves it to the collector. The transport
 // hands what it reads to the function pushInto gives it, on the goroutine
 // that read it, one hop shorter than through ReadMessage, which then only
-// reports the end of the connection. abortExchange abandons the exchange
-// of a request the engine gave up on.
+// reports the end of the connection; it ends a request with a Go error of
+// its own (an *AuthError) through fail, so that the caller gets that error
+// as it is. abortExchange abandons the exchange of a request the engine
+// gave up on.
 type exchangeTransport interface {
 	writeOwned(msg []byte) error
-	pushInto(push func(data []byte))
+	pushInto(push func(data []byte), fail func(id ID, err error))
 	abortExchange(id ID)
 }
 
