@@ -97,9 +97,14 @@ func httpCaller(t *testing.T, srv *Server, principal string) modernCaller {
 		return r.Header.Get("X-Who"), nil
 	})))
 	t.Cleanup(ts.Close)
+	return urlCaller(t, ts.URL, principal)
+}
+
+// urlCaller calls the server at url as httpCaller does.
+func urlCaller(t *testing.T, url, principal string) modernCaller {
 	return func(id int, method, params, caps string) string {
 		body := taskRequest(id, method, params, caps)
-		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("MCP-Protocol-Version", "2026-07-28")

@@ -1,0 +1,189 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// taskCluster is a cluster of task rigs: each instance's work tool runs
+// until its own rig releases it.
+func taskCluster(t *testing.T, n int) (*cluster, []*taskRig) {
+	var rigs []*taskRig
+	c := newCluster(t, n, func(opts ...ServerOption) *Server {
+		r := newTaskRig(append(opts, WithTaskPollInterval(time.Millisecond))...)
+		rigs = append(rigs, r)
+		return r.srv
+	})
+	return c, rigs
+}
+
+// runsOn returns the instance that runs task id.
+func runsOn(t *testing.T, rigs []*taskRig, id string) int {
+	t.Helper()
+	for i, r := range rigs {
+		if r.srv.tasks.find(id, "") != nil {
+			return i
+		}
+	}
+	t.Fatalf("no instance runs task %s", id)
+	return -1
+}
+
+// last returns the last instance that served method.
+func (c *cluster) last(t *testing.T, method string) int {
+	t.Helper()
+	got := c.instancesOf(method)
+	if len(got) == 0 {
+		t.Fatalf("no %s went through the proxy", method)
+	}
+	return got[len(got)-1]
+}
+
+// TestTaskCancelledFromAnotherInstance: a 2026-07-28 client, through the
+// round-robin proxy, creates a task on one instance, polls it on a second
+// and cancels it on a third: the handler's context ends on the first, and
+// every instance reports the task cancelled. Once it ended, no instance is
+// subscribed to its channel.
+func TestTaskCancelledFromAnotherInstance(t *testing.T) {
+	c, rigs := taskCluster(t, 3)
+	ctx := context.Background()
+	cl := NewClient(Implementation{Name: "client", Version: "1"}, WithProtocolVersion(LatestVersion))
+	if err := cl.Connect(ctx, NewHTTPTransport(c.proxy.URL)); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	tt, err := cl.StartTool(ctx, "work", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tt.Task().ID
+	creator := runsOn(t, rigs, id)
+	if _, err := tt.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tt.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	called, polled, cancelled := c.last(t, "tools/call"), c.last(t, "tasks/get"), c.last(t, "tasks/cancel")
+	if called != creator || polled == creator || cancelled == creator || polled == cancelled {
+		t.Fatalf("created on %d (runs on %d), polled on %d, cancelled on %d: want three instances", called, creator, polled, cancelled)
+	}
+	select {
+	case <-rigs[creator].ctxEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler's context did not end on the instance that runs it")
+	}
+	for i := range rigs {
+		if task, err := cl.OpenTask(id).Get(ctx); err != nil || task.Status != TaskCancelled {
+			t.Fatalf("poll %d: %+v, %v", i, task, err)
+		}
+	}
+	c.b.await(t, "the task's channel is let go", func(subs map[string]int) bool { return subs[taskChannel(id)] == 0 })
+}
+
+// TestTaskResultFromAnotherInstance: on 2025-11-25, tasks/result for a task
+// that runs on another instance waits for its end there and gives its
+// result; without a broadcaster the instance can only say where it runs.
+func TestTaskResultFromAnotherInstance(t *testing.T) {
+	c, rigs := taskCluster(t, 2)
+	ctx := context.Background()
+	legacy := func(url string) *Client {
+		cl := NewClient(Implementation{Name: "client", Version: "1"}, WithProtocolVersion(Version20251125))
+		if err := cl.Connect(ctx, NewHTTPTransport(url)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	creator, other := legacy(c.backends[0].URL), legacy(c.backends[1].URL)
+	tt, err := creator.StartTool(ctx, "work", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tt.Task().ID
+	if runsOn(t, rigs, id) != 0 {
+		t.Fatal("the task does not run where it was created")
+	}
+	got := make(chan error, 1)
+	var res CallToolResult
+	go func() {
+		got <- other.SendRequest(ctx, "tasks/result", map[string]string{"taskId": id}, &res)
+	}()
+	// The runner and the waiter are both subscribed to the task's channel.
+	c.b.await(t, "instance 1 waits on the task", func(subs map[string]int) bool { return subs[taskChannel(id)] == 2 })
+	close(rigs[0].release)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("tasks/result on another instance never returned")
+	}
+	if len(res.Content) != 1 || res.Content[0].Text != "done" {
+		t.Fatalf("tasks/result: %+v", res)
+	}
+
+	// Two instances that share only the store.
+	store := NewMemoryTaskStore(0, 0)
+	a, b := newTaskRig(WithTaskStore(store)), newTaskRig(WithTaskStore(store))
+	onA, onB := legacy(serveHTTP(t, a.srv).URL), legacy(serveHTTP(t, b.srv).URL)
+	if tt, err = onA.StartTool(ctx, "work", nil); err != nil {
+		t.Fatal(err)
+	}
+	defer close(a.release)
+	err = onB.SendRequest(ctx, "tasks/result", map[string]string{"taskId": tt.Task().ID}, &res)
+	if err == nil || !strings.Contains(err.Error(), "runs in another server process") {
+		t.Fatalf("tasks/result without a broadcaster: %v", err)
+	}
+}
+
+// TestTaskAnsweredFromAnotherInstance: the answers to a 2026-07-28 task's
+// input requests reach the instance that runs it from whichever instance
+// gets the tasks/update, by hand and with the Client's Wait.
+func TestTaskAnsweredFromAnotherInstance(t *testing.T) {
+	c, rigs := taskCluster(t, 3)
+	call := urlCaller(t, c.proxy.URL, "")
+	id := startTask(t, call, 1, "ask_twice")
+	creator := runsOn(t, rigs, id)
+	srv := rigs[creator].srv
+	waitTask(t, srv, id, "", func(r *TaskRecord) bool { return r.InputRequests["a"].Method != "" })
+	got := call(2, "tasks/update", `"taskId":"`+id+`","inputResponses":{"a":{"action":"accept","content":{"v":"x"}}}`, taskCaps)
+	if field(t, got, "result.resultType") != "complete" {
+		t.Fatalf("tasks/update: %s", got)
+	}
+	if answered := c.last(t, "tasks/update"); answered == creator {
+		t.Fatalf("tasks/update went to the instance that runs the task (%d)", creator)
+	}
+	waitTask(t, srv, id, "", func(r *TaskRecord) bool { return r.InputRequests["b"].Method != "" })
+	call(3, "tasks/update", `"taskId":"`+id+`","inputResponses":{"b":{"action":"accept","content":{"v":"y"}}}`, taskCaps)
+	waitTask(t, srv, id, "", isTerminal)
+	if got = call(4, "tasks/get", `"taskId":"`+id+`"`, taskCaps); !strings.Contains(got, `"text":"xy"`) {
+		t.Fatalf("tasks/get: %s", got)
+	}
+
+	// The Client answers as it polls, wherever its requests land.
+	ctx := context.Background()
+	cl := NewClient(Implementation{Name: "client", Version: "1"}, append([]ClientOption{WithProtocolVersion(LatestVersion),
+		WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+			return &ElicitResult{Action: "accept", Content: map[string]any{"v": strings.TrimSuffix(p.Message, "?")}}, nil
+		})}, fastPolls...)...)
+	if err := cl.Connect(ctx, NewHTTPTransport(c.proxy.URL)); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	tt, err := cl.StartTool(ctx, "ask_twice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tt.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res.Content); !strings.Contains(string(b), `"firstsecond"`) {
+		t.Fatalf("result: %s", b)
+	}
+}
