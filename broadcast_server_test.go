@@ -194,11 +194,11 @@ type rawListen struct {
 	msgs chan string
 }
 
-// openListen POSTs a listen for filter (a JSON object's members) to url and
-// waits for its acknowledgement.
-func openListen(t *testing.T, url string, id int, filter string) *rawListen {
+// openListen POSTs a listen for filter (a JSON object's members) to url,
+// with the client capabilities caps, and waits for its acknowledgement.
+func openListen(t *testing.T, url string, id int, filter, caps string) *rawListen {
 	t.Helper()
-	body := taskRequest(id, "subscriptions/listen", `"notifications":{`+filter+`}`, "{}")
+	body := taskRequest(id, "subscriptions/listen", `"notifications":{`+filter+`}`, caps)
 	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -280,7 +280,7 @@ func TestBroadcastAcrossInstances(t *testing.T) {
 	// through the proxy: one on each instance.
 	var raw []*rawListen
 	for i := range 3 {
-		raw = append(raw, openListen(t, c.proxy.URL, 100+i, `"resourceSubscriptions":["test://static-text","test://items/1"]`))
+		raw = append(raw, openListen(t, c.proxy.URL, 100+i, `"resourceSubscriptions":["test://static-text","test://items/1"]`, "{}"))
 	}
 	// 2025-11-25 sessions, one held by each instance.
 	var legacy []*changeRecorder

@@ -82,6 +82,82 @@ func TestTaskCancelledFromAnotherInstance(t *testing.T) {
 		}
 	}
 	c.b.await(t, "the task's channel is let go", func(subs map[string]int) bool { return subs[taskChannel(id)] == 0 })
+
+	// On 2025-11-25, one session on each instance, all of one principal.
+	var legacy []*Client
+	for _, ts := range c.backends {
+		cl := NewClient(Implementation{Name: "client", Version: "1"}, WithProtocolVersion(Version20251125))
+		if err := cl.Connect(ctx, NewHTTPTransport(ts.URL)); err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		legacy = append(legacy, cl)
+	}
+	if tt, err = legacy[1].StartTool(ctx, "work", nil); err != nil {
+		t.Fatal(err)
+	}
+	id = tt.Task().ID
+	if runsOn(t, rigs, id) != 1 {
+		t.Fatal("the task does not run where it was created")
+	}
+	if task, err := legacy[2].OpenTask(id).Get(ctx); err != nil || task.Status != TaskWorking {
+		t.Fatalf("polled on another instance: %+v, %v", task, err)
+	}
+	if err := legacy[0].OpenTask(id).Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rigs[1].ctxEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler's context did not end on the instance that runs it")
+	}
+	if task, err := legacy[2].OpenTask(id).Get(ctx); err != nil || task.Status != TaskCancelled {
+		t.Fatalf("polled after the cancel: %+v, %v", task, err)
+	}
+}
+
+// TestTaskNotificationsAcrossInstances: listen streams naming two tasks
+// that run on two instances, one stream on each instance, get each task's
+// end once, in order, the streams on the instances that run them included.
+func TestTaskNotificationsAcrossInstances(t *testing.T) {
+	c, rigs := taskCluster(t, 3)
+	call := urlCaller(t, c.proxy.URL, "")
+	ids := []string{startTask(t, call, 1, "work"), startTask(t, call, 2, "work")}
+	var runners []int
+	for _, id := range ids {
+		r := runsOn(t, rigs, id)
+		waitTask(t, rigs[r].srv, id, "", func(r *TaskRecord) bool { return r.StatusMessage == "halfway" })
+		runners = append(runners, r)
+	}
+	if runners[0] == runners[1] {
+		t.Fatalf("both tasks run on instance %d", runners[0])
+	}
+	var streams []*rawListen
+	for i := range 3 {
+		streams = append(streams, openListen(t, c.proxy.URL, 10+i, `"taskIds":["`+ids[0]+`","`+ids[1]+`"]`, taskCaps))
+	}
+	for i := range c.servers {
+		if c.listeners(i) != 1 {
+			t.Fatalf("instance %d holds %d listen streams, want 1", i, c.listeners(i))
+		}
+	}
+	// The first task ends, then the second: what follows the first's
+	// notification on each stream is the second's. A stream may first get
+	// a task as it was when the stream opened: its last change is
+	// published as the task goes on, and may come after the stream opens.
+	for k, id := range ids {
+		close(rigs[runners[k]].release)
+		for i, l := range streams {
+			got := l.next()
+			for field(t, got, "params.status") == "working" {
+				got = l.next()
+			}
+			if field(t, got, "method") != "notifications/tasks" || field(t, got, "params.taskId") != id || field(t, got, "params.status") != "completed" ||
+				!strings.Contains(got, `"text":"done"`) {
+				t.Fatalf("stream %d, task %d: %s", i, k, got)
+			}
+		}
+	}
 }
 
 // TestTaskResultFromAnotherInstance: on 2025-11-25, tasks/result for a task
