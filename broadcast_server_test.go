@@ -88,6 +88,18 @@ func newCluster(t *testing.T, n int, newServer func(opts ...ServerOption) *Serve
 	return c
 }
 
+// dial connects a client with opts to the Streamable HTTP server at url;
+// it closes with the test, if not before.
+func dial(t *testing.T, url string, opts ...ClientOption) *Client {
+	t.Helper()
+	cl := NewClient(Implementation{Name: "client", Version: "1"}, opts...)
+	if err := cl.Connect(context.Background(), NewHTTPTransport(url)); err != nil {
+		t.Fatalf("Connect to %s: %v", url, err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
 // instancesOf returns the instances that served the requests of method,
 // in order.
 func (c *cluster) instancesOf(method string) []int {
@@ -187,56 +199,35 @@ func (b *countingBroadcaster) await(t *testing.T, what string, ok func(subs map[
 }
 
 // rawListen is a 2026-07-28 subscriptions/listen POSTed by hand, whose
-// event stream the test reads message by message.
+// event stream the test reads message by message (recv).
 type rawListen struct {
-	t    *testing.T
-	res  *http.Response
-	msgs chan string
+	*rawPeer
+	res *http.Response
 }
 
 // openListen POSTs a listen for filter (a JSON object's members) to url,
 // with the client capabilities caps, and waits for its acknowledgement.
 func openListen(t *testing.T, url string, id int, filter, caps string) *rawListen {
 	t.Helper()
-	body := taskRequest(id, "subscriptions/listen", `"notifications":{`+filter+`}`, caps)
-	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	res, err := testHTTPClient.Do(req)
+	res, err := testHTTPClient.Do(modernPost(url, id, "subscriptions/listen", `"notifications":{`+filter+`}`, caps))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &rawListen{t: t, res: res, msgs: make(chan string, 64)}
+	l := &rawListen{rawPeer: &rawPeer{t: t, lines: make(chan string, 64)}, res: res}
 	go func() {
-		defer close(l.msgs)
+		defer close(l.lines)
 		sc := bufio.NewScanner(res.Body)
 		for sc.Scan() {
 			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				l.msgs <- d
+				l.lines <- d
 			}
 		}
 	}()
 	t.Cleanup(l.close)
-	if ack := l.next(); field(t, ack, "method") != "notifications/subscriptions/acknowledged" {
+	if ack := l.recv(); field(t, ack, "method") != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("listen: %s", ack)
 	}
 	return l
-}
-
-func (l *rawListen) next() string {
-	l.t.Helper()
-	select {
-	case m, ok := <-l.msgs:
-		if !ok {
-			l.t.Fatal("the listen stream ended")
-		}
-		return m
-	case <-time.After(10 * time.Second):
-		l.t.Fatal("nothing arrived on the listen stream")
-	}
-	return ""
 }
 
 func (l *rawListen) close() { l.res.Body.Close() }
@@ -253,11 +244,7 @@ func TestBroadcastAcrossInstances(t *testing.T) {
 	ctx := context.Background()
 	var clients []*Client
 	connect := func(url, version string, rec *changeRecorder) *Client {
-		cl := NewClient(Implementation{Name: "client", Version: "1"}, append(rec.options(), WithProtocolVersion(version))...)
-		if err := cl.Connect(ctx, NewHTTPTransport(url)); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cl.Close() })
+		cl := dial(t, url, append(rec.options(), WithProtocolVersion(version))...)
 		clients = append(clients, cl)
 		return cl
 	}
@@ -298,7 +285,7 @@ func TestBroadcastAcrossInstances(t *testing.T) {
 	expectRaw := func(uri string) {
 		t.Helper()
 		for i, l := range raw {
-			if got := l.next(); field(t, got, "method") != "notifications/resources/updated" || field(t, got, "params.uri") != uri {
+			if got := l.recv(); field(t, got, "method") != "notifications/resources/updated" || field(t, got, "params.uri") != uri {
 				t.Fatalf("listen stream %d: got %s, want the update of %s", i, got, uri)
 			}
 		}

@@ -32,6 +32,16 @@ func runsOn(t *testing.T, rigs []*taskRig, id string) int {
 	return -1
 }
 
+// awaitCancelled waits until the context of rig's work handler ends.
+func awaitCancelled(t *testing.T, rig *taskRig) {
+	t.Helper()
+	select {
+	case <-rig.ctxEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler's context did not end on the instance that runs it")
+	}
+}
+
 // last returns the last instance that served method.
 func (c *cluster) last(t *testing.T, method string) int {
 	t.Helper()
@@ -50,11 +60,7 @@ func (c *cluster) last(t *testing.T, method string) int {
 func TestTaskCancelledFromAnotherInstance(t *testing.T) {
 	c, rigs := taskCluster(t, 3)
 	ctx := context.Background()
-	cl := NewClient(Implementation{Name: "client", Version: "1"}, WithProtocolVersion(LatestVersion))
-	if err := cl.Connect(ctx, NewHTTPTransport(c.proxy.URL)); err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := dial(t, c.proxy.URL, WithProtocolVersion(LatestVersion))
 	tt, err := cl.StartTool(ctx, "work", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -71,11 +77,7 @@ func TestTaskCancelledFromAnotherInstance(t *testing.T) {
 	if called != creator || polled == creator || cancelled == creator || polled == cancelled {
 		t.Fatalf("created on %d (runs on %d), polled on %d, cancelled on %d: want three instances", called, creator, polled, cancelled)
 	}
-	select {
-	case <-rigs[creator].ctxEnded:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handler's context did not end on the instance that runs it")
-	}
+	awaitCancelled(t, rigs[creator])
 	for i := range rigs {
 		if task, err := cl.OpenTask(id).Get(ctx); err != nil || task.Status != TaskCancelled {
 			t.Fatalf("poll %d: %+v, %v", i, task, err)
@@ -86,12 +88,7 @@ func TestTaskCancelledFromAnotherInstance(t *testing.T) {
 	// On 2025-11-25, one session on each instance, all of one principal.
 	var legacy []*Client
 	for _, ts := range c.backends {
-		cl := NewClient(Implementation{Name: "client", Version: "1"}, WithProtocolVersion(Version20251125))
-		if err := cl.Connect(ctx, NewHTTPTransport(ts.URL)); err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		legacy = append(legacy, cl)
+		legacy = append(legacy, dial(t, ts.URL, WithProtocolVersion(Version20251125)))
 	}
 	if tt, err = legacy[1].StartTool(ctx, "work", nil); err != nil {
 		t.Fatal(err)
@@ -106,11 +103,7 @@ func TestTaskCancelledFromAnotherInstance(t *testing.T) {
 	if err := legacy[0].OpenTask(id).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-rigs[1].ctxEnded:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handler's context did not end on the instance that runs it")
-	}
+	awaitCancelled(t, rigs[1])
 	if task, err := legacy[2].OpenTask(id).Get(ctx); err != nil || task.Status != TaskCancelled {
 		t.Fatalf("polled after the cancel: %+v, %v", task, err)
 	}
@@ -148,9 +141,9 @@ func TestTaskNotificationsAcrossInstances(t *testing.T) {
 	for k, id := range ids {
 		close(rigs[runners[k]].release)
 		for i, l := range streams {
-			got := l.next()
+			got := l.recv()
 			for field(t, got, "params.status") == "working" {
-				got = l.next()
+				got = l.recv()
 			}
 			if field(t, got, "method") != "notifications/tasks" || field(t, got, "params.taskId") != id || field(t, got, "params.status") != "completed" ||
 				!strings.Contains(got, `"text":"done"`) {
@@ -166,14 +159,7 @@ func TestTaskNotificationsAcrossInstances(t *testing.T) {
 func TestTaskResultFromAnotherInstance(t *testing.T) {
 	c, rigs := taskCluster(t, 2)
 	ctx := context.Background()
-	legacy := func(url string) *Client {
-		cl := NewClient(Implementation{Name: "client", Version: "1"}, WithProtocolVersion(Version20251125))
-		if err := cl.Connect(ctx, NewHTTPTransport(url)); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cl.Close() })
-		return cl
-	}
+	legacy := func(url string) *Client { return dial(t, url, WithProtocolVersion(Version20251125)) }
 	creator, other := legacy(c.backends[0].URL), legacy(c.backends[1].URL)
 	tt, err := creator.StartTool(ctx, "work", nil)
 	if err != nil {
@@ -243,14 +229,10 @@ func TestTaskAnsweredFromAnotherInstance(t *testing.T) {
 
 	// The Client answers as it polls, wherever its requests land.
 	ctx := context.Background()
-	cl := NewClient(Implementation{Name: "client", Version: "1"}, append([]ClientOption{WithProtocolVersion(LatestVersion),
+	cl := dial(t, c.proxy.URL, append([]ClientOption{WithProtocolVersion(LatestVersion),
 		WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
 			return &ElicitResult{Action: "accept", Content: map[string]any{"v": strings.TrimSuffix(p.Message, "?")}}, nil
 		})}, fastPolls...)...)
-	if err := cl.Connect(ctx, NewHTTPTransport(c.proxy.URL)); err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	tt, err := cl.StartTool(ctx, "ask_twice", nil)
 	if err != nil {
 		t.Fatal(err)
