@@ -3,7 +3,9 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -243,5 +245,61 @@ func TestTaskAnsweredFromAnotherInstance(t *testing.T) {
 	}
 	if b, _ := json.Marshal(res.Content); !strings.Contains(string(b), `"firstsecond"`) {
 		t.Fatalf("result: %s", b)
+	}
+}
+
+// gatedBroadcaster holds every publication on a task channel until the
+// gate opens, and keeps what was published there.
+type gatedBroadcaster struct {
+	*MemoryBroadcaster
+	gate chan struct{}
+
+	mu        sync.Mutex
+	published []taskMessage
+	last      chan taskMessage // each publication, as it is made
+}
+
+func (b *gatedBroadcaster) Publish(ctx context.Context, channel string, msg []byte) error {
+	if strings.HasPrefix(channel, "mcp:task:") {
+		<-b.gate
+		var m taskMessage
+		json.Unmarshal(msg, &m)
+		b.mu.Lock()
+		b.published = append(b.published, m)
+		b.mu.Unlock()
+		b.last <- m
+	}
+	return b.MemoryBroadcaster.Publish(ctx, channel, msg)
+}
+
+// TestTaskStatusPublishedWithoutQueue: a task that changes many times
+// while its last change is being published waits on nothing and queues
+// nothing: once the publication is done, the task is published once more,
+// as it then is.
+func TestTaskStatusPublishedWithoutQueue(t *testing.T) {
+	b := &gatedBroadcaster{MemoryBroadcaster: NewMemoryBroadcaster(), gate: make(chan struct{}), last: make(chan taskMessage, 100)}
+	srv := NewServer(Implementation{Name: "chatty", Version: "1"}, WithBroadcaster(b))
+	srv.AddTool(Tool{Name: "chatty", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		for i := range 100 {
+			req.Gateway().Progress(float64(i), 100, fmt.Sprint("step ", i))
+		}
+		return &CallToolResult{}, nil
+	})
+	call := memoryCaller(t, srv)
+	id := startTask(t, call, 1, "chatty")
+	waitTask(t, srv, id, "", isTerminal)
+	close(b.gate)
+	for m := range b.last {
+		if m.Status == TaskCompleted {
+			break
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := len(b.published); n > 2 {
+		t.Fatalf("%d publications of 101 changes made while one was held, want at most 2", n)
+	}
+	if last := b.published[len(b.published)-1]; last.Status != TaskCompleted || !strings.Contains(string(last.Task), `"status":"completed"`) {
+		t.Fatalf("last publication: %+v", last)
 	}
 }
