@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,8 +84,12 @@ type conn struct {
 	// baseCtx is the parent of every handler's context.
 	baseCtx    context.Context
 	cancelBase context.CancelCauseFunc
-	oneRequest bool           // see connMode
-	batchOK    atomic.Bool    // see batchesAllowed
+	oneRequest bool        // see connMode
+	batchOK    atomic.Bool // see batchesAllowed
+	// callPrefix, set before the first call, makes our request ids strings
+	// that start with it: unique across the instances of a server that
+	// share a session (pushSharedSession).
+	callPrefix string
 	done       chan struct{}  // closed by close
 	wg         sync.WaitGroup // the engine's goroutines and running handlers
 
@@ -842,6 +847,13 @@ func (c *conn) takePending(id ID) *pendingCall {
 	return call
 }
 
+// awaits reports whether one of our calls waits for a response to id.
+func (c *conn) awaits(id ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending[id] != nil
+}
+
 // failCall ends the pending call id with err, if it still waits.
 func (c *conn) failCall(id ID, err error) {
 	if call := c.takePending(id); call != nil {
@@ -984,7 +996,11 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 		return nil, c.inputEnded
 	}
 	c.nextID++
-	call.id = Int64ID(c.nextID)
+	if c.callPrefix != "" {
+		call.id = StringID(c.callPrefix + strconv.FormatInt(c.nextID, 10))
+	} else {
+		call.id = Int64ID(c.nextID)
+	}
 	meta := o.meta
 	if o.progress != nil {
 		call.progress = &callProgress{fn: o.progress, signal: make(chan struct{}, 1)}

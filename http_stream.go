@@ -20,6 +20,10 @@ type streamEvent struct {
 	index int64
 	data  []byte
 	final bool
+	// stream is the id of the stream the event belongs to when it is not
+	// the one written: an event of another instance's stream, replayed
+	// from the event store (resumeElsewhere).
+	stream string
 	// pooled: data is the engine's pooled buffer, which goes back to the
 	// pool once written (as a JSON answer); events that are stored or may
 	// wait long get a compact copy instead (compact).
@@ -265,6 +269,24 @@ func (s *httpStream) reportDropsLocked() {
 		s.log.Warn("dropped undelivered messages of a session's standalone stream", "session", s.sess.id, "dropped", s.dropped)
 		s.dropped = 0
 	}
+}
+
+// takeBacklog takes what waits on a standalone stream that no GET holds
+// here: another instance took the GET stream over.
+func (s *httpStream) takeBacklog() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.attached {
+		return nil
+	}
+	backlog := make([][]byte, len(s.pending))
+	for i, ev := range s.pending {
+		backlog[i] = ev.data
+	}
+	clear(s.pending)
+	s.pending, s.pendBytes = nil, 0
+	s.reportDropsLocked()
+	return backlog
 }
 
 // beginInline records that the stream's request is about to run on the
@@ -682,7 +704,9 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 			if err := out.events(m.replay); err != nil {
 				return fail(err)
 			}
-			s.markWritten(gen, m.replay[len(m.replay)-1].index)
+			if last := m.replay[len(m.replay)-1]; last.stream == "" {
+				s.markWritten(gen, last.index)
+			}
 		}
 	}
 	for {

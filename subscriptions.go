@@ -39,6 +39,9 @@ func (ss *serverSession) subscribe(params json.RawMessage, on bool) (any, error)
 		delete(ss.subscriptions, p.URI)
 	}
 	ss.mu.Unlock()
+	if err := ss.changed(); err != nil {
+		return nil, err
+	}
 	if on && ss.conn.push != nil {
 		ss.conn.push.subscribed()
 	}
