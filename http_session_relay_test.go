@@ -1,0 +1,237 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// relayWatch collects the kinds published on session sid's channel, with
+// their publisher.
+func relayWatch(t *testing.T, c *cluster, sid string) <-chan relayMessage {
+	t.Helper()
+	got := make(chan relayMessage, 64)
+	stop, err := c.bc.MemoryBroadcaster.Subscribe(context.Background(), sessionChannel(sid), func(msg []byte) {
+		m := relayMessage{Kind: fmt.Sprint(fieldOrNil(string(msg), "kind")), From: fmt.Sprint(fieldOrNil(string(msg), "from"))}
+		select {
+		case got <- m:
+		default:
+			t.Errorf("relay watch full")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return got
+}
+
+// awaitRelay waits for a message of kind from instance from.
+func awaitRelay(t *testing.T, got <-chan relayMessage, kind, from string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-got:
+			if m.Kind == kind && m.From == from {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %q from %s on the session's channel", kind, from)
+		}
+	}
+}
+
+// getStream opens the GET stream of session sid on url, resuming after
+// last unless it is empty, until ctx ends.
+func getStream(t *testing.T, ctx context.Context, url, sid, last string) *sseParser {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	if last != "" {
+		req.Header.Set("Last-Event-ID", last)
+	}
+	resp, err := testHTTPClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET after %q: %s", last, resp.Status)
+	}
+	return newSSEParser(resp.Body, 1<<20)
+}
+
+// TestSharedSessionAnswerElsewhere: a handler on one instance asks the
+// client; the client's answer lands on another instance, which hands it on
+// through the broadcaster to the waiting handler. The ask's id is a string
+// naming its instance, so that no other instance's call could take it.
+func TestSharedSessionAnswerElsewhere(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2)
+	init := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"0"}}}`, postHeaders())
+	sid := init.header.Get("Mcp-Session-Id")
+	if init.status != 200 || sid == "" {
+		t.Fatalf("initialize: %d %s", init.status, init.body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.url(0), strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_elicitation","arguments":{"message":"name?"}}}`))
+	for k, v := range postHeaders("Mcp-Session-Id", sid) {
+		req.Header.Set(k, v)
+	}
+	resp, err := testHTTPClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := newSSEParser(resp.Body, 1<<20)
+	ask := nextEvent(t, p, false)
+	id, _ := field(t, string(ask.data), "id").(string)
+	if field(t, string(ask.data), "method") != "elicitation/create" || !strings.HasPrefix(id, c.handlers[0].instance+"-") {
+		t.Fatalf("the ask: %s", ask.data)
+	}
+	answer := `{"jsonrpc":"2.0","id":"` + id + `","result":{"action":"accept","content":{"name":"Ada"}}}`
+	if r := doHTTP(t, "POST", c.url(1), answer, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusAccepted {
+		t.Fatalf("the answer on the other instance: %d %s", r.status, r.body)
+	}
+	res := nextEvent(t, p, false)
+	if field(t, string(res.data), "id") != float64(7) || !strings.Contains(string(res.data), `Ada`) {
+		t.Fatalf("the call's result: %s", res.data)
+	}
+	if n := c.bc.count(relayResponse); n != 1 {
+		t.Fatalf("%d responses relayed, want 1", n)
+	}
+}
+
+// TestSharedSessionElicitationsThroughProxy: a 2025-11-25 client behind
+// the round-robin proxy answers many elicitations; every answer reaches its
+// handler whichever instance it lands on, and most land elsewhere.
+func TestSharedSessionElicitationsThroughProxy(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3)
+	var asked atomic.Int32
+	cl := connectCluster(t, c, Version20251125, WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+		n := asked.Add(1)
+		return &ElicitResult{Action: "accept", Content: map[string]any{"name": fmt.Sprintf("n%d", n)}}, nil
+	}))
+	defer cl.Close()
+	const calls = 12
+	for i := range calls {
+		res, err := cl.CallTool(context.Background(), "ask_elicitation", map[string]string{"message": "name?"})
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if want := fmt.Sprintf(`"name":"n%d"`, i+1); !strings.Contains(textOf(res), want) {
+			t.Fatalf("call %d: %q, want %s", i, textOf(res), want)
+		}
+	}
+	if n := asked.Load(); n != calls {
+		t.Fatalf("%d asks, want %d", n, calls)
+	}
+	if n := c.bc.count(relayResponse); n < calls/2 {
+		t.Fatalf("%d of %d answers relayed to another instance: the proxy did not spread them", n, calls)
+	}
+}
+
+// TestSharedSessionCancelElsewhere: the client's notifications/cancelled
+// for a request running on one instance lands on another; the handler's
+// context is cancelled with the client's reason and its POST ends.
+func TestSharedSessionCancelElsewhere(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2)
+	started := make(chan struct{}, 1)
+	cause := make(chan error, 1)
+	c.servers[0].AddTool(Tool{Name: "wait"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	sid := legacySession(t, c.url(0), Version20251125)
+	done := make(chan httpReply, 1)
+	go func() {
+		done <- doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait"}}`, postHeaders("Mcp-Session-Id", sid))
+	}()
+	<-started
+	if r := doHTTP(t, "POST", c.url(1), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"changed my mind"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusAccepted {
+		t.Fatalf("cancel on the other instance: %d %s", r.status, r.body)
+	}
+	var ce *CancelledError
+	if err := <-cause; !errors.As(err, &ce) || ce.Reason != "changed my mind" {
+		t.Fatalf("the handler's context ended with %v", err)
+	}
+	if r := <-done; r.status != http.StatusAccepted && r.status != http.StatusOK {
+		t.Fatalf("the cancelled call's POST: %d %s", r.status, r.body)
+	}
+}
+
+// TestSharedSessionGETElsewhere: the GET stream is resumed on another
+// instance with Last-Event-ID, then on a third: each replays from the
+// shared event store what the client missed, and then carries live what
+// any instance sends the session; no event is lost or repeated.
+func TestSharedSessionGETElsewhere(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3)
+	a, b := c.handlers[0].instance, c.handlers[1].instance
+	sid := legacySession(t, c.url(0), Version20251125)
+	watch := relayWatch(t, c, sid)
+	type ev struct{ method, id string }
+	next := func(p *sseParser) ev {
+		e := nextEvent(t, p, false)
+		return ev{fmt.Sprint(field(t, string(e.data), "method")), e.id}
+	}
+	noop := func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil }
+
+	ctxA, cancelA := context.WithTimeout(context.Background(), time.Minute) // a bound on a failing read
+	pa := getStream(t, ctxA, c.url(0), sid, "")
+	nextEvent(t, pa, true) // priming
+	c.servers[0].AddPrompt(Prompt{Name: "p1"}, nil)
+	e1 := next(pa)
+	if e1 != (ev{"notifications/prompts/list_changed", a + "-0_1"}) {
+		t.Fatalf("first event %+v", e1)
+	}
+	cancelA()
+	awaitRelay(t, watch, relayRelease, a)
+	c.servers[0].AddPrompt(Prompt{Name: "p2"}, nil) // missed: stored
+
+	ctxB, cancelB := context.WithTimeout(context.Background(), time.Minute)
+	pb := getStream(t, ctxB, c.url(1), sid, e1.id)
+	c.servers[0].AddTool(Tool{Name: "t3"}, noop) // made on A, sent on B's stream
+	c.servers[1].AddPrompt(Prompt{Name: "p4"}, nil)
+	want := []ev{
+		{"notifications/prompts/list_changed", a + "-0_2"}, // replayed
+		{"notifications/tools/list_changed", b + "-0_1"},
+		{"notifications/prompts/list_changed", b + "-0_2"},
+	}
+	for i, w := range want {
+		if got := next(pb); got != w {
+			t.Fatalf("event %d on the second instance: %+v, want %+v", i, got, w)
+		}
+	}
+	cancelB()
+	awaitRelay(t, watch, relayRelease, b)
+	c.servers[1].AddTool(Tool{Name: "t5"}, noop) // missed: stored on B's stream
+
+	ctxC, cancelC := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelC()
+	pc := getStream(t, ctxC, c.url(2), sid, b+"-0_1")
+	c.servers[0].AddPrompt(Prompt{Name: "p6"}, nil)
+	cx := c.handlers[2].instance
+	want = []ev{
+		{"notifications/prompts/list_changed", b + "-0_2"}, // replayed
+		{"notifications/tools/list_changed", b + "-0_3"},   // replayed
+		{"notifications/prompts/list_changed", cx + "-0_1"},
+	}
+	for i, w := range want {
+		if got := next(pc); got != w {
+			t.Fatalf("event %d on the third instance: %+v, want %+v", i, got, w)
+		}
+	}
+}
