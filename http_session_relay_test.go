@@ -235,3 +235,34 @@ func TestSharedSessionGETElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedSessionGETFreshElsewhere: what waited for the GET stream on
+// one instance while none was open is handed to the instance where the
+// client opens it fresh, once.
+func TestSharedSessionGETFreshElsewhere(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2)
+	a := c.handlers[0].instance
+	sid := legacySession(t, c.url(0), Version20251125)
+	watch := relayWatch(t, c, sid)
+	ctxA, cancelA := context.WithTimeout(context.Background(), time.Minute)
+	pa := getStream(t, ctxA, c.url(0), sid, "")
+	nextEvent(t, pa, true)
+	cancelA()
+	awaitRelay(t, watch, relayRelease, a)
+	c.servers[0].AddPrompt(Prompt{Name: "waiting"}, nil)
+
+	ctxB, cancelB := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelB()
+	pb := getStream(t, ctxB, c.url(1), sid, "")
+	if e := nextEvent(t, pb, false); field(t, string(e.data), "method") != "notifications/prompts/list_changed" {
+		t.Fatalf("the waiting message: %s", e.data)
+	}
+	c.servers[1].AddTool(Tool{Name: "marker"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil })
+	if e := nextEvent(t, pb, false); field(t, string(e.data), "method") != "notifications/tools/list_changed" {
+		t.Fatalf("after the waiting message: %s", e.data)
+	}
+	if st := c.handlers[0].session(sid).unsolicitedStream(); len(st.takeBacklog()) != 0 {
+		t.Fatal("the first instance still holds the message it handed on")
+	}
+}

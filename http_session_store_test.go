@@ -419,3 +419,71 @@ func TestSessionStoreUnset(t *testing.T) {
 		t.Fatalf("published %v without a session store", c.bc.kinds)
 	}
 }
+
+// TestSharedSessionTouchEvery: a copy held here is touched in the store
+// once a quarter of the session timeout has passed since its last Save or
+// Touch, and not before.
+func TestSharedSessionTouchEvery(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1, WithSessionTimeout(time.Hour))
+	sid := legacySession(t, c.url(0), Version20251125)
+	s := c.handlers[0].session(sid)
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	for _, tc := range []struct {
+		since   time.Duration
+		touches int
+	}{
+		{15*time.Minute - time.Minute, 0}, // within a quarter hour
+		{15*time.Minute + time.Second, 1}, // past it
+		{0, 1},                            // just touched
+	} {
+		if tc.since > 0 {
+			s.mu.Lock()
+			s.shared.lastTouch = time.Now().Add(-tc.since)
+			s.mu.Unlock()
+		}
+		if r := doHTTP(t, "POST", c.url(0), ping, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+			t.Fatalf("ping: %d %s", r.status, r.body)
+		}
+		if n := c.store.count("Touch"); n != tc.touches {
+			t.Fatalf("%v after the last touch: %d touches, want %d", tc.since, n, tc.touches)
+		}
+	}
+}
+
+// TestSharedSessionRestoreCapped: a copy of a session made from the store
+// counts against the instance's session cap like a new one.
+func TestSharedSessionRestoreCapped(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2, WithMaxSessions(1))
+	first := legacySession(t, c.url(0), Version20251125)
+	legacySession(t, c.url(1), Version20251125) // instance 1 is full
+	r := doHTTP(t, "POST", c.url(1), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, postHeaders("Mcp-Session-Id", first))
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || !strings.Contains(r.body, "as many sessions") {
+		t.Fatalf("a copy beyond the cap: %d %s", r.status, r.body)
+	}
+	if n := c.holders(first); n != 1 {
+		t.Fatalf("%d copies, want 1", n)
+	}
+}
+
+// TestSharedSessionModernUntouched: 2026-07-28 calls through the same
+// instances make no session store call.
+func TestSharedSessionModernUntouched(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3)
+	cl := connectCluster(t, c, Version20260728)
+	defer cl.Close()
+	for i := range 6 {
+		var reports atomic.Int32
+		res, err := cl.CallTool(context.Background(), "progress", map[string]int{"steps": 3}, WithProgress(func(Progress) { reports.Add(1) }))
+		if err != nil || textOf(res) != "3 steps" || reports.Load() != 3 {
+			t.Fatalf("call %d: %v %v, %d reports", i, textOf(res), err, reports.Load())
+		}
+	}
+	c.store.mu.Lock()
+	defer c.store.mu.Unlock()
+	if len(c.store.calls) != 0 {
+		t.Fatalf("session store calls %v on 2026-07-28", c.store.calls)
+	}
+}
