@@ -541,7 +541,11 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 		st = t.stream
 	}
 	if st == nil {
-		if t.sess.forward(o.data) {
+		if o.route == serverWide {
+			if !t.sess.deliversServerWide() {
+				return nil // another instance's copy delivers it
+			}
+		} else if t.sess.forward(o.data) {
 			return nil
 		}
 		if st = t.sess.unsolicitedStream(); st == nil {

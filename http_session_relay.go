@@ -166,6 +166,20 @@ func (s *httpSession) forward(data []byte) bool {
 	return holder != "" && s.publish(s.ctx, relayEvent, data) == nil
 }
 
+// deliversServerWide reports whether the copy here delivers a message
+// every session gets, which every instance sends its copy of the session:
+// unless another instance holds the GET stream. While none does, each
+// copy keeps it, and the instance the client opens the stream on delivers
+// its own (takeBacklog, dropServerWide).
+func (s *httpSession) deliversServerWide() bool {
+	if s.h.relay() == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shared.holder == ""
+}
+
 // hold tells the other instances that this one holds the session's GET
 // stream from now on; resumed says it replays the event store.
 func (s *httpSession) hold(ctx context.Context, resumed bool) {
@@ -245,6 +259,7 @@ func (h *httpHandler) resumeElsewhere(w http.ResponseWriter, r *http.Request, se
 		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
 		return
 	}
+	st.dropServerWide()
 	gen, ok := st.attachFresh()
 	if !ok {
 		writeHTTPError(w, http.StatusConflict, CodeInvalidRequest, ID{}, "Conflict: the session's GET stream is already open")
