@@ -116,12 +116,20 @@ func (s *httpSession) deliver(data []byte) {
 			s.conn.handleFrame(m.Message, nil)
 		}
 	case relayCancelled:
-		s.conn.handleFrame(m.Message, nil)
+		// Cancelled as the engine does by default; a user's handler of
+		// notifications/cancelled ran where the notification landed.
 		var n struct {
-			Params json.RawMessage `json:"params"`
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+				Reason    string          `json:"reason"`
+			} `json:"params"`
 		}
-		if json.Unmarshal(m.Message, &n) == nil {
-			s.noteCancel(n.Params)
+		if json.Unmarshal(m.Message, &n) != nil {
+			return
+		}
+		if id, ok := parseID(n.Params.RequestID); ok {
+			s.conn.cancelInbound(id, n.Params.Reason)
+			s.settleCancelled(id)
 		}
 	case relayEvent:
 		if st := s.unsolicitedStream(); st != nil {
