@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -485,5 +486,33 @@ func TestSharedSessionModernUntouched(t *testing.T) {
 	defer c.store.mu.Unlock()
 	if len(c.store.calls) != 0 {
 		t.Fatalf("session store calls %v on 2026-07-28", c.store.calls)
+	}
+}
+
+// TestSharedSessionStoreDownClient: our client behind the proxy sees the
+// calls that land where the session must be loaded fail with the store's
+// 503 while the store is down, and its connection serves every call once
+// the store is back.
+func TestSharedSessionStoreDownClient(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3)
+	cl := connectCluster(t, c, Version20251125, WithRequestTimeout(10*time.Second))
+	defer cl.Close()
+	sid := c.store.only(t)
+	for _, h := range c.handlers { // no copies: every call needs the store
+		if s := h.session(sid); s != nil {
+			s.conn.close(errors.New("dropped by the test"))
+		}
+	}
+	c.store.down.Store(true)
+	_, err := cl.CallTool(context.Background(), "echo", map[string]int{"x": 1})
+	if err == nil || !strings.Contains(err.Error(), "503") && !strings.Contains(err.Error(), "session store failed") {
+		t.Fatalf("a call with the store down: %v", err)
+	}
+	c.store.down.Store(false)
+	for i := range 6 {
+		if res, err := cl.CallTool(context.Background(), "echo", map[string]int{"x": i}); err != nil || textOf(res) != fmt.Sprintf(`{"x":%d}`, i) {
+			t.Fatalf("call %d once the store is back: %v %v", i, textOf(res), err)
+		}
 	}
 }
