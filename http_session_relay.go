@@ -258,19 +258,8 @@ func (h *httpHandler) resumeElsewhere(w http.ResponseWriter, r *http.Request, se
 		}
 		return
 	}
-	if h.cfg.noStandalone {
-		h.methodNotAllowed(w)
-		return
-	}
-	st := sess.standaloneStream()
-	if st == nil {
-		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
-		return
-	}
-	st.dropServerWide()
-	gen, ok := st.attachFresh()
+	st, gen, ok := h.attachStandalone(w, sess, true)
 	if !ok {
-		writeHTTPError(w, http.StatusConflict, CodeInvalidRequest, ID{}, "Conflict: the session's GET stream is already open")
 		return
 	}
 	// Told first, so that what the others make from now on comes here

@@ -51,21 +51,11 @@ func awaitRelay(t *testing.T, got <-chan relayMessage, kind, from string) {
 // last unless it is empty, until ctx ends.
 func getStream(t *testing.T, ctx context.Context, url, sid, last string) *sseParser {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	if last != "" {
-		req.Header.Set("Last-Event-ID", last)
-	}
-	resp, err := testHTTPClient.Do(req)
+	p, err := openStreamCtx(t, ctx, url, sid, last)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { resp.Body.Close() })
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET after %q: %s", last, resp.Status)
-	}
-	return newSSEParser(resp.Body, 1<<20)
+	return p
 }
 
 // TestSharedSessionAnswerElsewhere: a handler on one instance asks the
