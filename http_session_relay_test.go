@@ -275,3 +275,88 @@ func TestSharedSessionGETFreshElsewhere(t *testing.T) {
 		t.Fatal("the first instance still holds the message it handed on")
 	}
 }
+
+// TestSharedSessionSubscriptionsFollow: a resource subscription made on
+// one instance is the session's on another, whose updates reach the GET
+// stream the client opened there.
+func TestSharedSessionSubscriptionsFollow(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2)
+	for _, srv := range c.servers {
+		srv.AddResource(Resource{URI: "res://a", Name: "a"}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
+	}
+	sid := legacySession(t, c.url(0), Version20251125)
+	if r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"res://a"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+		t.Fatalf("subscribe: %d %s", r.status, r.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := getStream(t, ctx, c.url(1), sid, "")
+	c.servers[1].ResourceUpdated("res://a")
+	e := nextEvent(t, p, false)
+	if field(t, string(e.data), "method") != "notifications/resources/updated" || field(t, string(e.data), "params.uri") != "res://a" {
+		t.Fatalf("on the other instance's stream: %s", e.data)
+	}
+}
+
+// TestSharedSessionPOSTStreamElsewhere: a POST's SSE stream written by one
+// instance is resumed on another from the shared event store, with the
+// first instance's event ids, and ends there.
+func TestSharedSessionPOSTStreamElsewhere(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2)
+	sid := legacySession(t, c.url(0), Version20251125)
+	r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3},"_meta":{"progressToken":"p"}}}`, postHeaders("Mcp-Session-Id", sid))
+	p := newSSEParser(strings.NewReader(r.body), 1<<20)
+	var ids []string
+	for {
+		e, err := p.next()
+		if err != nil {
+			break
+		}
+		if len(e.data) > 0 {
+			ids = append(ids, e.id)
+		}
+	}
+	if len(ids) != 4 || !strings.HasPrefix(ids[0], c.handlers[0].instance+"-") {
+		t.Fatalf("the POST's events: %v", ids)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q := getStream(t, ctx, c.url(1), sid, ids[1])
+	var got []string
+	for {
+		e, err := q.next()
+		if err != nil {
+			break
+		}
+		if len(e.data) > 0 {
+			got = append(got, e.id)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(ids[2:]) {
+		t.Fatalf("resumed elsewhere after %s: %v, want %v", ids[1], got, ids[2:])
+	}
+}
+
+// TestSharedSessionKeptAliveByStream: a session busy only with an open
+// stream is touched in the store at the stream's keep-alive, once due.
+func TestSharedSessionKeptAliveByStream(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1, WithKeepAlive(time.Millisecond))
+	sid := legacySession(t, c.url(0), Version20251125)
+	touched := make(chan struct{})
+	c.store.onTouch(func() { close(touched) })
+	s := c.handlers[0].session(sid)
+	s.mu.Lock()
+	s.shared.lastTouch = time.Time{} // due
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	getStream(t, ctx, c.url(0), sid, "")
+	select {
+	case <-touched:
+	case <-ctx.Done():
+		t.Fatal("the session was not touched while its stream was open")
+	}
+}

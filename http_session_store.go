@@ -134,7 +134,7 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 	if err != nil {
 		return nil, &sessionStoreError{"load", sid, err}
 	}
-	if rec.Principal != principal || rec.ID != sid {
+	if rec.Principal != principal || (rec.ID != "" && rec.ID != sid) {
 		return nil, errSessionUnknown
 	}
 	if err := h.reserveSession(principal); err != nil {
@@ -236,6 +236,18 @@ func (s *httpSession) touch(ctx context.Context) error {
 		return err
 	}
 	return &sessionStoreError{"touch", s.id, err}
+}
+
+// keepShared touches a session whose stream stays open, when it is due;
+// a session the store no longer holds ends here too.
+func (s *httpSession) keepShared(ctx context.Context) {
+	err := s.touch(ctx)
+	switch {
+	case errors.Is(err, ErrSessionNotFound):
+		s.conn.close(errors.New("the session is no longer in the session store"))
+	case err != nil && ctx.Err() == nil:
+		s.h.log.Warn("cannot keep a legacy session alive in the session store", "session", s.id, "err", err)
+	}
 }
 
 // deleteShared ends a shared session everywhere: the store forgets it and

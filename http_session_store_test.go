@@ -102,14 +102,26 @@ type checkedSessionStore struct {
 	c    *cluster
 	down atomic.Bool
 
-	mu    sync.Mutex
-	calls map[string]int
+	mu      sync.Mutex
+	calls   map[string]int
+	touched func() // called at the first Touch
+}
+
+// onTouch has f called at the next Touch.
+func (s *checkedSessionStore) onTouch(f func()) {
+	s.mu.Lock()
+	s.touched = f
+	s.mu.Unlock()
 }
 
 func (s *checkedSessionStore) enter(method, id string) error {
 	s.c.checkLocks(s.t, "SessionStore."+method, id)
 	s.mu.Lock()
 	s.calls[method]++
+	if f := s.touched; f != nil && method == "Touch" {
+		s.touched = nil
+		defer f()
+	}
 	s.mu.Unlock()
 	if s.down.Load() {
 		return errStoreDown

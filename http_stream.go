@@ -790,6 +790,11 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 			if err := out.comment(); err != nil {
 				return fail(err)
 			}
+			if s.sess != nil && h.cfg.sessions != nil {
+				// A session busy only with a long stream stays alive in
+				// the store too.
+				s.sess.keepShared(r.Context())
+			}
 			keepAlive.Reset(h.cfg.keepAlive)
 		}
 	}
