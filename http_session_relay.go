@@ -101,7 +101,9 @@ func (s *httpSession) publish(ctx context.Context, kind string, msg []byte) erro
 }
 
 // deliver takes a message from the session's channel. It runs on the
-// Broadcaster's delivery and does not wait for the client.
+// Broadcaster's delivery and does not wait for the client; it may wait for
+// the event store to keep what it puts on the GET stream, never under a
+// lock.
 func (s *httpSession) deliver(data []byte) {
 	var m relayMessage
 	if json.Unmarshal(data, &m) != nil || m.From == s.h.instance {
@@ -143,6 +145,9 @@ func (s *httpSession) deliver(data []byte) {
 		if st == nil {
 			return
 		}
+		// What was made here before is stored before the new holder,
+		// which may wait for this delivery, reads the store to resume.
+		st.storeUpTo(s.ctx, st.lastIndex())
 		if backlog := st.takeBacklog(); len(backlog) > 0 && m.Kind == relayHold {
 			// Not from within a delivery, which may hold up the
 			// Broadcaster's next one, this publish's among them.
@@ -208,7 +213,9 @@ func (s *httpSession) hold(ctx context.Context, resumed bool) {
 // session's GET stream.
 func (s *httpSession) release() {
 	if s.h.relay() != nil {
-		s.publish(s.ctx, relayRelease, nil)
+		// Also when the session's copy here has just ended, as at a
+		// shutdown: the others must stop sending here.
+		s.publish(context.WithoutCancel(s.ctx), relayRelease, nil)
 	}
 }
 

@@ -557,6 +557,13 @@ func (s *httpStream) markWritten(gen, index int64) {
 	s.mu.Unlock()
 }
 
+// lastIndex is the index of the stream's last event.
+func (s *httpStream) lastIndex() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
 func (s *httpStream) writtenIndex() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
