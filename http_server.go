@@ -616,12 +616,16 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 		}
 	}
 	if !answered {
-		relayed, ok := h.relayPOST(w, sess, body, msgs, batch)
+		local, ok := h.relayPOST(w, sess, body, msgs, batch)
 		if !ok {
 			return
 		}
-		if !relayed {
+		if len(local) == len(msgs) {
 			pushBody(sess.conn, body, msgs, batch, nil)
+		} else {
+			for _, m := range local { // decoded: in a body of no requests, none is malformed
+				sess.conn.handleMessage(&m.wire, nil, false)
+			}
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return

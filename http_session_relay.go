@@ -221,25 +221,44 @@ func (s *httpSession) release() {
 
 // relayPOST hands on what a POST of messages with no request carries for
 // another instance: a response no call here waits for, and a cancellation,
-// whose request may run elsewhere. It reports whether the POST's one
-// message went to another instance, so that the engine here need not see
-// it; false when the broadcast failed too, with the answer written.
-func (h *httpHandler) relayPOST(w http.ResponseWriter, sess *httpSession, body []byte, msgs []*httpMessage, batch bool) (relayed, ok bool) {
-	if h.relay() == nil || batch {
-		return false, true
+// whose request may run elsewhere. It returns the messages left for the
+// engine here: all of them but the responses handed on. ok is false when
+// a response could not be handed on, with the answer written.
+func (h *httpHandler) relayPOST(w http.ResponseWriter, sess *httpSession, body []byte, msgs []*httpMessage, batch bool) (local []*httpMessage, ok bool) {
+	if h.relay() == nil {
+		return msgs, true
 	}
-	m := msgs[0]
-	switch {
-	case m.kind == kindResponse && !sess.conn.awaits(m.id):
-		if err := sess.publish(sess.ctx, relayResponse, body); err != nil {
-			writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: cannot hand the response on to the instance that waits for it: "+err.Error())
-			return false, false
+	for i, m := range msgs {
+		relayed := m.kind == kindResponse && m.decoded && !sess.conn.awaits(m.id)
+		if !relayed && !(m.kind == kindNotification && m.method == "notifications/cancelled") {
+			if local != nil {
+				local = append(local, m)
+			}
+			continue
 		}
-		return true, true
-	case m.kind == kindNotification && m.method == "notifications/cancelled":
-		sess.publish(sess.ctx, relayCancelled, body)
+		raw := body
+		if batch {
+			raw, _ = json.Marshal(&m.wire)
+		}
+		if !relayed {
+			sess.publish(sess.ctx, relayCancelled, raw)
+			if local != nil {
+				local = append(local, m)
+			}
+			continue
+		}
+		if err := sess.publish(sess.ctx, relayResponse, raw); err != nil {
+			writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: cannot hand the response to "+m.id.String()+" on to the instance that waits for it: "+err.Error())
+			return nil, false
+		}
+		if local == nil {
+			local = append(make([]*httpMessage, 0, len(msgs)), msgs[:i]...)
+		}
 	}
-	return false, true
+	if local == nil {
+		return msgs, true
+	}
+	return local, true
 }
 
 // resumeElsewhere serves a GET that resumes a stream of the session that

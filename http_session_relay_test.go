@@ -60,43 +60,58 @@ func getStream(t *testing.T, ctx context.Context, url, sid, last string) *ssePar
 
 // TestSharedSessionAnswerElsewhere: a handler on one instance asks the
 // client; the client's answer lands on another instance, which hands it on
-// through the broadcaster to the waiting handler. The ask's id is a string
-// naming its instance, so that no other instance's call could take it.
+// through the broadcaster to the waiting handler, alone or in a 2025-03-26
+// batch. The ask's id is a string naming its instance, so that no other
+// instance's call could take it.
 func TestSharedSessionAnswerElsewhere(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 2)
-	init := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"0"}}}`, postHeaders())
-	sid := init.header.Get("Mcp-Session-Id")
-	if init.status != 200 || sid == "" {
-		t.Fatalf("initialize: %d %s", init.status, init.body)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.url(0), strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_elicitation","arguments":{"message":"name?"}}}`))
-	for k, v := range postHeaders("Mcp-Session-Id", sid) {
-		req.Header.Set(k, v)
-	}
-	resp, err := testHTTPClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := newSSEParser(resp.Body, 1<<20)
-	ask := nextEvent(t, p, false)
-	id, _ := field(t, string(ask.data), "id").(string)
-	if field(t, string(ask.data), "method") != "elicitation/create" || !strings.HasPrefix(id, c.handlers[0].instance+"-") {
-		t.Fatalf("the ask: %s", ask.data)
-	}
-	answer := `{"jsonrpc":"2.0","id":"` + id + `","result":{"action":"accept","content":{"name":"Ada"}}}`
-	if r := doHTTP(t, "POST", c.url(1), answer, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusAccepted {
-		t.Fatalf("the answer on the other instance: %d %s", r.status, r.body)
-	}
-	res := nextEvent(t, p, false)
-	if field(t, string(res.data), "id") != float64(7) || !strings.Contains(string(res.data), `Ada`) {
-		t.Fatalf("the call's result: %s", res.data)
-	}
-	if n := c.bc.count(relayResponse); n != 1 {
-		t.Fatalf("%d responses relayed, want 1", n)
+	for _, tc := range []struct {
+		version, caps, tool, answer, want string
+		batch                             bool
+	}{
+		{Version20251125, `{"elicitation":{}}`, "ask_elicitation", `{"action":"accept","content":{"name":"Ada"}}`, "Ada", false},
+		{Version20250326, `{"roots":{}}`, "ask_roots", `{"roots":[{"uri":"file:///ada","name":"ada"}]}`, "file:///ada", true},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, 2)
+			init := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"`+tc.version+`","capabilities":`+tc.caps+`,"clientInfo":{"name":"raw","version":"0"}}}`, postHeaders())
+			sid := init.header.Get("Mcp-Session-Id")
+			if init.status != 200 || sid == "" {
+				t.Fatalf("initialize: %d %s", init.status, init.body)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", c.url(0), strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"`+tc.tool+`","arguments":{"message":"name?"}}}`))
+			for k, v := range postHeaders("Mcp-Session-Id", sid) {
+				req.Header.Set(k, v)
+			}
+			resp, err := testHTTPClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			p := newSSEParser(resp.Body, 1<<20)
+			ask := nextEvent(t, p, false)
+			id, _ := field(t, string(ask.data), "id").(string)
+			if !strings.HasPrefix(id, c.handlers[0].instance+"-") {
+				t.Fatalf("the ask: %s", ask.data)
+			}
+			answer := `{"jsonrpc":"2.0","id":"` + id + `","result":` + tc.answer + `}`
+			if tc.batch {
+				answer = `[` + answer + `,{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}]`
+			}
+			if r := doHTTP(t, "POST", c.url(1), answer, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusAccepted {
+				t.Fatalf("the answer on the other instance: %d %s", r.status, r.body)
+			}
+			res := nextEvent(t, p, false)
+			if field(t, string(res.data), "id") != float64(7) || !strings.Contains(string(res.data), tc.want) {
+				t.Fatalf("the call's result: %s", res.data)
+			}
+			if n := c.bc.count(relayResponse); n != 1 {
+				t.Fatalf("%d responses relayed, want 1", n)
+			}
+		})
 	}
 }
 
