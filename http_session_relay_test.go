@@ -322,33 +322,13 @@ func TestSharedSessionPOSTStreamElsewhere(t *testing.T) {
 	c := newCluster(t, 2)
 	sid := legacySession(t, c.url(0), Version20251125)
 	r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3},"_meta":{"progressToken":"p"}}}`, postHeaders("Mcp-Session-Id", sid))
-	p := newSSEParser(strings.NewReader(r.body), 1<<20)
-	var ids []string
-	for {
-		e, err := p.next()
-		if err != nil {
-			break
-		}
-		if len(e.data) > 0 {
-			ids = append(ids, e.id)
-		}
-	}
+	ids := eventIDs(newSSEParser(strings.NewReader(r.body), 1<<20))
 	if len(ids) != 4 || !strings.HasPrefix(ids[0], c.handlers[0].instance+"-") {
 		t.Fatalf("the POST's events: %v", ids)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	q := getStream(t, ctx, c.url(1), sid, ids[1])
-	var got []string
-	for {
-		e, err := q.next()
-		if err != nil {
-			break
-		}
-		if len(e.data) > 0 {
-			got = append(got, e.id)
-		}
-	}
+	got := eventIDs(getStream(t, ctx, c.url(1), sid, ids[1]))
 	if fmt.Sprint(got) != fmt.Sprint(ids[2:]) {
 		t.Fatalf("resumed elsewhere after %s: %v, want %v", ids[1], got, ids[2:])
 	}
@@ -373,5 +353,20 @@ func TestSharedSessionKeptAliveByStream(t *testing.T) {
 	case <-touched:
 	case <-ctx.Done():
 		t.Fatal("the session was not touched while its stream was open")
+	}
+}
+
+// eventIDs reads a stream to its end and returns the ids of its events
+// with data.
+func eventIDs(p *sseParser) []string {
+	var ids []string
+	for {
+		e, err := p.next()
+		if err != nil {
+			return ids
+		}
+		if len(e.data) > 0 {
+			ids = append(ids, e.id)
+		}
 	}
 }
