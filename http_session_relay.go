@@ -13,7 +13,12 @@ import (
 // legacy session must tell each other, on the session's channel of the
 // server's Broadcaster, "mcp:session:<id>". Each instance that holds a copy
 // subscribes for as long as it holds it. A message is the JSON of a
-// relayMessage.
+// relayMessage, such as
+//
+//	{"kind":"response","from":"<instance>","message":{"jsonrpc":"2.0","id":"<instance>-3","result":{}}}
+//
+// where an instance is the name its handler draws at random
+// (newInstanceID).
 
 // relayMessage is one message on a session's channel.
 type relayMessage struct {
