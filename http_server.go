@@ -541,12 +541,8 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 		st = t.stream
 	}
 	if st == nil {
-		if o.route == serverWide {
-			if !t.sess.deliversServerWide() {
-				return nil // another instance's copy delivers it
-			}
-		} else if t.sess.forward(o.data) {
-			return nil
+		if t.sess.h.relay() != nil {
+			return t.sess.pushShared(o)
 		}
 		if st = t.sess.unsolicitedStream(); st == nil {
 			t.sess.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", t.sess.id)

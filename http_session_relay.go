@@ -171,31 +171,38 @@ func (s *httpSession) deliver(data []byte) {
 	}
 }
 
-// forward hands a message that belongs to no request to the instance that
-// holds the session's GET stream, when another one does; it reports false
-// when the message stays here.
-func (s *httpSession) forward(data []byte) bool {
-	if s.h.relay() == nil {
-		return false
-	}
+// pushShared puts a message that belongs to no request where it goes when
+// the session is shared: a message of the session's own goes to the
+// instance that holds the GET stream, when another one does; a server-wide
+// message, which every instance sends its copy of the session, is that
+// instance's to deliver. Otherwise it goes on the GET stream here, waiting
+// in its backlog while none is open, as the instance the client opens the
+// stream on delivers what waits for it (takeBacklog, dropServerWide). The
+// holder is read and the message queued under the session's lock, so that
+// word of a new holder (deliver) comes wholly before it or after.
+func (s *httpSession) pushShared(o outgoing) error {
 	s.mu.Lock()
-	holder := s.shared.holder
+	if s.shared.holder != "" && !s.closed {
+		s.mu.Unlock()
+		if o.route == serverWide {
+			return nil
+		}
+		if s.publish(s.ctx, relayEvent, o.data) == nil {
+			return nil
+		}
+		s.mu.Lock() // not handed on: kept here, for a resume
+	}
+	st := s.standalone
+	if s.closed || st == nil {
+		s.mu.Unlock()
+		s.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", s.id)
+		return errNoStandalone
+	}
+	st.mu.Lock()
+	index, kept := st.pushLocked(o)
+	st.mu.Unlock()
 	s.mu.Unlock()
-	return holder != "" && s.publish(s.ctx, relayEvent, data) == nil
-}
-
-// deliversServerWide reports whether the copy here delivers a message
-// every session gets, which every instance sends its copy of the session:
-// unless another instance holds the GET stream. While none does, each
-// copy keeps it, and the instance the client opens the stream on delivers
-// its own (takeBacklog, dropServerWide).
-func (s *httpSession) deliversServerWide() bool {
-	if s.h.relay() == nil {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.shared.holder == ""
+	return st.pushed(index, kept)
 }
 
 // hold tells the other instances that this one holds the session's GET

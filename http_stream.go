@@ -172,6 +172,13 @@ func (s *httpStream) push(o outgoing) error {
 	s.mu.Lock()
 	index, kept := s.pushLocked(o)
 	s.mu.Unlock()
+	return s.pushed(index, kept)
+}
+
+// pushed finishes a push, once the lock is released: it waits for the
+// event store to keep event index (if not 0), and says whether the
+// message may still reach the client.
+func (s *httpStream) pushed(index int64, kept bool) error {
 	if index > 0 {
 		s.storeUpTo(s.sess.ctx, index)
 	}
