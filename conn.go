@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,6 +119,11 @@ type conn struct {
 	jobs  chan job     // hands a request to a parked worker (stream transports)
 	idle  atomic.Int32 // workers parked on jobs
 	armed deadlines    // deadlines armed and not yet released, and free ones
+
+	// callPrefix, set before the first call, makes our request ids strings
+	// that start with it: unique across the instances of a server that
+	// share a session (pushSharedSession).
+	callPrefix string
 }
 
 // connMode configures a connection when it is made.
@@ -842,6 +848,13 @@ func (c *conn) takePending(id ID) *pendingCall {
 	return call
 }
 
+// awaits reports whether one of our calls waits for a response to id.
+func (c *conn) awaits(id ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending[id] != nil
+}
+
 // failCall ends the pending call id with err, if it still waits.
 func (c *conn) failCall(id ID, err error) {
 	if call := c.takePending(id); call != nil {
@@ -984,7 +997,11 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 		return nil, c.inputEnded
 	}
 	c.nextID++
-	call.id = Int64ID(c.nextID)
+	if c.callPrefix != "" {
+		call.id = StringID(c.callPrefix + strconv.FormatInt(c.nextID, 10))
+	} else {
+		call.id = Int64ID(c.nextID)
+	}
 	meta := o.meta
 	if o.progress != nil {
 		call.progress = &callProgress{fn: o.progress, signal: make(chan struct{}, 1)}

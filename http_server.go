@@ -35,6 +35,11 @@ type httpHandler struct {
 	perPrincipal map[string]int
 	stopped      bool
 
+	// instance names this handler among the instances that share a
+	// SessionStore: it starts the ids of its streams and of its calls to
+	// clients, and marks what it publishes. Empty without a store.
+	instance string
+
 	modernInFlight atomic.Int64
 }
 
@@ -536,6 +541,9 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 		st = t.stream
 	}
 	if st == nil {
+		if t.sess.h.relay() != nil {
+			return t.sess.pushShared(o)
+		}
 		if st = t.sess.unsolicitedStream(); st == nil {
 			t.sess.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", t.sess.id)
 			return errNoStandalone
@@ -567,7 +575,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 			writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
 			return
 		}
-	} else if sess = h.useSession(w, sid, principal); sess == nil {
+	} else if sess = h.useSession(w, r, sid, principal); sess == nil {
 		return
 	}
 	defer sess.end()
@@ -604,7 +612,17 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 		}
 	}
 	if !answered {
-		pushBody(sess.conn, body, msgs, batch, nil)
+		local, ok := h.relayPOST(w, sess, body, msgs, batch)
+		if !ok {
+			return
+		}
+		if len(local) == len(msgs) {
+			pushBody(sess.conn, body, msgs, batch, nil)
+		} else {
+			for _, m := range local { // decoded: in a body of no requests, none is malformed
+				sess.conn.handleMessage(&m.wire, nil, false)
+			}
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -619,6 +637,10 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 	}
 	complete := h.serveMessages(w, r, sess.conn, body, msgs, batch, one, st, streamMode{batch: batch, prime: sess.primes()}, nil)
 	if created && (!complete || st.failed()) {
+		if h.cfg.sessions != nil && !st.failed() {
+			// Saved, then lost with its answer: nobody will use it.
+			sess.deleteShared(context.WithoutCancel(r.Context()))
+		}
 		sess.conn.close(errors.New("initialize failed"))
 	}
 }
@@ -643,6 +665,10 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 		if ok {
 			st = sess.stream(streamID)
 		}
+		if st == nil && ok && h.cfg.sessions != nil && !strings.HasPrefix(streamID, sess.streamPrefix) {
+			h.resumeElsewhere(w, r, sess, streamID, index)
+			return
+		}
 		if st == nil {
 			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: Last-Event-ID "+strconv.Quote(last)+" names no stream of this session")
 			return
@@ -652,24 +678,45 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 			writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the events after "+strconv.Quote(last)+" are no longer available")
 			return
 		}
+		if st.standalone {
+			sess.hold(r.Context(), true)
+			defer sess.release()
+		}
 		h.serveStream(w, r, st, gen, streamMode{sse: true, replay: replay})
 		return
 	}
+	st, gen, ok := h.attachStandalone(w, sess, false)
+	if !ok {
+		return
+	}
+	sess.hold(r.Context(), false)
+	defer sess.release()
+	h.serveStream(w, r, st, gen, streamMode{sse: true, prime: sess.primes()})
+}
+
+// attachStandalone attaches a GET to the session's standalone stream;
+// elsewhere: it resumes another instance's stream, whose replay has the
+// server-wide messages that wait here. It answers the request itself and
+// reports false when it cannot.
+func (h *httpHandler) attachStandalone(w http.ResponseWriter, sess *httpSession, elsewhere bool) (*httpStream, int64, bool) {
 	if h.cfg.noStandalone {
 		h.methodNotAllowed(w)
-		return
+		return nil, 0, false
 	}
 	st := sess.standaloneStream()
 	if st == nil {
 		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
-		return
+		return nil, 0, false
+	}
+	if elsewhere {
+		st.dropServerWide()
 	}
 	gen, ok := st.attachFresh()
 	if !ok {
 		writeHTTPError(w, http.StatusConflict, CodeInvalidRequest, ID{}, "Conflict: the session's GET stream is already open")
-		return
+		return nil, 0, false
 	}
-	h.serveStream(w, r, st, gen, streamMode{sse: true, prime: sess.primes()})
+	return st, gen, true
 }
 
 func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request, principal string) {
@@ -680,6 +727,13 @@ func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request, princi
 	sess, ok := h.requestSession(w, r, principal)
 	if !ok {
 		return
+	}
+	if h.cfg.sessions != nil {
+		if err := sess.deleteShared(r.Context()); err != nil {
+			sess.end()
+			writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the session store failed: "+err.Error())
+			return
+		}
 	}
 	sess.end()
 	sess.conn.close(errors.New("the client ended the session"))

@@ -23,7 +23,7 @@ func (h *httpHandler) requestSession(w http.ResponseWriter, r *http.Request, pri
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: the Mcp-Session-Id header is required")
 		return nil, false
 	}
-	sess := h.useSession(w, sid, principal)
+	sess := h.useSession(w, r, sid, principal)
 	return sess, sess != nil
 }
 
@@ -31,13 +31,21 @@ func (h *httpHandler) requestSession(w http.ResponseWriter, r *http.Request, pri
 // not visible ASCII gets 400 and is never looked up. A session that another
 // principal opened is not told apart from an unknown one: both get 404, and
 // the request can neither use nor end it. It answers the request itself and
-// returns nil when there is no such session.
-func (h *httpHandler) useSession(w http.ResponseWriter, sid, principal string) *httpSession {
+// returns nil when there is no such session. With a SessionStore a session
+// not held here is loaded from the store, and one held here is touched
+// there now and then (sharedSession).
+func (h *httpHandler) useSession(w http.ResponseWriter, r *http.Request, sid, principal string) *httpSession {
 	if !validSessionID(sid) {
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: a session id is visible ASCII only")
 		return nil
 	}
 	sess := h.session(sid)
+	if h.cfg.sessions != nil {
+		var ok bool
+		if sess, ok = h.sharedSession(w, r, sess, sid, principal); !ok {
+			return nil
+		}
+	}
 	if sess == nil || sess.principal != principal || !sess.begin() {
 		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
 		return nil
@@ -125,12 +133,13 @@ func (h *httpHandler) newSession(principal string) (*httpSession, error) {
 	if err := h.reserveSession(principal); err != nil {
 		return nil, err
 	}
-	s := &httpSession{h: h, id: rand.Text(), principal: principal}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.storeHolds.Store(1) // the session's own, until it closes
-	s.ss, s.conn = h.srv.pushSession(&streamTransport{sess: s}, 0, principal)
-	if d := h.cfg.sessionTimeout; d > 0 {
-		s.expiry = time.AfterFunc(d, s.expire)
+	s := h.makeSession(rand.Text(), principal, nil)
+	if err := s.joinRelay(); err != nil {
+		h.mu.Lock()
+		h.releaseSessionLocked(principal)
+		h.mu.Unlock()
+		s.conn.close(err)
+		return nil, err
 	}
 	h.mu.Lock()
 	if h.stopped {
@@ -144,6 +153,27 @@ func (h *httpHandler) newSession(principal string) (*httpSession, error) {
 	// Not yet among the server's sessions: broadcasts reach it once it has
 	// a standalone stream (standaloneStream).
 	return s, nil
+}
+
+// makeSession makes a legacy session of principal: a connection in push
+// mode, so that it holds no goroutine while idle, and an expiry timer. With
+// a SessionStore it is shared with the other instances, restored from rec
+// when rec is not nil. It is not registered yet.
+func (h *httpHandler) makeSession(id, principal string, rec *SessionRecord) *httpSession {
+	s := &httpSession{h: h, id: id, principal: principal}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.storeHolds.Store(1) // the session's own, until it closes
+	t := &streamTransport{sess: s}
+	if h.cfg.sessions != nil {
+		s.streamPrefix = h.instance + "-"
+		s.ss, s.conn = h.srv.pushSharedSession(t, principal, s.streamPrefix, rec)
+	} else {
+		s.ss, s.conn = h.srv.pushSession(t, 0, principal)
+	}
+	if d := h.cfg.sessionTimeout; d > 0 {
+		s.expiry = time.AfterFunc(d, s.expire)
+	}
+	return s
 }
 
 // registerLocked puts s in the session map, whose peak size forget watches.
@@ -205,6 +235,15 @@ type httpSession struct {
 	// storeHolds counts the session itself and its event store calls in
 	// flight: the last to go tells the store that the session closed.
 	storeHolds atomic.Int32
+
+	// What sharing the session with other instances takes (WithSessionStore,
+	// http_session_store.go and http_session_relay.go); zero otherwise.
+	// streamPrefix starts the ids of the session's streams here.
+	streamPrefix string
+	shared       sharedState // guarded by mu
+	// deleted: the session ended everywhere (DELETE), not only its copy
+	// here, so the event store may drop its events.
+	deleted atomic.Bool
 }
 
 // close ends the session; the connection's transport calls it when the
@@ -227,7 +266,12 @@ func (s *httpSession) close() {
 	if s.expiry != nil {
 		s.expiry.Stop()
 	}
+	stopRelay := s.shared.stopRelay
+	s.shared.stopRelay = nil
 	s.mu.Unlock()
+	if stopRelay != nil {
+		stopRelay()
+	}
 	s.h.forget(s)
 	for _, st := range streams {
 		st.close()
@@ -251,7 +295,9 @@ func (s *httpSession) releaseStore() {
 	if s.storeHolds.Add(-1) > 0 {
 		return
 	}
-	if store := s.h.cfg.store; store != nil {
+	// A copy of a shared session that ends here alone leaves its events to
+	// the instances that still serve it.
+	if store := s.h.cfg.store; store != nil && (s.h.cfg.sessions == nil || s.deleted.Load()) {
 		// The session's context has ended; this call must still be made.
 		if err := store.SessionClosed(context.WithoutCancel(s.ctx), s.id); err != nil {
 			s.h.log.Warn("the event store failed to drop a closed session's events", "session", s.id, "err", err)
@@ -323,7 +369,7 @@ func (s *httpSession) newStream(ids []ID) *httpStream {
 		retired = s.retireStreamsLocked()
 	}
 	s.nextStream++
-	st := newHTTPStream(s, strconv.FormatInt(s.nextStream, 10), ids, s.h.log)
+	st := newHTTPStream(s, s.streamPrefix+strconv.FormatInt(s.nextStream, 10), ids, s.h.log)
 	putEntry(&s.streams, st.id, st)
 	s.mu.Unlock()
 	for _, old := range retired {
@@ -382,7 +428,8 @@ func (s *httpSession) removeStream(st *httpStream) {
 	st.forget()
 }
 
-// standaloneStreamID is the stream id of the session's GET stream.
+// standaloneStreamID is the stream id of the session's GET stream, after
+// the session's streamPrefix.
 const standaloneStreamID = "0"
 
 // standaloneStream returns the session's GET stream, creating it on first
@@ -397,7 +444,7 @@ func (s *httpSession) standaloneStream() *httpStream {
 		return nil
 	}
 	if s.standalone == nil {
-		s.standalone = newHTTPStream(s, standaloneStreamID, nil, s.h.log)
+		s.standalone = newHTTPStream(s, s.streamPrefix+standaloneStreamID, nil, s.h.log)
 		s.standalone.standalone = true
 		s.standalone.attached = false
 		s.standalone.sse = true
@@ -432,7 +479,7 @@ func (t *streamTransport) subscribed() {
 }
 
 func (s *httpSession) stream(id string) *httpStream {
-	if id == standaloneStreamID {
+	if id == s.streamPrefix+standaloneStreamID {
 		return s.standaloneStream()
 	}
 	s.mu.Lock()
@@ -454,10 +501,14 @@ func (s *httpSession) noteCancel(params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil {
 		return
 	}
-	id, ok := parseID(p.RequestID)
-	if !ok {
-		return
+	if id, ok := parseID(p.RequestID); ok {
+		s.settleCancelled(id)
 	}
+}
+
+// settleCancelled ends the POST stream that awaits the response to the
+// cancelled request id, if one does.
+func (s *httpSession) settleCancelled(id ID) {
 	s.mu.Lock()
 	streams := make([]*httpStream, 0, len(s.streams))
 	for _, st := range s.streams {

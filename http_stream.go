@@ -20,10 +20,17 @@ type streamEvent struct {
 	index int64
 	data  []byte
 	final bool
+	// stream is the id of the stream the event belongs to when it is not
+	// the one written: an event of another instance's stream, replayed
+	// from the event store (resumeElsewhere).
+	stream string
 	// pooled: data is the engine's pooled buffer, which goes back to the
 	// pool once written (as a JSON answer); events that are stored or may
 	// wait long get a compact copy instead (compact).
 	pooled bool
+	// serverWide: a message every session gets, which every instance that
+	// shares the session has a copy of (see serverWide).
+	serverWide bool
 }
 
 // compact gives ev a buffer of its own, fit to its length, to keep.
@@ -165,6 +172,13 @@ func (s *httpStream) push(o outgoing) error {
 	s.mu.Lock()
 	index, kept := s.pushLocked(o)
 	s.mu.Unlock()
+	return s.pushed(index, kept)
+}
+
+// pushed finishes a push, once the lock is released: it waits for the
+// event store to keep event index (if not 0), and says whether the
+// message may still reach the client.
+func (s *httpStream) pushed(index int64, kept bool) error {
 	if index > 0 {
 		s.storeUpTo(s.sess.ctx, index)
 	}
@@ -195,7 +209,7 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 		return 0, true
 	}
 	s.next++
-	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true}
+	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true, serverWide: o.route == serverWide}
 	if s.sse || s.standalone {
 		ev.compact() // it will be stored, or may wait long
 	}
@@ -265,6 +279,42 @@ func (s *httpStream) reportDropsLocked() {
 		s.log.Warn("dropped undelivered messages of a session's standalone stream", "session", s.sess.id, "dropped", s.dropped)
 		s.dropped = 0
 	}
+}
+
+// takeBacklog empties the backlog of a standalone stream that no GET
+// holds here, as another instance took the GET stream over, and returns
+// what in it was made here only: the server-wide messages the other
+// instance has of its own.
+func (s *httpStream) takeBacklog() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.attached {
+		return nil
+	}
+	var backlog [][]byte
+	for _, ev := range s.pending {
+		if !ev.serverWide {
+			backlog = append(backlog, ev.data)
+		}
+	}
+	clear(s.pending)
+	s.pending, s.pendBytes = nil, 0
+	s.reportDropsLocked()
+	return backlog
+}
+
+// dropServerWide drops the server-wide messages from the backlog of a
+// standalone stream about to resume another instance's stream, whose
+// replay has them.
+func (s *httpStream) dropServerWide() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = slices.DeleteFunc(s.pending, func(ev streamEvent) bool {
+		if ev.serverWide {
+			s.pendBytes -= len(ev.data)
+		}
+		return ev.serverWide
+	})
 }
 
 // beginInline records that the stream's request is about to run on the
@@ -514,6 +564,13 @@ func (s *httpStream) markWritten(gen, index int64) {
 	s.mu.Unlock()
 }
 
+// lastIndex is the index of the stream's last event.
+func (s *httpStream) lastIndex() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
 func (s *httpStream) writtenIndex() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -682,7 +739,9 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 			if err := out.events(m.replay); err != nil {
 				return fail(err)
 			}
-			s.markWritten(gen, m.replay[len(m.replay)-1].index)
+			if last := m.replay[len(m.replay)-1]; last.stream == "" {
+				s.markWritten(gen, last.index)
+			}
 		}
 	}
 	for {
@@ -744,6 +803,11 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 		case <-keepAliveC:
 			if err := out.comment(); err != nil {
 				return fail(err)
+			}
+			if s.sess != nil && h.cfg.sessions != nil {
+				// A session busy only with a long stream stays alive in
+				// the store too.
+				s.sess.keepShared(r.Context())
 			}
 			keepAlive.Reset(h.cfg.keepAlive)
 		}

@@ -24,6 +24,9 @@ func (ss *serverSession) setLoggingLevel(params json.RawMessage) (any, error) {
 	ss.mu.Lock()
 	ss.logLevel = string(p.Level)
 	ss.mu.Unlock()
+	if err := ss.changed(); err != nil {
+		return nil, err
+	}
 	return json.RawMessage("{}"), nil
 }
 

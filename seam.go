@@ -1,5 +1,7 @@
 package mcp
 
+import "slices"
+
 // pushConn is the engine as the HTTP handler drives it, its one seam: the
 // handler pushes in each message it receives, with the route that messages
 // about it take back (an HTTP stream), and gets back through its
@@ -20,6 +22,9 @@ type pushConn interface {
 	cancelHandlers(cause error)
 	// batchesAllowed reports whether the session accepts JSON-RPC batches.
 	batchesAllowed() bool
+	// awaits reports whether one of the engine's calls to the peer waits
+	// for a response to id.
+	awaits(id ID) bool
 	// close ends the connection and closes its transport.
 	close(cause error)
 }
@@ -36,6 +41,11 @@ type pushTransport interface {
 	// outside any request (resources/subscribe), which need somewhere to
 	// wait until the peer comes for them.
 	subscribed()
+	// sessionChanged tells the transport that the session's negotiated
+	// state (sessionRecord) changed: initialize, logging/setLevel,
+	// resources/subscribe or unsubscribe. The method fails with its error,
+	// so that a change is never answered before it is kept.
+	sessionChanged() error
 }
 
 // pushSession makes a server session over HTTP streams, ready for the
@@ -47,3 +57,65 @@ func (s *Server) pushSession(t *streamTransport, mode connMode, principal string
 	ss.principal = principal
 	return ss, c
 }
+
+// pushSharedSession makes a legacy session whose state a SessionStore
+// shares between instances: fresh when rec is nil, else restored from rec
+// in the initialized state, with no initialize. Its calls to the client
+// get ids that start with callPrefix, unique to this instance, so that an
+// answer relayed from another instance reaches no other waiter.
+func (s *Server) pushSharedSession(t *streamTransport, principal, callPrefix string, rec *SessionRecord) (*serverSession, pushConn) {
+	ss, c := s.newSession(t, 0)
+	ss.principal = principal
+	c.callPrefix = callPrefix
+	if rec != nil {
+		ss.initialized = true
+		ss.version = rec.ProtocolVersion
+		ss.clientInfo = rec.ClientInfo
+		if len(rec.ClientCapabilities) > 0 {
+			ss.clientCaps = newCapabilitySet(slices.Clone(rec.ClientCapabilities))
+		}
+		ss.logLevel = rec.LogLevel
+		for _, uri := range rec.Subscriptions {
+			putEntry(&ss.subscriptions, uri, true)
+		}
+		c.batchOK.Store(rec.ProtocolVersion == Version20250326)
+	}
+	return ss, c
+}
+
+// record is the session's state as a SessionStore keeps it.
+func (ss *serverSession) record(id string) *SessionRecord {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	rec := &SessionRecord{ID: id, Principal: ss.principal, ProtocolVersion: ss.version, ClientInfo: ss.clientInfo, LogLevel: ss.logLevel}
+	if ss.clientCaps != nil {
+		rec.ClientCapabilities = slices.Clone(ss.clientCaps.raw)
+	}
+	for uri := range ss.subscriptions {
+		rec.Subscriptions = append(rec.Subscriptions, uri)
+	}
+	slices.Sort(rec.Subscriptions)
+	return rec
+}
+
+// changed tells a push transport that the session's state changed; its
+// error is the request's.
+func (ss *serverSession) changed() error {
+	if ss.conn.push == nil {
+		return nil
+	}
+	if err := ss.conn.push.sessionChanged(); err != nil {
+		return &Error{Code: CodeInternalError, Message: "Internal error: the session store failed to keep the session: " + err.Error()}
+	}
+	return nil
+}
+
+// serverWide is the route of a message that every session gets
+// (Server.broadcast). Over HTTP it belongs to no request; of the copies of
+// a legacy session that several instances share, each of which gets it
+// from its own Server, only one delivers it.
+var serverWide any = serverWideRoute{}
+
+type serverWideRoute struct{}
+
+var _ pushTransport = (*streamTransport)(nil)

@@ -33,8 +33,7 @@ type serverConfig struct {
 	taskPollInterval time.Duration
 	taskStore        TaskStore
 	maxTasks         int
-
-	broadcaster Broadcaster
+	broadcaster      Broadcaster
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
@@ -573,6 +572,9 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 	ss.clientInfo = p.ClientInfo
 	ss.mu.Unlock()
 	ss.conn.batchOK.Store(version == Version20250326)
+	if err := ss.changed(); err != nil {
+		return nil, err
+	}
 	return &InitializeResult{
 		ProtocolVersion: version,
 		Capabilities:    s.capabilities(version),

@@ -25,7 +25,11 @@ func (o *sseWriter) events(evs []streamEvent) error {
 	o.buf = o.buf[:0]
 	for _, ev := range evs {
 		if o.ids {
-			o.buf = o.appendID(o.buf, ev.index)
+			stream := o.streamID
+			if ev.stream != "" {
+				stream = ev.stream
+			}
+			o.buf = appendEventID(o.buf, stream, ev.index)
 		}
 		if o.event != "" {
 			o.buf = append(o.buf, "event: "...)
@@ -39,8 +43,13 @@ func (o *sseWriter) events(evs []streamEvent) error {
 }
 
 func (o *sseWriter) appendID(b []byte, index int64) []byte {
+	return appendEventID(b, o.streamID, index)
+}
+
+// appendEventID appends the id line of event index of a stream.
+func appendEventID(b []byte, stream string, index int64) []byte {
 	b = append(b, "id: "...)
-	b = append(b, o.streamID...)
+	b = append(b, stream...)
 	b = append(b, '_')
 	b = strconv.AppendInt(b, index, 10)
 	return append(b, '\n')

@@ -46,6 +46,9 @@ func (ss *serverSession) subscribe(ctx context.Context, params json.RawMessage, 
 		delete(ss.subscriptions, p.URI)
 	}
 	ss.mu.Unlock()
+	if err := ss.changed(); err != nil {
+		return nil, err
+	}
 	if on && ss.conn.push != nil {
 		ss.conn.push.subscribed()
 	}
@@ -155,7 +158,7 @@ func (s *Server) broadcast(method string, params json.RawMessage, sessionWants f
 		wants := ss.initialized && sessionWants(ss)
 		ss.mu.Unlock()
 		if wants {
-			if err := ss.conn.notify(method, params, ID{}, nil); err != nil {
+			if err := ss.conn.notify(method, params, ID{}, serverWide); err != nil {
 				s.cfg.logger.Debug("cannot notify a session", "method", method, "err", err)
 			}
 		}

@@ -85,6 +85,7 @@ type httpConfig struct {
 	statelessOnly  bool
 	store          EventStore
 	storeSet       bool
+	sessions       SessionStore // WithSessionStore; nil: sessions live in this handler only
 	allowedOrigins []string
 	corsOrigins    []string
 	allowedHosts   []string
@@ -436,6 +437,9 @@ func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 	h := &httpHandler{srv: s, cfg: handlerConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
 	if !h.cfg.storeSet {
 		h.cfg.store = NewMemoryEventStore(DefaultEventStoreBytes)
+	}
+	if h.cfg.sessions != nil {
+		h.instance = newInstanceID()
 	}
 	if h.cfg.ctx != nil {
 		context.AfterFunc(h.cfg.ctx, h.shutdown)

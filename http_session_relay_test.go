@@ -1,0 +1,368 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// relayWatch collects the kinds published on session sid's channel, with
+// their publisher.
+func relayWatch(t *testing.T, c *sessionCluster, sid string) <-chan relayMessage {
+	t.Helper()
+	got := make(chan relayMessage, 64)
+	stop, err := c.bc.MemoryBroadcaster.Subscribe(context.Background(), sessionChannel(sid), func(msg []byte) {
+		m := relayMessage{Kind: fmt.Sprint(fieldOrNil(string(msg), "kind")), From: fmt.Sprint(fieldOrNil(string(msg), "from"))}
+		select {
+		case got <- m:
+		default:
+			t.Errorf("relay watch full")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return got
+}
+
+// awaitRelay waits for a message of kind from instance from.
+func awaitRelay(t *testing.T, got <-chan relayMessage, kind, from string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-got:
+			if m.Kind == kind && m.From == from {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %q from %s on the session's channel", kind, from)
+		}
+	}
+}
+
+// getStream opens the GET stream of session sid on url, resuming after
+// last unless it is empty, until ctx ends.
+func getStream(t *testing.T, ctx context.Context, url, sid, last string) *sseParser {
+	t.Helper()
+	p, err := openStreamCtx(t, ctx, url, sid, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSharedSessionAnswerElsewhere: a handler on one instance asks the
+// client; the client's answer lands on another instance, which hands it on
+// through the broadcaster to the waiting handler, alone or in a 2025-03-26
+// batch. The ask's id is a string naming its instance, so that no other
+// instance's call could take it.
+func TestSharedSessionAnswerElsewhere(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		version, caps, tool, answer, want string
+		batch                             bool
+	}{
+		{Version20251125, `{"elicitation":{}}`, "ask_elicitation", `{"action":"accept","content":{"name":"Ada"}}`, "Ada", false},
+		{Version20250326, `{"roots":{}}`, "ask_roots", `{"roots":[{"uri":"file:///ada","name":"ada"}]}`, "file:///ada", true},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			t.Parallel()
+			c := newSessionCluster(t, 2)
+			init := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"`+tc.version+`","capabilities":`+tc.caps+`,"clientInfo":{"name":"raw","version":"0"}}}`, postHeaders())
+			sid := init.header.Get("Mcp-Session-Id")
+			if init.status != 200 || sid == "" {
+				t.Fatalf("initialize: %d %s", init.status, init.body)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", c.url(0), strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"`+tc.tool+`","arguments":{"message":"name?"}}}`))
+			for k, v := range postHeaders("Mcp-Session-Id", sid) {
+				req.Header.Set(k, v)
+			}
+			resp, err := testHTTPClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			p := newSSEParser(resp.Body, 1<<20)
+			ask := nextEvent(t, p, false)
+			id, _ := field(t, string(ask.data), "id").(string)
+			if !strings.HasPrefix(id, c.handlers[0].instance+"-") {
+				t.Fatalf("the ask: %s", ask.data)
+			}
+			answer := `{"jsonrpc":"2.0","id":"` + id + `","result":` + tc.answer + `}`
+			if tc.batch {
+				answer = `[` + answer + `,{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}]`
+			}
+			if r := doHTTP(t, "POST", c.url(1), answer, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusAccepted {
+				t.Fatalf("the answer on the other instance: %d %s", r.status, r.body)
+			}
+			res := nextEvent(t, p, false)
+			if field(t, string(res.data), "id") != float64(7) || !strings.Contains(string(res.data), tc.want) {
+				t.Fatalf("the call's result: %s", res.data)
+			}
+			if n := c.bc.count(relayResponse); n != 1 {
+				t.Fatalf("%d responses relayed, want 1", n)
+			}
+		})
+	}
+}
+
+// TestSharedSessionElicitationsThroughProxy: a 2025-11-25 client behind
+// the round-robin proxy answers many elicitations; every answer reaches its
+// handler whichever instance it lands on, and most land elsewhere.
+func TestSharedSessionElicitationsThroughProxy(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3)
+	var asked atomic.Int32
+	cl := connectCluster(t, c, Version20251125, WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+		n := asked.Add(1)
+		return &ElicitResult{Action: "accept", Content: map[string]any{"name": fmt.Sprintf("n%d", n)}}, nil
+	}))
+	defer cl.Close()
+	const calls = 12
+	for i := range calls {
+		res, err := cl.CallTool(context.Background(), "ask_elicitation", map[string]string{"message": "name?"})
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if want := fmt.Sprintf(`"name":"n%d"`, i+1); !strings.Contains(textOf(res), want) {
+			t.Fatalf("call %d: %q, want %s", i, textOf(res), want)
+		}
+	}
+	if n := asked.Load(); n != calls {
+		t.Fatalf("%d asks, want %d", n, calls)
+	}
+	if n := c.bc.count(relayResponse); n < calls/2 {
+		t.Fatalf("%d of %d answers relayed to another instance: the proxy did not spread them", n, calls)
+	}
+}
+
+// TestSharedSessionCancelElsewhere: the client's notifications/cancelled
+// for a request running on one instance lands on another; the handler's
+// context is cancelled with the client's reason and its POST ends.
+func TestSharedSessionCancelElsewhere(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 2)
+	started := make(chan struct{}, 1)
+	cause := make(chan error, 1)
+	c.servers[0].AddTool(Tool{Name: "wait"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	sid := legacySession(t, c.url(0), Version20251125)
+	done := make(chan httpReply, 1)
+	go func() {
+		done <- doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait"}}`, postHeaders("Mcp-Session-Id", sid))
+	}()
+	<-started
+	if r := doHTTP(t, "POST", c.url(1), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"changed my mind"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusAccepted {
+		t.Fatalf("cancel on the other instance: %d %s", r.status, r.body)
+	}
+	var ce *CancelledError
+	if err := <-cause; !errors.As(err, &ce) || ce.Reason != "changed my mind" {
+		t.Fatalf("the handler's context ended with %v", err)
+	}
+	if r := <-done; r.status != http.StatusAccepted && r.status != http.StatusOK {
+		t.Fatalf("the cancelled call's POST: %d %s", r.status, r.body)
+	}
+}
+
+// TestSharedSessionGETElsewhere: the GET stream is resumed on another
+// instance with Last-Event-ID, then on a third: each replays from the
+// shared event store what the client missed, then carries live what the
+// session's copy on any instance sends it, and, of a server-wide message
+// that every instance sends, one copy. No event is lost or repeated.
+func TestSharedSessionGETElsewhere(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3)
+	a, b, cx := c.handlers[0].instance, c.handlers[1].instance, c.handlers[2].instance
+	sid := legacySession(t, c.url(0), Version20251125)
+	watch := relayWatch(t, c, sid)
+	type ev struct{ method, id string }
+	next := func(p *sseParser) ev {
+		e := nextEvent(t, p, false)
+		return ev{fmt.Sprint(field(t, string(e.data), "method")), e.id}
+	}
+	// everywhere adds a prompt on one instance: the change reaches every
+	// instance through the broadcaster, and the session once.
+	everywhere := func(name string) { c.servers[2].AddPrompt(Prompt{Name: name}, nil) }
+	// mine sends the session a message of its own from instance i.
+	mine := func(i int) {
+		if err := c.handlers[i].session(sid).conn.(*conn).notify("notifications/message", map[string]string{"level": "info", "data": "x"}, ID{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const listChanged, message = "notifications/prompts/list_changed", "notifications/message"
+
+	ctxA, cancelA := context.WithTimeout(context.Background(), time.Minute) // a bound on a failing read
+	pa := getStream(t, ctxA, c.url(0), sid, "")
+	nextEvent(t, pa, true) // priming
+	everywhere("p1")
+	e1 := next(pa)
+	if e1 != (ev{listChanged, a + "-0_1"}) {
+		t.Fatalf("first event %+v", e1)
+	}
+	cancelA()
+	awaitRelay(t, watch, relayRelease, a)
+	mine(0) // missed: stored
+
+	ctxB, cancelB := context.WithTimeout(context.Background(), time.Minute)
+	pb := getStream(t, ctxB, c.url(1), sid, e1.id)
+	mine(0) // made on A, sent on B's stream
+	everywhere("p2")
+	mine(1)
+	want := []ev{
+		{message, a + "-0_2"}, // replayed
+		{message, b + "-0_1"},
+		{listChanged, b + "-0_2"},
+		{message, b + "-0_3"},
+	}
+	for i, w := range want {
+		if got := next(pb); got != w {
+			t.Fatalf("event %d on the second instance: %+v, want %+v", i, got, w)
+		}
+	}
+	cancelB()
+	awaitRelay(t, watch, relayRelease, b)
+	everywhere("p3") // missed: stored on A's stream and B's
+
+	ctxC, cancelC := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelC()
+	pc := getStream(t, ctxC, c.url(2), sid, b+"-0_2")
+	everywhere("p4")
+	mine(0)
+	want = []ev{
+		{message, b + "-0_3"},     // replayed
+		{listChanged, b + "-0_4"}, // replayed
+		{listChanged, cx + "-0_1"},
+		{message, cx + "-0_2"},
+	}
+	for i, w := range want {
+		if got := next(pc); got != w {
+			t.Fatalf("event %d on the third instance: %+v, want %+v", i, got, w)
+		}
+	}
+}
+
+// TestSharedSessionGETFreshElsewhere: what waited for the GET stream on
+// one instance while none was open is handed to the instance where the
+// client opens it fresh, once; a server-wide message, which that instance
+// has a copy of if it had the session then, is not.
+func TestSharedSessionGETFreshElsewhere(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 2)
+	a := c.handlers[0].instance
+	sid := legacySession(t, c.url(0), Version20251125)
+	watch := relayWatch(t, c, sid)
+	ctxA, cancelA := context.WithTimeout(context.Background(), time.Minute)
+	pa := getStream(t, ctxA, c.url(0), sid, "")
+	nextEvent(t, pa, true)
+	cancelA()
+	awaitRelay(t, watch, relayRelease, a)
+	c.handlers[0].session(sid).conn.(*conn).notify("notifications/message", map[string]string{"level": "info", "data": "waiting"}, ID{}, nil)
+	c.servers[0].AddPrompt(Prompt{Name: "everywhere"}, nil) // B has its own copy, or none
+
+	ctxB, cancelB := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelB()
+	pb := getStream(t, ctxB, c.url(1), sid, "")
+	if e := nextEvent(t, pb, false); field(t, string(e.data), "method") != "notifications/message" {
+		t.Fatalf("the waiting message: %s", e.data)
+	}
+	c.servers[1].AddTool(Tool{Name: "marker"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil })
+	if e := nextEvent(t, pb, false); field(t, string(e.data), "method") != "notifications/tools/list_changed" {
+		t.Fatalf("after the waiting message: %s", e.data)
+	}
+	if st := c.handlers[0].session(sid).unsolicitedStream(); len(st.takeBacklog()) != 0 {
+		t.Fatal("the first instance still holds the message it handed on")
+	}
+}
+
+// TestSharedSessionSubscriptionsFollow: a resource subscription made on
+// one instance is the session's on another, whose updates reach the GET
+// stream the client opened there.
+func TestSharedSessionSubscriptionsFollow(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 2)
+	for _, srv := range c.servers {
+		srv.AddResource(Resource{URI: "res://a", Name: "a"}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
+	}
+	sid := legacySession(t, c.url(0), Version20251125)
+	if r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"res://a"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+		t.Fatalf("subscribe: %d %s", r.status, r.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := getStream(t, ctx, c.url(1), sid, "")
+	c.servers[1].ResourceUpdated("res://a")
+	e := nextEvent(t, p, false)
+	if field(t, string(e.data), "method") != "notifications/resources/updated" || field(t, string(e.data), "params.uri") != "res://a" {
+		t.Fatalf("on the other instance's stream: %s", e.data)
+	}
+}
+
+// TestSharedSessionPOSTStreamElsewhere: a POST's SSE stream written by one
+// instance is resumed on another from the shared event store, with the
+// first instance's event ids, and ends there.
+func TestSharedSessionPOSTStreamElsewhere(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 2)
+	sid := legacySession(t, c.url(0), Version20251125)
+	r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3},"_meta":{"progressToken":"p"}}}`, postHeaders("Mcp-Session-Id", sid))
+	ids := eventIDs(newSSEParser(strings.NewReader(r.body), 1<<20))
+	if len(ids) != 4 || !strings.HasPrefix(ids[0], c.handlers[0].instance+"-") {
+		t.Fatalf("the POST's events: %v", ids)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := eventIDs(getStream(t, ctx, c.url(1), sid, ids[1]))
+	if fmt.Sprint(got) != fmt.Sprint(ids[2:]) {
+		t.Fatalf("resumed elsewhere after %s: %v, want %v", ids[1], got, ids[2:])
+	}
+}
+
+// TestSharedSessionKeptAliveByStream: a session busy only with an open
+// stream is touched in the store at the stream's keep-alive, once due.
+func TestSharedSessionKeptAliveByStream(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 1, WithKeepAlive(time.Millisecond))
+	sid := legacySession(t, c.url(0), Version20251125)
+	touched := make(chan struct{})
+	c.store.onTouch(func() { close(touched) })
+	s := c.handlers[0].session(sid)
+	s.mu.Lock()
+	s.shared.lastTouch = time.Time{} // due
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	getStream(t, ctx, c.url(0), sid, "")
+	select {
+	case <-touched:
+	case <-ctx.Done():
+		t.Fatal("the session was not touched while its stream was open")
+	}
+}
+
+// eventIDs reads a stream to its end and returns the ids of its events
+// with data.
+func eventIDs(p *sseParser) []string {
+	var ids []string
+	for {
+		e, err := p.next()
+		if err != nil {
+			return ids
+		}
+		if len(e.data) > 0 {
+			ids = append(ids, e.id)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// WithSessionStore shares the handler's legacy sessions (2025-03-26 …
+// 2025-11-25) with the other instances of the server through store, so that
+// any instance serves a session's next request: initialize saves the
+// session, logging/setLevel and resources/subscribe save it again, DELETE
+// deletes it, and a request naming a session this instance does not hold
+// loads it. Sessions stay cached where they were used; a cached one is
+// touched in the store at most once per quarter of the session timeout. A
+// record lives a quarter of the timeout past its last Save or Touch; an
+// instance's idle timer drops only its own copy, since the client may be
+// busy on another.
+// Give every instance the same store, a shared [EventStore] and, on the
+// Server, a shared [Broadcaster] ([WithBroadcaster]) for the parts of a
+// session that live on one instance: its GET stream and the asks its
+// handlers wait on. Default: none, sessions live in this handler only.
+// Server side.
+func WithSessionStore(store SessionStore) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) { c.sessions = store })
+}
+
+// sessionTouchFraction: a cached session is touched in the store at most
+// once per this fraction of the session timeout, and its record lives that
+// much past the timeout, so that the store keeps it at least as long as the
+// idle timer of the instance that last served it.
+const sessionTouchFraction = 4
+
+// sharedSessionTimeout is the session timeout a shared session's record
+// lives by: the handler's, or the default when idle sessions are kept
+// (WithSessionTimeout(0)), since a record nobody touches must end.
+func (h *httpHandler) sharedSessionTimeout() time.Duration {
+	if d := h.cfg.sessionTimeout; d > 0 {
+		return d
+	}
+	return DefaultSessionTimeout
+}
+
+// sessionTTL is how long a record lives past its last Save or Touch.
+func (h *httpHandler) sessionTTL() time.Duration {
+	d := h.sharedSessionTimeout()
+	return d + d/sessionTouchFraction
+}
+
+// newInstanceID names a handler among the instances of a server: short,
+// random, and without the '_' that ends a stream id in an SSE event id.
+func newInstanceID() string {
+	return rand.Text()[:12]
+}
+
+// sharedState is what a legacy session shared through a SessionStore keeps
+// of it; the session's mu guards it.
+type sharedState struct {
+	lastTouch time.Time // the last Save or Touch
+	// Saves come one at a time, each of the state as it is when it starts:
+	// saveGen counts the changes asked to be saved, savedGen the last one
+	// saved, and saveDone is closed when the Save under way ends.
+	saving   bool
+	saveGen  int64
+	savedGen int64
+	saveDone chan struct{}
+	// stopRelay ends the subscription to the session's channel.
+	stopRelay func()
+	// holder is the instance that holds the session's GET stream, when
+	// another does ("": this one, or none known).
+	holder string
+}
+
+// sessionStoreError is a failed call to the SessionStore or the
+// Broadcaster for a session: which step, which session, why.
+type sessionStoreError struct {
+	step string // "load", "save", "touch", "delete", "subscribe to the channel of"
+	id   string
+	err  error
+}
+
+func (e *sessionStoreError) Error() string {
+	return "cannot " + e.step + " session " + e.id + ": " + e.err.Error()
+}
+
+func (e *sessionStoreError) Unwrap() error { return e.err }
+
+// errSessionUnknown: the store holds no such session for this principal.
+var errSessionUnknown = errors.New("unknown session")
+
+// sharedSession finds session sid of principal when sessions are shared:
+// sess, the copy held here, is touched in the store when it is due; with
+// none here the session is loaded from the store and a copy made. It
+// answers the request itself and reports false when the session cannot be
+// loaded (503 when the store fails), and returns nil for a session the
+// store does not hold for principal. A failed touch is logged; the copy
+// here serves on.
+func (h *httpHandler) sharedSession(w http.ResponseWriter, r *http.Request, sess *httpSession, sid, principal string) (*httpSession, bool) {
+	var err error
+	switch {
+	case sess == nil:
+		sess, err = h.restoreSession(r.Context(), sid, principal)
+	case sess.principal == principal:
+		if err := sess.touch(r.Context()); errors.Is(err, ErrSessionNotFound) {
+			// Ended elsewhere, or expired in the store: drop the copy.
+			sess.conn.close(errors.New("the session is no longer in the session store"))
+			return nil, true
+		} else if err != nil {
+			// The copy here serves on; the next touch is due a fraction
+			// of the timeout later, well before the record expires.
+			h.log.Warn("cannot touch a legacy session in the session store", "session", sid, "err", err)
+		}
+	}
+	switch {
+	case err == nil:
+		return sess, true
+	case errors.Is(err, errSessionUnknown):
+		return nil, true
+	case errors.Is(err, errTooManySessions), errors.Is(err, errTooManyPrincipalSessions), errors.Is(err, errHandlerStopped):
+		refuseSession(w, ID{}, err)
+		return nil, false
+	}
+	h.log.Warn("a legacy session is unavailable: the session store failed", "session", sid, "err", err)
+	writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the session store failed: "+err.Error())
+	return nil, false
+}
+
+// restoreSession makes a copy here of session sid, which another instance
+// created, from its record in the store, and registers it; principal must
+// be the one that opened it (else errSessionUnknown, as for a session the
+// store does not hold). Two requests that restore the same session at once
+// end up with one copy.
+func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string) (*httpSession, error) {
+	rec, err := h.cfg.sessions.Load(ctx, sid)
+	if errors.Is(err, ErrSessionNotFound) {
+		return nil, errSessionUnknown
+	}
+	if err != nil {
+		return nil, &sessionStoreError{"load", sid, err}
+	}
+	if rec.Principal != principal || (rec.ID != "" && rec.ID != sid) {
+		return nil, errSessionUnknown
+	}
+	if err := h.reserveSession(principal); err != nil {
+		return nil, err
+	}
+	s := h.makeSession(sid, principal, rec)
+	s.shared.lastTouch = time.Now() // Load proved it live
+	err = s.joinRelay()
+	h.mu.Lock()
+	held := h.sessions[sid]
+	if err != nil || held != nil || h.stopped {
+		h.releaseSessionLocked(principal)
+		h.mu.Unlock()
+		s.conn.close(errors.New("the session's copy was not needed"))
+		switch {
+		case err != nil:
+			return nil, err
+		case held == nil:
+			return nil, errHandlerStopped
+		}
+		return held, nil
+	}
+	h.registerLocked(s)
+	h.mu.Unlock()
+	h.log.Debug("serving a legacy session created on another instance", "session", sid)
+	if len(rec.Subscriptions) > 0 {
+		s.standaloneStream() // its resource updates need somewhere to wait
+	}
+	return s, nil
+}
+
+// save saves the session's state in the store, outside every lock, and
+// returns once a Save that started after the call succeeded: a change is
+// kept before it is answered, and Saves of one session never overtake one
+// another.
+func (s *httpSession) save() error {
+	store := s.h.cfg.sessions
+	s.mu.Lock()
+	s.shared.saveGen++
+	want := s.shared.saveGen
+	for s.shared.savedGen < want {
+		if s.shared.saving {
+			if s.shared.saveDone == nil {
+				s.shared.saveDone = make(chan struct{})
+			}
+			done := s.shared.saveDone
+			s.mu.Unlock()
+			<-done
+			s.mu.Lock()
+			continue
+		}
+		s.shared.saving = true
+		gen := s.shared.saveGen
+		s.mu.Unlock()
+		err := store.Save(s.ctx, s.ss.record(s.id), s.h.sessionTTL())
+		s.mu.Lock()
+		s.shared.saving = false
+		if s.shared.saveDone != nil {
+			close(s.shared.saveDone)
+			s.shared.saveDone = nil
+		}
+		if err != nil {
+			s.mu.Unlock()
+			s.h.log.Warn("the session store failed to save a session", "session", s.id, "err", err)
+			return &sessionStoreError{"save", s.id, err}
+		}
+		s.shared.savedGen = max(s.shared.savedGen, gen)
+		s.shared.lastTouch = time.Now()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// touch extends the session's life in the store unless it was saved or
+// touched (or tried to be) within the last fraction of its timeout: most
+// requests make no store call at all, and none while a touch is under way.
+// It returns ErrSessionNotFound when the store no longer holds the session.
+func (s *httpSession) touch(ctx context.Context) error {
+	every := s.h.sharedSessionTimeout() / sessionTouchFraction
+	now := time.Now()
+	s.mu.Lock()
+	if now.Sub(s.shared.lastTouch) < every {
+		s.mu.Unlock()
+		return nil
+	}
+	s.shared.lastTouch = now // the requests meanwhile need not touch it too
+	s.mu.Unlock()
+	err := s.h.cfg.sessions.Touch(ctx, s.id, s.h.sessionTTL())
+	if err == nil || errors.Is(err, ErrSessionNotFound) {
+		return err
+	}
+	return &sessionStoreError{"touch", s.id, err}
+}
+
+// keepShared touches a session whose stream stays open, when it is due;
+// a session the store no longer holds ends here too.
+func (s *httpSession) keepShared(ctx context.Context) {
+	err := s.touch(ctx)
+	switch {
+	case errors.Is(err, ErrSessionNotFound):
+		s.conn.close(errors.New("the session is no longer in the session store"))
+	case err != nil && ctx.Err() == nil:
+		s.h.log.Warn("cannot keep a legacy session alive in the session store", "session", s.id, "err", err)
+	}
+}
+
+// deleteShared ends a shared session everywhere: the store forgets it and
+// the other instances drop their copies (or find out at their next touch,
+// should the broadcast fail). The copy here is the caller's to close.
+func (s *httpSession) deleteShared(ctx context.Context) error {
+	if err := s.h.cfg.sessions.Delete(ctx, s.id); err != nil {
+		s.h.log.Warn("the session store failed to delete a session", "session", s.id, "err", err)
+		return &sessionStoreError{"delete", s.id, err}
+	}
+	s.deleted.Store(true)
+	s.publish(ctx, relayDelete, nil)
+	return nil
+}
+
+// sessionChanged saves a legacy session's state when sessions are shared.
+func (t *streamTransport) sessionChanged() error {
+	if t.sess == nil || t.sess.h.cfg.sessions == nil {
+		return nil
+	}
+	return t.sess.save()
+}
