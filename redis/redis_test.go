@@ -156,8 +156,8 @@ func newTestLogger() (*testLogger, *slog.Logger) {
 }
 
 func (l *testLogger) Enabled(context.Context, slog.Level) bool { return true }
-func (l *testLogger) WithAttrs([]slog.Attr) slog.Handler        { return l }
-func (l *testLogger) WithGroup(string) slog.Handler             { return l }
+func (l *testLogger) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *testLogger) WithGroup(string) slog.Handler            { return l }
 func (l *testLogger) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -95,7 +95,6 @@ func TestSessionStoreChecks(t *testing.T) {
 	}
 }
 
-
 // TestSessionStoreTTL: a session lives ttl from its last Save or Touch,
 // counted by Redis; then it is gone and Touch says so.
 func TestSessionStoreTTL(t *testing.T) {
