@@ -1,0 +1,269 @@
+package mcpredis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e6ac58cb/mcp"
+)
+
+// inbox collects what a subscriber is delivered, for a test to wait on.
+type inbox struct {
+	mu   sync.Mutex
+	msgs []string
+	seen int           // how many the test looked at
+	more chan struct{} // signalled on each delivery
+}
+
+func newInbox() *inbox { return &inbox{more: make(chan struct{}, 1)} }
+
+func (in *inbox) deliver(msg []byte) {
+	in.mu.Lock()
+	in.msgs = append(in.msgs, string(msg))
+	in.mu.Unlock()
+	select {
+	case in.more <- struct{}{}:
+	default:
+	}
+}
+
+// next waits for the next len(want) deliveries and checks them.
+func (in *inbox) next(t *testing.T, want ...string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		in.mu.Lock()
+		if len(in.msgs) >= in.seen+len(want) {
+			got := slices.Clone(in.msgs[in.seen : in.seen+len(want)])
+			in.seen += len(want)
+			in.mu.Unlock()
+			if !slices.Equal(got, want) {
+				t.Fatalf("delivered %q, want %q", got, want)
+			}
+			return
+		}
+		n := len(in.msgs) - in.seen
+		in.mu.Unlock()
+		select {
+		case <-in.more:
+		case <-timeout:
+			t.Fatalf("%d of %d messages delivered", n, len(want))
+		}
+	}
+}
+
+// rest returns what was delivered after what the test looked at.
+func (in *inbox) rest() []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.msgs[in.seen:])
+}
+
+// broadcasterChecks are what every mcp.Broadcaster does, run against the
+// library's MemoryBroadcaster and against ours; they follow the library's
+// TestMemoryBroadcaster.
+var broadcasterChecks = []struct {
+	name  string
+	check func(t *testing.T, b mcp.Broadcaster)
+}{
+	{"every subscriber gets each message in order; another channel's none; a stopped one no more", func(t *testing.T, b mcp.Broadcaster) {
+		ctx := context.Background()
+		in1, in2, other := newInbox(), newInbox(), newInbox()
+		stop1, err := b.Subscribe(ctx, "c", in1.deliver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Subscribe(ctx, "c", in2.deliver)
+		b.Subscribe(ctx, "d", other.deliver)
+		b.Publish(ctx, "c", []byte("a"))
+		b.Publish(ctx, "c", []byte("b"))
+		in1.next(t, "a", "b")
+		in2.next(t, "a", "b")
+		stop1()
+		stop1() // twice is harmless
+		b.Publish(ctx, "c", []byte("c"))
+		in2.next(t, "c")
+		b.Publish(ctx, "d", []byte("d"))
+		other.next(t, "d")
+		if rest := in1.rest(); len(rest) != 0 {
+			t.Fatalf("a stopped subscriber got %q", rest)
+		}
+	}},
+	{"a subscriber may stop itself from within deliver", func(t *testing.T, b mcp.Broadcaster) {
+		ctx := context.Background()
+		in, watch := newInbox(), newInbox()
+		var stop func()
+		var mu sync.Mutex
+		mu.Lock()
+		stop, _ = b.Subscribe(ctx, "e", func(msg []byte) {
+			in.deliver(msg)
+			mu.Lock()
+			defer mu.Unlock()
+			stop()
+		})
+		mu.Unlock()
+		b.Subscribe(ctx, "e", watch.deliver)
+		b.Publish(ctx, "e", []byte("1"))
+		b.Publish(ctx, "e", []byte("2"))
+		watch.next(t, "1", "2")
+		in.next(t, "1")
+		b.Publish(ctx, "e", []byte("3"))
+		watch.next(t, "3")
+		if rest := in.rest(); len(rest) != 0 {
+			t.Fatalf("delivered %q after stopping", rest)
+		}
+	}},
+	{"a channel subscribed again after its last subscriber left gets messages", func(t *testing.T, b mcp.Broadcaster) {
+		ctx := context.Background()
+		for i := range 3 {
+			in := newInbox()
+			stop, err := b.Subscribe(ctx, "f", in.deliver)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Publish(ctx, "f", []byte(fmt.Sprint(i)))
+			in.next(t, fmt.Sprint(i))
+			stop()
+		}
+	}},
+}
+
+// TestBroadcasterChecks runs the shared checks on both broadcasters.
+func TestBroadcasterChecks(t *testing.T) {
+	r := startRedis(t)
+	for i, c := range broadcasterChecks {
+		t.Run("memory/"+c.name, func(t *testing.T) { c.check(t, mcp.NewMemoryBroadcaster()) })
+		t.Run("redis/"+c.name, func(t *testing.T) {
+			b := NewBroadcaster(r.client(), WithKeyPrefix(fmt.Sprintf("t%d:", i)))
+			defer b.Close()
+			c.check(t, b)
+		})
+	}
+}
+
+// TestBroadcasterInstances: two instances, each on its own client; every
+// subscriber on either gets every message published on either, in order,
+// once; the local subscribers of a channel share one Redis subscription.
+func TestBroadcasterInstances(t *testing.T) {
+	r := startRedis(t)
+	ctx := context.Background()
+	a, b := NewBroadcaster(r.client()), NewBroadcaster(r.client())
+	defer a.Close()
+	defer b.Close()
+	inboxes := []*inbox{newInbox(), newInbox(), newInbox()}
+	for i, in := range inboxes {
+		on := a
+		if i == 2 {
+			on = b
+		}
+		if _, err := on.Subscribe(ctx, "c", in.deliver); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.client().PubSubNumSub(ctx, "mcp:c").Val()["mcp:c"]; n != 2 {
+		t.Fatalf("%d Redis subscriptions for two instances", n)
+	}
+	const n = 200
+	var want []string
+	for i := range n {
+		on := a
+		if i%2 == 1 {
+			on = b
+		}
+		msg := fmt.Sprint(i)
+		want = append(want, msg)
+		if err := on.Publish(ctx, "c", []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, in := range inboxes {
+		in.next(t, want...)
+	}
+	// Nothing more comes: a marker published last is the next message.
+	a.Publish(ctx, "c", []byte("end"))
+	for _, in := range inboxes {
+		in.next(t, "end")
+		if rest := in.rest(); len(rest) != 0 {
+			t.Fatalf("duplicates: %q", rest)
+		}
+	}
+}
+
+// TestBroadcasterSlowSubscriber: a subscriber that does not take its
+// messages has its queue filled to the bound, then loses the rest, logged;
+// the other subscribers of the channel are not held up.
+func TestBroadcasterSlowSubscriber(t *testing.T) {
+	r := startRedis(t)
+	ctx := context.Background()
+	logs, logger := newTestLogger()
+	b := NewBroadcaster(r.client(), WithQueueLength(2), WithLogger(logger))
+	t.Cleanup(func() { b.Close() })
+	started, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(letGo) // before Close, which waits for the delivery
+	slow, fast := newInbox(), newInbox()
+	b.Subscribe(ctx, "c", func(msg []byte) {
+		if string(msg) == "1" {
+			close(started)
+			<-release
+		}
+		slow.deliver(msg)
+	})
+	b.Subscribe(ctx, "c", fast.deliver)
+	b.Publish(ctx, "c", []byte("1"))
+	<-started // the slow one holds 1; its queue is empty
+	fast.next(t, "1")
+	for _, m := range []string{"2", "3", "4", "5"} {
+		b.Publish(ctx, "c", []byte(m))
+		fast.next(t, m) // its queue holds one at most
+	}
+	if !logs.logged("too slow") {
+		t.Fatal("the drop was not logged")
+	}
+	letGo()
+	slow.next(t, "1", "2", "3")
+	b.Publish(ctx, "c", []byte("6")) // it caught up
+	slow.next(t, "6")
+	if rest := slow.rest(); len(rest) != 0 {
+		t.Fatalf("dropped messages came: %q", rest)
+	}
+}
+
+// TestBroadcasterUnsubscribes: the last local subscriber gone, the Redis
+// subscription goes; Close ends every goroutine and refuses new work.
+func TestBroadcasterUnsubscribes(t *testing.T) {
+	r := startRedis(t)
+	ctx := context.Background()
+	c := r.client()
+	b := NewBroadcaster(c)
+	stop1, _ := b.Subscribe(ctx, "c", func([]byte) {})
+	stop2, _ := b.Subscribe(ctx, "c", func([]byte) {})
+	stop1()
+	if n := c.PubSubNumSub(ctx, "mcp:c").Val()["mcp:c"]; n != 1 {
+		t.Fatalf("%d Redis subscriptions with one local subscriber left", n)
+	}
+	stop2()
+	b.subs.Wait() // the unsubscribe runs in the background
+	// A subscription confirmed on the same connection comes after it.
+	b.Subscribe(ctx, "d", func([]byte) {})
+	if n := c.PubSubNumSub(ctx, "mcp:c").Val()["mcp:c"]; n != 0 {
+		t.Fatalf("%d Redis subscriptions with no local subscriber", n)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := ownGoroutines(); n != 0 {
+		t.Fatalf("%d goroutines left after Close", n)
+	}
+	if _, err := b.Subscribe(ctx, "c", func([]byte) {}); err == nil {
+		t.Fatal("Subscribe after Close")
+	}
+	if err := b.Publish(ctx, "c", nil); err == nil {
+		t.Fatal("Publish after Close")
+	}
+}
