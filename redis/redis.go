@@ -19,6 +19,7 @@ package mcpredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -170,6 +171,10 @@ type Error struct {
 
 // Error implements the error interface.
 func (e *Error) Error() string {
+	if errors.Is(e.Err, context.DeadlineExceeded) {
+		// go-redis retries until the deadline and reports only that.
+		return fmt.Sprintf("mcpredis: %s on %q: no answer from Redis before the deadline: %v", e.Op, e.Key, e.Err)
+	}
 	return fmt.Sprintf("mcpredis: %s on %q: %v", e.Op, e.Key, e.Err)
 }
 

@@ -3,7 +3,10 @@ package mcpredis
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/e6ac58cb/mcp"
 	"io"
 	"log/slog"
 	"net"
@@ -205,3 +208,146 @@ func ownGoroutines() int {
 	}
 	return n
 }
+
+// TestRedisRestart: Redis stopped mid-run and started again on the same
+// port. Meanwhile every call fails with an error naming what failed, well
+// within the deadline; the broadcasters log the loss. Afterwards the
+// stores work again and the broadcasters' subscriptions come back, by
+// themselves; Close leaves no goroutine.
+func TestRedisRestart(t *testing.T) {
+	r := startRedis(t)
+	const timeout = 300 * time.Millisecond
+	ca, cb := r.client(), r.client()
+	logsA, logA := newTestLogger()
+	logsB, logB := newTestLogger()
+	events := NewEventStore(ca, WithTimeout(timeout))
+	tasks := NewTaskStore(ca, WithTimeout(timeout))
+	sessions := NewSessionStore(ca, WithTimeout(timeout))
+	ba := NewBroadcaster(ca, WithTimeout(timeout), WithLogger(logA))
+	bb := NewBroadcaster(cb, WithTimeout(timeout), WithLogger(logB))
+	ctx := context.Background()
+	inA, inB := newInbox(), newInbox()
+	if _, err := ba.Subscribe(ctx, "mcp:server", inA.deliver); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.Subscribe(ctx, "mcp:server", inB.deliver); err != nil {
+		t.Fatal(err)
+	}
+	index := int64(0)
+	ops := []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"EventStore.Append", func(ctx context.Context) error { index++; return events.Append(ctx, "s", "1", index, []byte("x")) }},
+		{"EventStore.After", func(ctx context.Context) error { _, _, err := events.After(ctx, "s", "1", 0); return err }},
+		{"EventStore.StreamDone", func(ctx context.Context) error { return events.StreamDone(ctx, "s", "2") }},
+		{"EventStore.SessionClosed", func(ctx context.Context) error { return events.SessionClosed(ctx, "gone") }},
+		{"TaskStore.Create", func(ctx context.Context) error { return tasks.Create(ctx, newRecord("t", "alice", time.Hour)) }},
+		{"TaskStore.Get", func(ctx context.Context) error { _, err := tasks.Get(ctx, "alice", "t"); return err }},
+		{"TaskStore.UpdateStatus", func(ctx context.Context) error {
+			return tasks.UpdateStatus(ctx, "alice", "t", mcp.TaskInputRequired, "", nil)
+		}},
+		{"TaskStore.PutResult", func(ctx context.Context) error {
+			return tasks.PutResult(ctx, "alice", "t", mcp.TaskCompleted, json.RawMessage(`{}`), nil)
+		}},
+		{"TaskStore.List", func(ctx context.Context) error { _, _, err := tasks.List(ctx, "alice", "", 10); return err }},
+		{"TaskStore.DeleteExpired", func(ctx context.Context) error { _, err := tasks.DeleteExpired(ctx, time.Now()); return err }},
+		{"SessionStore.Save", func(ctx context.Context) error {
+			return sessions.Save(ctx, &mcp.SessionRecord{ID: "s"}, time.Hour)
+		}},
+		{"SessionStore.Load", func(ctx context.Context) error { _, err := sessions.Load(ctx, "s"); return err }},
+		{"SessionStore.Touch", func(ctx context.Context) error { return sessions.Touch(ctx, "s", time.Hour) }},
+		{"SessionStore.Delete", func(ctx context.Context) error { return sessions.Delete(ctx, "other") }},
+		{"Broadcaster.Publish", func(ctx context.Context) error { return ba.Publish(ctx, "mcp:other", []byte("x")) }},
+		{"Broadcaster.Subscribe", func(ctx context.Context) error {
+			stop, err := bb.Subscribe(ctx, "mcp:task:1", func([]byte) {})
+			if err == nil {
+				stop()
+			}
+			return err
+		}},
+	}
+	// bounded runs op, failing the test if it takes far past the deadline.
+	bounded := func(name string, op func(context.Context) error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- op(context.Background()) }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * timeout):
+			t.Fatalf("%s hung with Redis down", name)
+			return nil
+		}
+	}
+	works := func(when string) {
+		t.Helper()
+		for _, op := range ops {
+			if err := bounded(op.name, op.call); err != nil && !errors.Is(err, mcp.ErrTaskNotFound) && !errors.Is(err, mcp.ErrSessionNotFound) {
+				t.Fatalf("%s %s: %v", op.name, when, err)
+			}
+		}
+	}
+	works("before the restart")
+
+	lostA, lostB := logsA.next("lost Redis"), logsB.next("lost Redis")
+	r.stop()
+	failed := make([]error, len(ops))
+	var wg sync.WaitGroup
+	for i, op := range ops {
+		wg.Go(func() {
+			start := time.Now()
+			failed[i] = op.call(context.Background())
+			if d := time.Since(start); d > 5*timeout {
+				failed[i] = fmt.Errorf("took %v, the deadline is %v: %w", d, timeout, failed[i])
+			}
+		})
+	}
+	wg.Wait()
+	for i, op := range ops {
+		var re *Error
+		if err := failed[i]; !errors.As(err, &re) || re.Op != op.name || re.Key == "" {
+			t.Fatalf("%s with Redis down: %v", op.name, err)
+		}
+	}
+	t.Logf("with Redis down: %v", failed[1])
+	for _, lost := range []<-chan struct{}{lostA, lostB} {
+		select {
+		case <-lost:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a broadcaster did not notice Redis went away")
+		}
+	}
+
+	backA, backB := logsA.next("back on Redis"), logsB.next("back on Redis")
+	r.start()
+	for _, back := range []<-chan struct{}{backA, backB} {
+		select {
+		case <-back:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a broadcaster did not come back")
+		}
+	}
+	works("after the restart")
+	if err := bb.Publish(ctx, "mcp:server", []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	inA.next(t, "again")
+	inB.next(t, "again")
+
+	ba.Close()
+	bb.Close()
+	if n := ownGoroutines(); n != 0 {
+		t.Fatalf("%d goroutines left after Close", n)
+	}
+}
+
+// TestMain keeps go-redis's own log of failed dials out of the output.
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietLogger{})
+	os.Exit(m.Run())
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
