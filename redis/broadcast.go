@@ -241,7 +241,7 @@ func (b *Broadcaster) read(ps *redis.PubSub) {
 			if pinged {
 				b.cfg.log.Warn("mcpredis: the broadcaster's connection to Redis went silent; replacing it")
 				ps = b.replace(ps)
-				pinged = false
+				pinged, down = false, true
 				continue
 			}
 			pinged = true

@@ -3,6 +3,8 @@ package mcpredis
 import (
 	"context"
 	"fmt"
+	"github.com/redis/go-redis/v9"
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -266,4 +268,112 @@ func TestBroadcasterUnsubscribes(t *testing.T) {
 	if err := b.Publish(ctx, "c", nil); err == nil {
 		t.Fatal("Publish after Close")
 	}
+}
+
+// freezingProxy forwards TCP connections to addr until freeze, which
+// stalls the connections open at that moment without closing them, as a
+// lost network does; later connections are forwarded as before.
+type freezingProxy struct {
+	l    net.Listener
+	addr string
+	done chan struct{}
+
+	mu     sync.Mutex
+	gates  []chan struct{} // closed: stalled
+	closed bool
+}
+
+func newFreezingProxy(t *testing.T, addr string) *freezingProxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &freezingProxy{l: l, addr: addr, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(p.done); l.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			gate := make(chan struct{})
+			p.mu.Lock()
+			p.gates = append(p.gates, gate)
+			p.mu.Unlock()
+			pipe := func(dst, src net.Conn) {
+				defer dst.Close()
+				defer src.Close()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := src.Read(buf)
+					select {
+					case <-gate: // stalled: hold it until the test ends
+						<-p.done
+						return
+					default:
+					}
+					if n > 0 {
+						if _, err := dst.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}
+			wg.Go(func() { pipe(up, c) })
+			wg.Go(func() { pipe(c, up) })
+			go func() { <-p.done; c.Close(); up.Close() }()
+		}
+	})
+	return p
+}
+
+func (p *freezingProxy) freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, g := range p.gates {
+		close(g)
+	}
+	p.gates = nil
+}
+
+// TestBroadcasterSilentConnection: a subscription connection that stops
+// answering, without closing, is found by its ping and replaced; the
+// subscriptions carry on over the new one.
+func TestBroadcasterSilentConnection(t *testing.T) {
+	r := startRedis(t)
+	proxy := newFreezingProxy(t, r.addr())
+	via := redis.NewClient(&redis.Options{Addr: proxy.l.Addr().String(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { via.Close() })
+	logs, logger := newTestLogger()
+	b := NewBroadcaster(via, WithPingInterval(50*time.Millisecond), WithTimeout(200*time.Millisecond), WithLogger(logger))
+	defer b.Close()
+	ctx := context.Background()
+	in := newInbox()
+	if _, err := b.Subscribe(ctx, "c", in.deliver); err != nil {
+		t.Fatal(err)
+	}
+	direct := r.client()
+	direct.Publish(ctx, "mcp:c", "1")
+	in.next(t, "1")
+
+	silent, back := logs.next("went silent"), logs.next("back on Redis")
+	proxy.freeze()
+	for _, ch := range []<-chan struct{}{silent, back} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the silent connection was not replaced")
+		}
+	}
+	direct.Publish(ctx, "mcp:c", "2")
+	in.next(t, "2")
 }
