@@ -124,7 +124,8 @@ func (b *Broadcaster) Subscribe(ctx context.Context, channel string, deliver fun
 		b.mu.Unlock()
 		return nil, fail("Broadcaster.Subscribe", name, ErrClosed)
 	}
-	lc := &localChannel{confirmed: make(chan struct{})}
+	// s takes what comes as soon as Redis confirms, before Subscribe returns.
+	lc := &localChannel{subs: []*subscriber{s}, confirmed: make(chan struct{})}
 	b.channels[name] = lc
 	ps := b.ps
 	b.mu.Unlock()
@@ -136,10 +137,11 @@ func (b *Broadcaster) Subscribe(ctx context.Context, channel string, deliver fun
 			err = fmt.Errorf("no confirmation from Redis: %w", context.Cause(ctx))
 		}
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if err != nil {
+		s.stopped.Store(true)
+		b.mu.Lock()
 		delete(b.channels, name)
+		b.mu.Unlock()
 		// Unsubscribing fails too while Redis is away, but it tells the
 		// PubSub not to subscribe again when it reconnects.
 		unsubCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.timeout)
@@ -147,10 +149,11 @@ func (b *Broadcaster) Subscribe(ctx context.Context, channel string, deliver fun
 		_ = ps.Unsubscribe(unsubCtx, name)
 		return nil, fail("Broadcaster.Subscribe", name, err)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
 		return nil, fail("Broadcaster.Subscribe", name, ErrClosed)
 	}
-	lc.subs = []*subscriber{s}
 	return s.stop, nil
 }
 
@@ -160,7 +163,7 @@ func (b *Broadcaster) addIfConfirmed(name string, s *subscriber) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	lc := b.channels[name]
-	if b.closed || lc == nil || len(lc.subs) == 0 {
+	if b.closed || lc == nil {
 		return false
 	}
 	select {
