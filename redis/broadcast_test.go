@@ -58,20 +58,38 @@ func (in *inbox) next(t *testing.T, want ...string) {
 	}
 }
 
-// rest returns what was delivered after what the test looked at.
-func (in *inbox) rest() []string {
+// last waits for the next deliveries, as next does, and checks that
+// nothing came after them.
+func (in *inbox) last(t *testing.T, want ...string) {
+	t.Helper()
+	in.next(t, want...)
+	in.none(t)
+}
+
+// none checks that nothing was delivered after what the test looked at.
+func (in *inbox) none(t *testing.T) {
+	t.Helper()
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return slices.Clone(in.msgs[in.seen:])
+	if rest := in.msgs[in.seen:]; len(rest) != 0 {
+		t.Fatalf("delivered %q besides", rest)
+	}
+}
+
+// publish publishes each of msgs on channel, in turn.
+func publish(t *testing.T, b mcp.Broadcaster, channel string, msgs ...string) {
+	t.Helper()
+	for _, m := range msgs {
+		if err := b.Publish(context.Background(), channel, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // broadcasterChecks are what every mcp.Broadcaster does, run against the
 // library's MemoryBroadcaster and against ours; they follow the library's
 // TestMemoryBroadcaster.
-var broadcasterChecks = []struct {
-	name  string
-	check func(t *testing.T, b mcp.Broadcaster)
-}{
+var broadcasterChecks = []check[mcp.Broadcaster]{
 	{"every subscriber gets each message in order; another channel's none; a stopped one no more", func(t *testing.T, b mcp.Broadcaster) {
 		ctx := context.Background()
 		in1, in2, other := newInbox(), newInbox(), newInbox()
@@ -81,19 +99,16 @@ var broadcasterChecks = []struct {
 		}
 		b.Subscribe(ctx, "c", in2.deliver)
 		b.Subscribe(ctx, "d", other.deliver)
-		b.Publish(ctx, "c", []byte("a"))
-		b.Publish(ctx, "c", []byte("b"))
+		publish(t, b, "c", "a", "b")
 		in1.next(t, "a", "b")
 		in2.next(t, "a", "b")
 		stop1()
 		stop1() // twice is harmless
-		b.Publish(ctx, "c", []byte("c"))
+		publish(t, b, "c", "c")
 		in2.next(t, "c")
-		b.Publish(ctx, "d", []byte("d"))
-		other.next(t, "d")
-		if rest := in1.rest(); len(rest) != 0 {
-			t.Fatalf("a stopped subscriber got %q", rest)
-		}
+		publish(t, b, "d", "d")
+		other.last(t, "d")
+		in1.none(t) // stopped
 	}},
 	{"a subscriber may stop itself from within deliver", func(t *testing.T, b mcp.Broadcaster) {
 		ctx := context.Background()
@@ -109,15 +124,12 @@ var broadcasterChecks = []struct {
 		})
 		mu.Unlock()
 		b.Subscribe(ctx, "e", watch.deliver)
-		b.Publish(ctx, "e", []byte("1"))
-		b.Publish(ctx, "e", []byte("2"))
+		publish(t, b, "e", "1", "2")
 		watch.next(t, "1", "2")
 		in.next(t, "1")
-		b.Publish(ctx, "e", []byte("3"))
+		publish(t, b, "e", "3")
 		watch.next(t, "3")
-		if rest := in.rest(); len(rest) != 0 {
-			t.Fatalf("delivered %q after stopping", rest)
-		}
+		in.none(t) // stopped
 	}},
 	{"a channel subscribed again after its last subscriber left gets messages", func(t *testing.T, b mcp.Broadcaster) {
 		ctx := context.Background()
@@ -136,15 +148,13 @@ var broadcasterChecks = []struct {
 
 // TestBroadcasterChecks runs the shared checks on both broadcasters.
 func TestBroadcasterChecks(t *testing.T) {
-	r := startRedis(t)
-	for i, c := range broadcasterChecks {
-		t.Run("memory/"+c.name, func(t *testing.T) { c.check(t, mcp.NewMemoryBroadcaster()) })
-		t.Run("redis/"+c.name, func(t *testing.T) {
-			b := NewBroadcaster(r.client(), WithKeyPrefix(fmt.Sprintf("t%d:", i)))
-			defer b.Close()
-			c.check(t, b)
+	runChecks(t, broadcasterChecks,
+		func() mcp.Broadcaster { return mcp.NewMemoryBroadcaster() },
+		func(r *redisServer, prefix Option) mcp.Broadcaster {
+			b := NewBroadcaster(r.client(), prefix)
+			t.Cleanup(func() { b.Close() })
+			return b
 		})
-	}
 }
 
 // TestBroadcasterInstances: two instances, each on its own client; every
@@ -188,10 +198,7 @@ func TestBroadcasterInstances(t *testing.T) {
 	// Nothing more comes: a marker published last is the next message.
 	a.Publish(ctx, "c", []byte("end"))
 	for _, in := range inboxes {
-		in.next(t, "end")
-		if rest := in.rest(); len(rest) != 0 {
-			t.Fatalf("duplicates: %q", rest)
-		}
+		in.last(t, "end")
 	}
 }
 
@@ -230,10 +237,7 @@ func TestBroadcasterSlowSubscriber(t *testing.T) {
 	letGo()
 	slow.next(t, "1", "2", "3")
 	b.Publish(ctx, "c", []byte("6")) // it caught up
-	slow.next(t, "6")
-	if rest := slow.rest(); len(rest) != 0 {
-		t.Fatalf("dropped messages came: %q", rest)
-	}
+	slow.last(t, "6")
 }
 
 // TestBroadcasterUnsubscribes: the last local subscriber gone, the Redis
@@ -367,13 +371,7 @@ func TestBroadcasterSilentConnection(t *testing.T) {
 
 	silent, back := logs.next("went silent"), logs.next("back on Redis")
 	proxy.freeze()
-	for _, ch := range []<-chan struct{}{silent, back} {
-		select {
-		case <-ch:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the silent connection was not replaced")
-		}
-	}
+	awaitAll(t, "the silent connection was not replaced", silent, back)
 	direct.Publish(ctx, "mcp:c", "2")
 	in.next(t, "2")
 }

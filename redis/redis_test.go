@@ -146,6 +146,36 @@ func (r *redisServer) awaitExpiry(key string) func() {
 	}
 }
 
+// check is one behaviour of an interface, checked on a store S.
+type check[S any] struct {
+	name  string
+	check func(t *testing.T, s S)
+}
+
+// runChecks runs each check on a fresh memory implementation and on a
+// fresh one of ours, with keys of its own.
+func runChecks[S any](t *testing.T, checks []check[S], memory func() S, ours func(*redisServer, Option) S) {
+	r := startRedis(t)
+	for i, c := range checks {
+		t.Run("memory/"+c.name, func(t *testing.T) { c.check(t, memory()) })
+		t.Run("redis/"+c.name, func(t *testing.T) { c.check(t, ours(r, WithKeyPrefix(fmt.Sprintf("t%d:", i)))) })
+	}
+}
+
+// awaitAll waits until each channel is closed, failing the test with what
+// after ten seconds.
+func awaitAll(t *testing.T, what string, chans ...<-chan struct{}) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for _, ch := range chans {
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatal(what)
+		}
+	}
+}
+
 // testLogger records what is logged, and lets a test wait for a message.
 type testLogger struct {
 	mu    sync.Mutex
@@ -311,23 +341,11 @@ func TestRedisRestart(t *testing.T) {
 		}
 	}
 	t.Logf("with Redis down: %v", failed[1])
-	for _, lost := range []<-chan struct{}{lostA, lostB} {
-		select {
-		case <-lost:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a broadcaster did not notice Redis went away")
-		}
-	}
+	awaitAll(t, "a broadcaster did not notice Redis went away", lostA, lostB)
 
 	backA, backB := logsA.next("back on Redis"), logsB.next("back on Redis")
 	r.start()
-	for _, back := range []<-chan struct{}{backA, backB} {
-		select {
-		case <-back:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a broadcaster did not come back")
-		}
-	}
+	awaitAll(t, "a broadcaster did not come back", backA, backB)
 	works("after the restart")
 	if err := bb.Publish(ctx, "mcp:server", []byte("again")); err != nil {
 		t.Fatal(err)
