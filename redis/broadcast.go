@@ -101,7 +101,9 @@ func (b *Broadcaster) Publish(ctx context.Context, channel string, msg []byte) e
 
 // Subscribe implements mcp.Broadcaster. It returns once Redis confirmed
 // the subscription, so that whatever is published after it returns is
-// delivered; it fails when Redis cannot confirm it in time.
+// delivered (and what came since the confirmation, so deliver may run
+// before Subscribe returns); it fails when Redis cannot confirm it in
+// time.
 func (b *Broadcaster) Subscribe(ctx context.Context, channel string, deliver func(msg []byte)) (func(), error) {
 	name := b.cfg.prefix + channel
 	s := &subscriber{b: b, channel: name, deliver: deliver}
@@ -310,7 +312,9 @@ func (b *Broadcaster) replace(old *redis.PubSub) *redis.PubSub {
 	return ps
 }
 
-// confirm marks a channel's Redis subscription as confirmed.
+// confirm marks a channel's Redis subscription as confirmed. A late
+// confirmation of a Subscribe that gave up may confirm the next one a
+// moment early; the broadcaster is best effort.
 func (b *Broadcaster) confirm(name string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

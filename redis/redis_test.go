@@ -240,8 +240,8 @@ func ownGoroutines() int {
 }
 
 // TestRedisRestart: Redis stopped mid-run and started again on the same
-// port. Meanwhile every call fails with an error naming what failed, well
-// within the deadline; the broadcasters log the loss. Afterwards the
+// port. Meanwhile every call fails with an error naming what failed, by
+// its deadline (with room for a loaded machine); the broadcasters log the loss. Afterwards the
 // stores work again and the broadcasters' subscriptions come back, by
 // themselves; Close leaves no goroutine.
 func TestRedisRestart(t *testing.T) {
