@@ -152,12 +152,14 @@ type check[S any] struct {
 	check func(t *testing.T, s S)
 }
 
-// runChecks runs each check on a fresh memory implementation and on a
-// fresh one of ours, with keys of its own.
+// runChecks runs each check on a fresh memory implementation and then on
+// a fresh one of ours, with keys of its own.
 func runChecks[S any](t *testing.T, checks []check[S], memory func() S, ours func(*redisServer, Option) S) {
+	for _, c := range checks {
+		t.Run("memory/"+c.name, func(t *testing.T) { c.check(t, memory()) })
+	}
 	r := startRedis(t)
 	for i, c := range checks {
-		t.Run("memory/"+c.name, func(t *testing.T) { c.check(t, memory()) })
 		t.Run("redis/"+c.name, func(t *testing.T) { c.check(t, ours(r, WithKeyPrefix(fmt.Sprintf("t%d:", i)))) })
 	}
 }
