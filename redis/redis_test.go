@@ -10,11 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -371,3 +373,76 @@ func TestMain(m *testing.M) {
 type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// countingEvents signals when the library has stored n events in an
+// EventStore.
+type countingEvents struct {
+	*EventStore
+	n      int64
+	stored atomic.Int64
+	done   chan struct{}
+}
+
+func (e *countingEvents) Append(ctx context.Context, sessionID, streamID string, index int64, data []byte) error {
+	err := e.EventStore.Append(ctx, sessionID, streamID, index, data)
+	if err == nil && e.stored.Add(1) == e.n {
+		close(e.done)
+	}
+	return err
+}
+
+// TestLibraryOnRedis: a server keeps its legacy sessions' events and its
+// tasks on Redis through the library's options; a 2025-11-25 client over
+// HTTP gets every progress report and its task's result.
+func TestLibraryOnRedis(t *testing.T) {
+	r := startRedis(t)
+	c := r.client()
+	// Five progress reports and the result; the handler stores them
+	// after it wrote them.
+	events := &countingEvents{EventStore: NewEventStore(c), n: 6, done: make(chan struct{})}
+	srv := mcp.NewServer(mcp.Implementation{Name: "s", Version: "1"}, mcp.WithTaskStore(NewTaskStore(c)),
+		mcp.WithTaskPollInterval(10*time.Millisecond))
+	srv.AddTool(mcp.Tool{Name: "count", Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskOptional}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for i := range 5 {
+				if err := req.Gateway().Progress(float64(i+1), 5, ""); err != nil {
+					return nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("done")}}, nil
+		})
+	hs := httptest.NewServer(mcp.NewHTTPHandler(srv, mcp.WithEventStore(events)))
+	defer hs.Close()
+	ctx := context.Background()
+	cl := mcp.NewClient(mcp.Implementation{Name: "c", Version: "1"}, mcp.WithProtocolVersion("2025-11-25"))
+	if err := cl.Connect(ctx, mcp.NewHTTPTransport(hs.URL)); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	var reports atomic.Int64
+	res, err := cl.CallTool(ctx, "count", nil, mcp.WithProgress(func(mcp.Progress) { reports.Add(1) }))
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool: %+v, %v", res, err)
+	}
+	if n := reports.Load(); n != 5 {
+		t.Fatalf("%d progress reports", n)
+	}
+	awaitAll(t, "the events were not stored", events.done)
+
+	task, err := cl.StartTool(ctx, "count", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = task.Wait(ctx)
+	if err != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("the task's result: %+v, %v", res, err)
+	}
+	id := task.Task().ID
+	if id == "" || c.Exists(ctx, "mcp:task:"+id).Val() != 1 {
+		t.Fatalf("task %q is not in Redis", id)
+	}
+	if got := c.HGet(ctx, "mcp:task:"+id, "status").Val(); got != string(mcp.TaskCompleted) {
+		t.Fatalf("the stored task's status: %q", got)
+	}
+}
