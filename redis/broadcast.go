@@ -29,8 +29,7 @@ import (
 // subscriptions come back by themselves. Callers keep the truth in a
 // store and use the broadcaster to learn sooner. Server side.
 type Broadcaster struct {
-	rdb  *redis.Client
-	cfg  *config
+	client
 	ctx  context.Context // ends with Close
 	stop context.CancelFunc
 	done chan struct{} // closed when the reading goroutine returned
@@ -71,11 +70,9 @@ var _ mcp.Broadcaster = (*Broadcaster)(nil)
 // NewBroadcaster returns a Broadcaster on rdb; it holds one connection of
 // its own, and a goroutine, until Close. Server side.
 func NewBroadcaster(rdb *redis.Client, opts ...Option) *Broadcaster {
-	cfg := newConfig(opts)
-	cfg.checkClient(rdb, "Broadcaster")
 	ctx, stop := context.WithCancel(context.Background())
 	b := &Broadcaster{
-		rdb: rdb, cfg: cfg, ctx: ctx, stop: stop,
+		client: newClient(rdb, opts, "Broadcaster"), ctx: ctx, stop: stop,
 		done:     make(chan struct{}),
 		change:   make(chan struct{}, 1),
 		ps:       rdb.Subscribe(ctx),

@@ -189,12 +189,20 @@ func (c *config) call(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, c.timeout)
 }
 
-// checkClient warns once, at construction, when the client would not
-// bound its socket I/O by the deadlines this package sets.
-func (c *config) checkClient(rdb *redis.Client, what string) {
+// client is what each store holds: the user's client and the options.
+type client struct {
+	rdb *redis.Client
+	cfg *config
+}
+
+// newClient applies opts, and warns once when rdb would not bound its
+// socket I/O by the deadlines this package sets.
+func newClient(rdb *redis.Client, opts []Option, what string) client {
+	cfg := newConfig(opts)
 	if !rdb.Options().ContextTimeoutEnabled {
-		c.log.Warn("mcpredis: the Redis client ignores context deadlines (ContextTimeoutEnabled is false); its own read and write timeouts bound each call", "store", what)
+		cfg.log.Warn("mcpredis: the Redis client ignores context deadlines (ContextTimeoutEnabled is false); its own read and write timeouts bound each call", "store", what)
 	}
+	return client{rdb: rdb, cfg: cfg}
 }
 
 // fail wraps err, if any, with the operation and key.
