@@ -5,6 +5,11 @@
 // Usage, from this directory:
 //
 //	go run . [-quick] [-reps 3] [-version all|2025-11-25|2026-07-28] [-json out.json]
+//	go run . -instances [-n 2000] [-goroutines 16] [-setups memory,redis,redis3] [-json out.json]
+//
+// -instances measures ours alone as one instance in memory, one instance on
+// Redis and three instances on Redis behind a round-robin proxy (issue
+// 27), with a redis-server of its own; instances.go.
 //
 // With -serve=<sdk> the binary is instead that SDK's stdio server: the
 // "stdio" carrier re-executes the binary that way as its child process.
@@ -35,6 +40,14 @@ func main() {
 		quick    = flag.Bool("quick", false, "small counts and one repetition: a smoke run of seconds")
 		sdkList  = flag.String("sdks", "ours,go-sdk,mcp-go", "SDKs to run")
 		carriers = flag.String("carriers", "pipe,stdio,http", "carriers to run: pipe, stdio, http")
+
+		instances  = flag.Bool("instances", false, "instead: ours alone, one instance in memory, one on Redis, three on Redis behind a round-robin proxy (issue 27)")
+		instN      = flag.Int("n", 10000, "-instances: measured echo calls per phase")
+		instG      = flag.Int("goroutines", 16, "-instances: goroutines sharing the client in the concurrent phase")
+		instWarm   = flag.Int("warmup", 500, "-instances: unmeasured calls before each phase")
+		instSetups = flag.String("setups", "memory,redis,redis3", "-instances: setups to run: memory, redis, redis3")
+		redisBin   = flag.String("redis-server", "redis-server", "-instances: the redis-server binary to start")
+		instTTL    = flag.Duration("session-timeout", 0, "-instances: the handlers' WithSessionTimeout (0: the default, 10m); shorter makes the cached session's touch show")
 	)
 	flag.Parse()
 
@@ -51,16 +64,29 @@ func main() {
 		return
 	}
 
+	versions := []string{"2025-11-25", "2026-07-28"}
+	if *version != "all" {
+		versions = []string{*version}
+	}
+	if *instances {
+		if *instN < 1 || *instG < 2 || *instWarm < 0 {
+			fmt.Fprintln(os.Stderr, "bench: -n must be at least 1, -goroutines at least 2, -warmup at least 0")
+			os.Exit(2)
+		}
+		n := instCounts{Calls: *instN, Goroutines: *instG, Warmup: *instWarm, SessionTimeout: *instTTL}
+		if err := runInstances(context.Background(), n, versions, strings.Split(*instSetups, ","), *redisBin, *jsonOut); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+
 	n := fullCounts
 	if *quick {
 		n = quickCounts
 		if !isFlagSet("reps") {
 			*reps = 1
 		}
-	}
-	versions := []string{"2025-11-25", "2026-07-28"}
-	if *version != "all" {
-		versions = []string{*version}
 	}
 	var sdks []adapter
 	for _, name := range strings.Split(*sdkList, ",") {

@@ -22,11 +22,13 @@ func (ours) Notes() []string { return nil }
 
 // oursServer is the bench server: raw tool handlers that decode their
 // arguments into the same structs the other SDKs' typed handlers use.
-func oursServer(version string) *mcp.Server {
+// extra adds server options (the -instances mode's shared stores).
+func oursServer(version string, extra ...mcp.ServerOption) *mcp.Server {
 	var opts []mcp.ServerOption
 	if version != "" {
 		opts = append(opts, mcp.WithProtocolVersion(version))
 	}
+	opts = append(opts, extra...)
 	s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1.0.0"}, opts...)
 	s.AddTool(mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a echoArgs
