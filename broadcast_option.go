@@ -1,8 +1,9 @@
 package mcp
 
-// WithBroadcaster sets how the instances of a server that runs as several
-// tell each other what all of them must see (default: none, the server
-// runs alone). Server side.
+// WithBroadcaster makes a server that runs as several instances share,
+// through b, what every instance must see: resource updates, list
+// changes and task status. Without it a server is one instance. It
+// configures a server (NewServer).
 func WithBroadcaster(b Broadcaster) ServerOption {
 	return serverOption(func(c *config) { c.server.broadcaster = b })
 }

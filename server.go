@@ -33,7 +33,8 @@ type serverConfig struct {
 	taskPollInterval time.Duration
 	taskStore        TaskStore
 	maxTasks         int
-	broadcaster      Broadcaster
+
+	broadcaster Broadcaster
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
@@ -152,10 +153,13 @@ type Server struct {
 
 	tasks taskTable // the tasks running here
 	store TaskStore // every task, running or ended, until its TTL
+	fan   *fanout   // the subscriptions to WithBroadcaster's channels; nil without one
 
 	sessionsMu sync.Mutex
-	sessions   map[*serverSession]struct{}
-	listeners  map[*listenStream]struct{}
+	// sessions get every broadcast; each holds the server channel's
+	// subscription (nil without a broadcaster).
+	sessions  map[*serverSession]*feed
+	listeners map[*listenStream]struct{}
 }
 
 type serverTool struct {
@@ -189,7 +193,7 @@ func NewServer(info Implementation, opts ...ServerOption) *Server {
 	if store == nil {
 		store = NewMemoryTaskStore(0, 0)
 	}
-	return &Server{
+	s := &Server{
 		info:  info,
 		cfg:   cfg,
 		store: store,
@@ -197,9 +201,13 @@ func NewServer(info Implementation, opts ...ServerOption) *Server {
 			raw, _ := json.Marshal(info)
 			return raw
 		}),
-		sessions:  make(map[*serverSession]struct{}),
+		sessions:  make(map[*serverSession]*feed),
 		listeners: make(map[*listenStream]struct{}),
 	}
+	if b := cfg.server.broadcaster; b != nil {
+		s.fan = newFanout(s, b)
+	}
+	return s
 }
 
 // AddTool registers a tool with a raw handler, replacing any tool of the same
@@ -609,7 +617,7 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 	case req.method == "resources/read" && resources:
 		return s.readResource(ctx, req.params, info)
 	case (req.method == "resources/subscribe" || req.method == "resources/unsubscribe") && resources:
-		return ss.subscribe(req.params, req.method == "resources/subscribe")
+		return ss.subscribe(ctx, req.params, req.method == "resources/subscribe")
 	case req.method == "prompts/list" && prompts:
 		return s.listPrompts(req.params)
 	case req.method == "prompts/get" && prompts:

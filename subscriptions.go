@@ -10,8 +10,15 @@ import (
 // ResourceUpdated tells the clients subscribed to uri that the resource
 // changed: the sessions that sent resources/subscribe for it, and the
 // 2026-07-28 subscriptions/listen streams that list it. It returns once the
-// notifications are queued.
+// notifications are queued. With [WithBroadcaster] it tells the clients of
+// every instance, through the broadcaster, and returns once published.
+// Server side.
 func (s *Server) ResourceUpdated(uri string) {
+	s.announce(serverMessage{Kind: kindResourceUpdated, URI: uri})
+}
+
+// resourceUpdatedHere is ResourceUpdated for this instance's clients.
+func (s *Server) resourceUpdatedHere(uri string) {
 	params, _ := json.Marshal(resourceURIParams{URI: uri})
 	s.broadcast("notifications/resources/updated", params,
 		func(ss *serverSession) bool { return ss.subscriptions[uri] },
@@ -21,7 +28,7 @@ func (s *Server) ResourceUpdated(uri string) {
 // subscribe serves resources/subscribe and resources/unsubscribe. A URI
 // must name a resource or match a template; unsubscribing from one not
 // subscribed to is not an error.
-func (ss *serverSession) subscribe(params json.RawMessage, on bool) (any, error) {
+func (ss *serverSession) subscribe(ctx context.Context, params json.RawMessage, on bool) (any, error) {
 	var p resourceURIParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -45,28 +52,67 @@ func (ss *serverSession) subscribe(params json.RawMessage, on bool) (any, error)
 	if on && ss.conn.push != nil {
 		ss.conn.push.subscribed()
 	}
+	if on {
+		// Updates announced by other instances reach the session once the
+		// server channel's subscription is active.
+		if err := ss.srv.awaitBroadcasts(ctx, ss); err != nil {
+			return nil, internalError(err)
+		}
+	}
 	return json.RawMessage("{}"), nil
 }
 
 // addSession and removeSession track the connections a Server serves, for
 // the notifications that go to every client. Transports that run sessions
 // of their own (HTTP) call them too: a legacy HTTP session joins once it
-// has somewhere to put them (see broadcast).
+// has somewhere to put them (see broadcast). With a broadcaster, each
+// session holds the server channel's subscription, made as the first joins
+// and ended as the last leaves. addSession may be called with locks held:
+// it only starts the subscription.
 func (s *Server) addSession(ss *serverSession) {
 	s.sessionsMu.Lock()
-	s.sessions[ss] = struct{}{}
-	s.sessionsMu.Unlock()
+	defer s.sessionsMu.Unlock()
+	if _, ok := s.sessions[ss]; ok {
+		return
+	}
+	var fd *feed
+	if s.fan != nil {
+		fd = s.fan.hold(serverChannel, s.onServerMessage)
+	}
+	s.sessions[ss] = fd
 }
 
 func (s *Server) removeSession(ss *serverSession) {
 	s.sessionsMu.Lock()
+	fd, ok := s.sessions[ss]
 	delete(s.sessions, ss)
 	s.sessionsMu.Unlock()
+	if ok && fd != nil {
+		s.fan.release(fd)
+	}
+}
+
+// awaitBroadcasts returns once what other instances announce reaches ss,
+// if it is among the sessions that get broadcasts.
+func (s *Server) awaitBroadcasts(ctx context.Context, ss *serverSession) error {
+	s.sessionsMu.Lock()
+	fd := s.sessions[ss]
+	s.sessionsMu.Unlock()
+	if fd == nil {
+		return nil
+	}
+	return s.fan.wait(ctx, fd)
 }
 
 // listChanged tells clients that a list changed: kind is "tools",
-// "resources" or "prompts".
+// "resources" or "prompts". With a broadcaster, the clients of every
+// instance.
 func (s *Server) listChanged(kind string) {
+	s.announce(serverMessage{Kind: kindListChanged, List: kind})
+}
+
+// listChangedHere is listChanged for this instance's clients.
+func (s *Server) listChangedHere(kind string) {
 	s.broadcast("notifications/"+kind+"/list_changed", nil,
 		func(*serverSession) bool { return true },
 		func(f *SubscriptionFilter) bool {
@@ -82,7 +128,8 @@ func (s *Server) listChanged(kind string) {
 
 // broadcast sends a notification to every initialized session of the older
 // revisions for which sessionWants (called with the session locked) holds,
-// and to every listen stream whose honoured filter streamWants.
+// and to every listen stream whose honoured filter streamWants, of this
+// instance.
 //
 // A notification unrelated to any request may only travel on a legacy
 // Streamable HTTP session's standalone GET stream, so such a session gets
@@ -161,6 +208,23 @@ func (s *Server) listen(ctx context.Context, req *inboundRequest) (any, error) {
 		return nil, err
 	}
 	l := &listenStream{conn: req.conn, id: req.id, route: req.route, filter: s.honour(ctx, p.Notifications, &req.RequestInfo), ended: ctx.Done()}
+	if s.fan != nil {
+		// What any instance announces, from the acknowledgement on.
+		feeds := []*feed{s.fan.hold(serverChannel, s.onServerMessage)}
+		for _, id := range l.filter.TaskIDs {
+			feeds = append(feeds, s.holdTask(id))
+		}
+		defer func() {
+			for _, fd := range feeds {
+				s.fan.release(fd)
+			}
+		}()
+		for _, fd := range feeds {
+			if err := s.fan.wait(ctx, fd); err != nil {
+				return nil, internalError(err)
+			}
+		}
+	}
 	l.mu.Lock()
 	s.sessionsMu.Lock()
 	s.listeners[l] = struct{}{}

@@ -82,6 +82,9 @@ type serverTask struct {
 	// conn is the 2025-11-25 session's connection, which gets the task's
 	// notifications/tasks/status; nil on 2026-07-28.
 	conn *conn
+	// feed is the task's broadcaster channel, held while the task runs;
+	// nil without a broadcaster.
+	feed *feed
 
 	mu      sync.Mutex
 	task    Task // as last written to the store
@@ -92,6 +95,9 @@ type serverTask struct {
 	// changed is closed, and replaced, whenever the task changes, so that
 	// a waiter sees every change without polling.
 	changed chan struct{}
+	// dirty: a change waits to be published to the other instances;
+	// publishing: a goroutine publishes them (publishLocked).
+	dirty, publishing bool
 }
 
 // storeLocked writes the task's status, message and pending asks to the
@@ -106,12 +112,17 @@ func (t *serverTask) storeLocked() {
 
 // changedLocked tells the task's waiters, and a 2025-11-25 client, that
 // the task changed. The client is told first, so that the status
-// notification goes out before any answer a waiter then gives.
+// notification goes out before any answer a waiter then gives. With a
+// broadcaster the change is also published on the task's channel, from
+// which every instance's listen streams hear of it, this one's included.
 func (t *serverTask) changedLocked() {
 	defer func() {
 		close(t.changed)
 		t.changed = make(chan struct{})
 	}()
+	if t.srv.fan != nil {
+		t.publishLocked()
+	}
 	if t.conn != nil {
 		b := appendTaskMembers(append(messageBuffer(256), '{'), &t.task, false)
 		if err := t.conn.notify("notifications/tasks/status", json.RawMessage(append(b, '}')), ID{}, nil); err != nil {
@@ -119,7 +130,7 @@ func (t *serverTask) changedLocked() {
 		}
 		return
 	}
-	if !t.srv.watchesTask(t.task.ID) {
+	if t.srv.fan != nil || !t.srv.watchesTask(t.task.ID) {
 		return
 	}
 	// notifications/tasks carries the task as tasks/get reports it.
@@ -274,7 +285,21 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		cancel()
 		return Task{}, &Error{Code: CodeOverloaded, Message: fmt.Sprintf("Server overloaded: %d tasks are running, as many as the server runs at once; try again later", max)}
 	}
+	if s.fan != nil {
+		// Subscribed before anyone knows the id, so that a tasks/cancel
+		// or tasks/update on another instance reaches the task.
+		t.feed = s.holdTask(id)
+		if err := s.fan.wait(ctx, t.feed); err != nil {
+			s.fan.release(t.feed)
+			s.tasks.remove(id)
+			cancel()
+			return Task{}, internalError(err)
+		}
+	}
 	if err := s.taskStore().Create(ctx, &TaskRecord{Task: created, Owner: t.owner}); err != nil {
+		if t.feed != nil {
+			s.fan.release(t.feed)
+		}
 		s.tasks.remove(id)
 		cancel()
 		if errors.Is(err, ErrTaskStoreFull) {
@@ -318,6 +343,9 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 // a 2026-07-28 retry would.
 func (s *Server) runTask(ctx context.Context, t *serverTask, h ToolHandler, p *CallToolParams, base *RequestInfo) {
 	defer t.cancel()
+	if t.feed != nil {
+		defer s.fan.release(t.feed)
+	}
 	var payload json.RawMessage
 	for {
 		info := *base
@@ -559,6 +587,11 @@ func (s *Server) serveModernTasks(ctx context.Context, req *inboundRequest, info
 	case "tasks/update":
 		if t := s.tasks.find(p.TaskID, owner); t != nil {
 			t.answer(p.InputResponses)
+		} else if s.fan != nil && !rec.Status.Terminal() {
+			// It runs on another instance, if on any.
+			if err := s.sendToTask(ctx, p.TaskID, taskMessage{Kind: kindTaskAnswer, Owner: owner, InputResponses: p.InputResponses}); err != nil {
+				return nil, internalError(err)
+			}
 		}
 	case "tasks/cancel":
 		if err := s.cancelTask(ctx, rec); err != nil {
@@ -569,7 +602,10 @@ func (s *Server) serveModernTasks(ctx context.Context, req *inboundRequest, info
 }
 
 // cancelTask cancels a task that has not ended: the handler's context ends
-// if it runs here, and the task is cancelled in the store either way.
+// if it runs here, and the task is cancelled in the store either way. With
+// a broadcaster, the instance that runs it is told to end the handler's
+// context; if it cannot be told, the reason is logged and the task stays
+// cancelled, as the store says.
 func (s *Server) cancelTask(ctx context.Context, rec *TaskRecord) error {
 	if rec.Status.Terminal() {
 		return nil
@@ -581,6 +617,11 @@ func (s *Server) cancelTask(ctx context.Context, rec *TaskRecord) error {
 	}
 	if err := s.taskStore().PutResult(ctx, rec.Owner, rec.ID, TaskCancelled, nil, nil); err != nil {
 		return storeError(rec.ID, err)
+	}
+	if s.fan != nil {
+		if err := s.sendToTask(ctx, rec.ID, taskMessage{Kind: kindTaskCancel, Owner: rec.Owner}); err != nil {
+			s.cfg.logger.Warn("a task cancelled in the store may run on", "task", rec.ID, "err", err)
+		}
 	}
 	return nil
 }
@@ -733,12 +774,17 @@ func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundReque
 	}
 	// tasks/result: wait for the end, then answer as the call would have.
 	// The store is read again either way: a task that ended since rec was
-	// read has left the running set only after storing its outcome.
+	// read has left the running set only after storing its outcome. A task
+	// that runs on another instance is waited on through its channel.
 	if t := s.tasks.find(p.TaskID, owner); t != nil {
 		select {
 		case <-t.done:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+	} else if s.fan != nil && !rec.Status.Terminal() {
+		if err := s.awaitTaskEnd(ctx, owner, p.TaskID); err != nil {
+			return nil, err
 		}
 	}
 	if rec, err = s.taskStore().Get(ctx, owner, p.TaskID); err != nil {
@@ -755,7 +801,7 @@ func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundReque
 	case TaskCancelled:
 		return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: task %q was cancelled and has no result", rec.ID)}
 	}
-	return nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: task %q runs in another server process, which holds its result", rec.ID)}
+	return nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: task %q runs in another server process, which holds its result; servers that share a task store wait on each other's tasks when they share a Broadcaster too (WithBroadcaster)", rec.ID)}
 }
 
 // taskRequest reports whether the client declared, in its 2025-11-25
