@@ -48,6 +48,11 @@ func (f *failingStore) SessionClosed(ctx context.Context, sessionID string) erro
 func openStream(t *testing.T, url, sid, last string) (*sseParser, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	return openStreamCtx(t, ctx, url, sid, last)
+}
+
+// openStreamCtx is openStream until ctx ends.
+func openStreamCtx(t *testing.T, ctx context.Context, url, sid, last string) (*sseParser, error) {
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
@@ -225,24 +230,31 @@ type lockingStore struct {
 	calls    map[string]int
 }
 
+// takeLock takes mu on another goroutine and runs then under it; it fails
+// the test, naming method and what the lock guards, when mu stays held:
+// method was called by the goroutine that holds it.
+func takeLock(t *testing.T, method, what string, mu *sync.Mutex, then func()) bool {
+	done := make(chan struct{})
+	go func() {
+		mu.Lock()
+		then()
+		mu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s was called while the %s's lock was held", method, what)
+		return false
+	}
+}
+
 // takeLocks locks and unlocks the handler, the session sid and its stream
 // streamID (if not ""), one at a time.
 func (l *lockingStore) takeLocks(method, sid, streamID string) {
 	take := func(what string, mu *sync.Mutex, then func()) bool {
-		done := make(chan struct{})
-		go func() {
-			mu.Lock()
-			then()
-			mu.Unlock()
-			close(done)
-		}()
-		select {
-		case <-done:
-			return true
-		case <-time.After(10 * time.Second):
-			l.t.Errorf("%s was called while the %s's lock was held", method, what)
-			return false
-		}
+		return takeLock(l.t, method, what, mu, then)
 	}
 	var sess *httpSession
 	if !take("handler", &l.h.mu, func() { sess = l.h.sessions[sid] }) {

@@ -541,7 +541,11 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 		st = t.stream
 	}
 	if st == nil {
-		if t.sess.forward(o.data) {
+		if o.route == serverWide {
+			if !t.sess.deliversServerWide() {
+				return nil // another instance's copy delivers it
+			}
+		} else if t.sess.forward(o.data) {
 			return nil
 		}
 		if st = t.sess.unsolicitedStream(); st == nil {
@@ -681,23 +685,38 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 		h.serveStream(w, r, st, gen, streamMode{sse: true, replay: replay})
 		return
 	}
-	if h.cfg.noStandalone {
-		h.methodNotAllowed(w)
-		return
-	}
-	st := sess.standaloneStream()
-	if st == nil {
-		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
-		return
-	}
-	gen, ok := st.attachFresh()
+	st, gen, ok := h.attachStandalone(w, sess, false)
 	if !ok {
-		writeHTTPError(w, http.StatusConflict, CodeInvalidRequest, ID{}, "Conflict: the session's GET stream is already open")
 		return
 	}
 	sess.hold(r.Context(), false)
 	defer sess.release()
 	h.serveStream(w, r, st, gen, streamMode{sse: true, prime: sess.primes()})
+}
+
+// attachStandalone attaches a GET to the session's standalone stream;
+// elsewhere: it resumes another instance's stream, whose replay has the
+// server-wide messages that wait here. It answers the request itself and
+// reports false when it cannot.
+func (h *httpHandler) attachStandalone(w http.ResponseWriter, sess *httpSession, elsewhere bool) (*httpStream, int64, bool) {
+	if h.cfg.noStandalone {
+		h.methodNotAllowed(w)
+		return nil, 0, false
+	}
+	st := sess.standaloneStream()
+	if st == nil {
+		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
+		return nil, 0, false
+	}
+	if elsewhere {
+		st.dropServerWide()
+	}
+	gen, ok := st.attachFresh()
+	if !ok {
+		writeHTTPError(w, http.StatusConflict, CodeInvalidRequest, ID{}, "Conflict: the session's GET stream is already open")
+		return nil, 0, false
+	}
+	return st, gen, true
 }
 
 func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request, principal string) {

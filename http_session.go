@@ -501,10 +501,14 @@ func (s *httpSession) noteCancel(params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil {
 		return
 	}
-	id, ok := parseID(p.RequestID)
-	if !ok {
-		return
+	if id, ok := parseID(p.RequestID); ok {
+		s.settleCancelled(id)
 	}
+}
+
+// settleCancelled ends the POST stream that awaits the response to the
+// cancelled request id, if one does.
+func (s *httpSession) settleCancelled(id ID) {
 	s.mu.Lock()
 	streams := make([]*httpStream, 0, len(s.streams))
 	for _, st := range s.streams {

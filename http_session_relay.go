@@ -116,12 +116,20 @@ func (s *httpSession) deliver(data []byte) {
 			s.conn.handleFrame(m.Message, nil)
 		}
 	case relayCancelled:
-		s.conn.handleFrame(m.Message, nil)
+		// Cancelled as the engine does by default; a user's handler of
+		// notifications/cancelled ran where the notification landed.
 		var n struct {
-			Params json.RawMessage `json:"params"`
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+				Reason    string          `json:"reason"`
+			} `json:"params"`
 		}
-		if json.Unmarshal(m.Message, &n) == nil {
-			s.noteCancel(n.Params)
+		if json.Unmarshal(m.Message, &n) != nil {
+			return
+		}
+		if id, ok := parseID(n.Params.RequestID); ok {
+			s.conn.cancelInbound(id, n.Params.Reason)
+			s.settleCancelled(id)
 		}
 	case relayEvent:
 		if st := s.unsolicitedStream(); st != nil {
@@ -164,6 +172,20 @@ func (s *httpSession) forward(data []byte) bool {
 	holder := s.shared.holder
 	s.mu.Unlock()
 	return holder != "" && s.publish(s.ctx, relayEvent, data) == nil
+}
+
+// deliversServerWide reports whether the copy here delivers a message
+// every session gets, which every instance sends its copy of the session:
+// unless another instance holds the GET stream. While none does, each
+// copy keeps it, and the instance the client opens the stream on delivers
+// its own (takeBacklog, dropServerWide).
+func (s *httpSession) deliversServerWide() bool {
+	if s.h.relay() == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shared.holder == ""
 }
 
 // hold tells the other instances that this one holds the session's GET
@@ -236,18 +258,8 @@ func (h *httpHandler) resumeElsewhere(w http.ResponseWriter, r *http.Request, se
 		}
 		return
 	}
-	if h.cfg.noStandalone {
-		h.methodNotAllowed(w)
-		return
-	}
-	st := sess.standaloneStream()
-	if st == nil {
-		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
-		return
-	}
-	gen, ok := st.attachFresh()
+	st, gen, ok := h.attachStandalone(w, sess, true)
 	if !ok {
-		writeHTTPError(w, http.StatusConflict, CodeInvalidRequest, ID{}, "Conflict: the session's GET stream is already open")
 		return
 	}
 	// Told first, so that what the others make from now on comes here

@@ -51,21 +51,11 @@ func awaitRelay(t *testing.T, got <-chan relayMessage, kind, from string) {
 // last unless it is empty, until ctx ends.
 func getStream(t *testing.T, ctx context.Context, url, sid, last string) *sseParser {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	if last != "" {
-		req.Header.Set("Last-Event-ID", last)
-	}
-	resp, err := testHTTPClient.Do(req)
+	p, err := openStreamCtx(t, ctx, url, sid, last)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { resp.Body.Close() })
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET after %q: %s", last, resp.Status)
-	}
-	return newSSEParser(resp.Body, 1<<20)
+	return p
 }
 
 // TestSharedSessionAnswerElsewhere: a handler on one instance asks the
@@ -174,12 +164,13 @@ func TestSharedSessionCancelElsewhere(t *testing.T) {
 
 // TestSharedSessionGETElsewhere: the GET stream is resumed on another
 // instance with Last-Event-ID, then on a third: each replays from the
-// shared event store what the client missed, and then carries live what
-// any instance sends the session; no event is lost or repeated.
+// shared event store what the client missed, then carries live what the
+// session's copy on any instance sends it, and, of a server-wide message
+// that every instance sends, one copy. No event is lost or repeated.
 func TestSharedSessionGETElsewhere(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 3)
-	a, b := c.handlers[0].instance, c.handlers[1].instance
+	a, b, cx := c.handlers[0].instance, c.handlers[1].instance, c.handlers[2].instance
 	sid := legacySession(t, c.url(0), Version20251125)
 	watch := relayWatch(t, c, sid)
 	type ev struct{ method, id string }
@@ -187,28 +178,43 @@ func TestSharedSessionGETElsewhere(t *testing.T) {
 		e := nextEvent(t, p, false)
 		return ev{fmt.Sprint(field(t, string(e.data), "method")), e.id}
 	}
-	noop := func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil }
+	// everywhere adds a prompt on every instance, as a server-wide change
+	// reaches each of them.
+	everywhere := func(name string) {
+		for _, srv := range c.servers {
+			srv.AddPrompt(Prompt{Name: name}, nil)
+		}
+	}
+	// mine sends the session a message of its own from instance i.
+	mine := func(i int) {
+		if err := c.handlers[i].session(sid).conn.(*conn).notify("notifications/message", map[string]string{"level": "info", "data": "x"}, ID{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const listChanged, message = "notifications/prompts/list_changed", "notifications/message"
 
 	ctxA, cancelA := context.WithTimeout(context.Background(), time.Minute) // a bound on a failing read
 	pa := getStream(t, ctxA, c.url(0), sid, "")
 	nextEvent(t, pa, true) // priming
-	c.servers[0].AddPrompt(Prompt{Name: "p1"}, nil)
+	everywhere("p1")
 	e1 := next(pa)
-	if e1 != (ev{"notifications/prompts/list_changed", a + "-0_1"}) {
+	if e1 != (ev{listChanged, a + "-0_1"}) {
 		t.Fatalf("first event %+v", e1)
 	}
 	cancelA()
 	awaitRelay(t, watch, relayRelease, a)
-	c.servers[0].AddPrompt(Prompt{Name: "p2"}, nil) // missed: stored
+	mine(0) // missed: stored
 
 	ctxB, cancelB := context.WithTimeout(context.Background(), time.Minute)
 	pb := getStream(t, ctxB, c.url(1), sid, e1.id)
-	c.servers[0].AddTool(Tool{Name: "t3"}, noop) // made on A, sent on B's stream
-	c.servers[1].AddPrompt(Prompt{Name: "p4"}, nil)
+	mine(0) // made on A, sent on B's stream
+	everywhere("p2")
+	mine(1)
 	want := []ev{
-		{"notifications/prompts/list_changed", a + "-0_2"}, // replayed
-		{"notifications/tools/list_changed", b + "-0_1"},
-		{"notifications/prompts/list_changed", b + "-0_2"},
+		{message, a + "-0_2"}, // replayed
+		{message, b + "-0_1"},
+		{listChanged, b + "-0_2"},
+		{message, b + "-0_3"},
 	}
 	for i, w := range want {
 		if got := next(pb); got != w {
@@ -217,17 +223,18 @@ func TestSharedSessionGETElsewhere(t *testing.T) {
 	}
 	cancelB()
 	awaitRelay(t, watch, relayRelease, b)
-	c.servers[1].AddTool(Tool{Name: "t5"}, noop) // missed: stored on B's stream
+	everywhere("p3") // missed: stored on A's stream and B's
 
 	ctxC, cancelC := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelC()
-	pc := getStream(t, ctxC, c.url(2), sid, b+"-0_1")
-	c.servers[0].AddPrompt(Prompt{Name: "p6"}, nil)
-	cx := c.handlers[2].instance
+	pc := getStream(t, ctxC, c.url(2), sid, b+"-0_2")
+	everywhere("p4")
+	mine(0)
 	want = []ev{
-		{"notifications/prompts/list_changed", b + "-0_2"}, // replayed
-		{"notifications/tools/list_changed", b + "-0_3"},   // replayed
-		{"notifications/prompts/list_changed", cx + "-0_1"},
+		{message, b + "-0_3"},     // replayed
+		{listChanged, b + "-0_4"}, // replayed
+		{listChanged, cx + "-0_1"},
+		{message, cx + "-0_2"},
 	}
 	for i, w := range want {
 		if got := next(pc); got != w {
@@ -238,7 +245,8 @@ func TestSharedSessionGETElsewhere(t *testing.T) {
 
 // TestSharedSessionGETFreshElsewhere: what waited for the GET stream on
 // one instance while none was open is handed to the instance where the
-// client opens it fresh, once.
+// client opens it fresh, once; a server-wide message, which that instance
+// has a copy of if it had the session then, is not.
 func TestSharedSessionGETFreshElsewhere(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 2)
@@ -250,12 +258,13 @@ func TestSharedSessionGETFreshElsewhere(t *testing.T) {
 	nextEvent(t, pa, true)
 	cancelA()
 	awaitRelay(t, watch, relayRelease, a)
-	c.servers[0].AddPrompt(Prompt{Name: "waiting"}, nil)
+	c.handlers[0].session(sid).conn.(*conn).notify("notifications/message", map[string]string{"level": "info", "data": "waiting"}, ID{}, nil)
+	c.servers[0].AddPrompt(Prompt{Name: "everywhere"}, nil) // B has its own copy, or none
 
 	ctxB, cancelB := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelB()
 	pb := getStream(t, ctxB, c.url(1), sid, "")
-	if e := nextEvent(t, pb, false); field(t, string(e.data), "method") != "notifications/prompts/list_changed" {
+	if e := nextEvent(t, pb, false); field(t, string(e.data), "method") != "notifications/message" {
 		t.Fatalf("the waiting message: %s", e.data)
 	}
 	c.servers[1].AddTool(Tool{Name: "marker"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil })

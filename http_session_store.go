@@ -14,7 +14,10 @@ import (
 // session, logging/setLevel and resources/subscribe save it again, DELETE
 // deletes it, and a request naming a session this instance does not hold
 // loads it. Sessions stay cached where they were used; a cached one is
-// touched in the store at most once per quarter of the session timeout.
+// touched in the store at most once per quarter of the session timeout. A
+// record lives a quarter of the timeout past its last Save or Touch; an
+// instance's idle timer drops only its own copy, since the client may be
+// busy on another.
 // Give every instance the same store, a shared [EventStore] and, on the
 // Server, a shared [Broadcaster] ([WithBroadcaster]) for the parts of a
 // session that live on one instance: its GET stream and the asks its

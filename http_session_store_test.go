@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -84,25 +85,11 @@ func (c *cluster) holders(sid string) int {
 // sid is made while a handler's lock or the session's is held: it takes
 // each in turn, which the calling goroutine could not if it held one.
 func (c *cluster) checkLocks(t *testing.T, method, sid string) {
-	take := func(what string, mu *sync.Mutex, then func()) {
-		done := make(chan struct{})
-		go func() {
-			mu.Lock()
-			then()
-			mu.Unlock()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s was called while a %s lock was held", method, what)
-		}
-	}
 	for _, h := range c.handlers {
 		var sess *httpSession
-		take("handler", &h.mu, func() { sess = h.sessions[sid] })
+		takeLock(t, method, "handler", &h.mu, func() { sess = h.sessions[sid] })
 		if sess != nil {
-			take("session", &sess.mu, func() {})
+			takeLock(t, method, "session", &sess.mu, func() {})
 		}
 	}
 }
@@ -130,10 +117,23 @@ func (s *checkedSessionStore) enter(method, id string) error {
 	return nil
 }
 
+// count is how many calls of method were made, or of all for "".
 func (s *checkedSessionStore) count(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.calls[method]
+	return countOf(s.calls, method)
+}
+
+// countOf is counts[key], or the sum of all counts for "".
+func countOf(counts map[string]int, key string) int {
+	if key != "" {
+		return counts[key]
+	}
+	n := 0
+	for _, k := range counts {
+		n += k
+	}
+	return n
 }
 
 func (s *checkedSessionStore) Save(ctx context.Context, rec *SessionRecord, ttl time.Duration) error {
@@ -179,7 +179,8 @@ func (s *checkedSessionStore) only(t *testing.T) string {
 }
 
 // checkedBroadcaster is a MemoryBroadcaster that counts what is published
-// on session channels by kind and checks that no lock is held meanwhile.
+// on session channels by kind, and the subscriptions, and checks that no
+// lock is held meanwhile.
 type checkedBroadcaster struct {
 	*MemoryBroadcaster
 	t *testing.T
@@ -202,13 +203,17 @@ func (b *checkedBroadcaster) Publish(ctx context.Context, channel string, msg []
 func (b *checkedBroadcaster) Subscribe(ctx context.Context, channel string, deliver func([]byte)) (func(), error) {
 	sid, _ := strings.CutPrefix(channel, "mcp:session:")
 	b.c.checkLocks(b.t, "Broadcaster.Subscribe", sid)
+	b.mu.Lock()
+	b.kinds["(subscribe)"]++
+	b.mu.Unlock()
 	return b.MemoryBroadcaster.Subscribe(ctx, channel, deliver)
 }
 
+// count is how many messages of kind were published, or of all for "".
 func (b *checkedBroadcaster) count(kind string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.kinds[kind]
+	return countOf(b.kinds, kind)
 }
 
 // connectCluster connects a client on revision v through the proxy.
@@ -413,10 +418,8 @@ func TestSessionStoreUnset(t *testing.T) {
 	if doHTTP(t, "DELETE", ts.URL, "", map[string]string{"Mcp-Session-Id": sid}).status != http.StatusNoContent {
 		t.Fatal("DELETE failed")
 	}
-	c.bc.mu.Lock()
-	defer c.bc.mu.Unlock()
-	if len(c.bc.kinds) != 0 {
-		t.Fatalf("published %v without a session store", c.bc.kinds)
+	if n := c.bc.count(""); n != 0 {
+		t.Fatalf("published %d messages without a session store", n)
 	}
 }
 
@@ -481,9 +484,35 @@ func TestSharedSessionModernUntouched(t *testing.T) {
 			t.Fatalf("call %d: %v %v, %d reports", i, textOf(res), err, reports.Load())
 		}
 	}
-	c.store.mu.Lock()
-	defer c.store.mu.Unlock()
-	if len(c.store.calls) != 0 {
-		t.Fatalf("session store calls %v on 2026-07-28", c.store.calls)
+	if n := c.store.count(""); n != 0 {
+		t.Fatalf("%d session store calls on 2026-07-28", n)
+	}
+}
+
+// TestSharedSessionStoreDownClient: our client behind the proxy sees the
+// calls that land where the session must be loaded fail with the store's
+// 503 while the store is down, and its connection serves every call once
+// the store is back.
+func TestSharedSessionStoreDownClient(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3)
+	cl := connectCluster(t, c, Version20251125, WithRequestTimeout(10*time.Second))
+	defer cl.Close()
+	sid := c.store.only(t)
+	for _, h := range c.handlers { // no copies: every call needs the store
+		if s := h.session(sid); s != nil {
+			s.conn.close(errors.New("dropped by the test"))
+		}
+	}
+	c.store.down.Store(true)
+	_, err := cl.CallTool(context.Background(), "echo", map[string]int{"x": 1})
+	if err == nil || !strings.Contains(err.Error(), "503") && !strings.Contains(err.Error(), "session store failed") {
+		t.Fatalf("a call with the store down: %v", err)
+	}
+	c.store.down.Store(false)
+	for i := range 6 {
+		if res, err := cl.CallTool(context.Background(), "echo", map[string]int{"x": i}); err != nil || textOf(res) != fmt.Sprintf(`{"x":%d}`, i) {
+			t.Fatalf("call %d once the store is back: %v %v", i, textOf(res), err)
+		}
 	}
 }

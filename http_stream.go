@@ -28,6 +28,9 @@ type streamEvent struct {
 	// pool once written (as a JSON answer); events that are stored or may
 	// wait long get a compact copy instead (compact).
 	pooled bool
+	// serverWide: a message every session gets, which every instance that
+	// shares the session has a copy of (see serverWide).
+	serverWide bool
 }
 
 // compact gives ev a buffer of its own, fit to its length, to keep.
@@ -199,7 +202,7 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 		return 0, true
 	}
 	s.next++
-	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true}
+	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true, serverWide: o.route == serverWide}
 	if s.sse || s.standalone {
 		ev.compact() // it will be stored, or may wait long
 	}
@@ -271,22 +274,40 @@ func (s *httpStream) reportDropsLocked() {
 	}
 }
 
-// takeBacklog takes what waits on a standalone stream that no GET holds
-// here: another instance took the GET stream over.
+// takeBacklog empties the backlog of a standalone stream that no GET
+// holds here, as another instance took the GET stream over, and returns
+// what in it was made here only: the server-wide messages the other
+// instance has of its own.
 func (s *httpStream) takeBacklog() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.attached {
 		return nil
 	}
-	backlog := make([][]byte, len(s.pending))
-	for i, ev := range s.pending {
-		backlog[i] = ev.data
+	var backlog [][]byte
+	for _, ev := range s.pending {
+		if !ev.serverWide {
+			backlog = append(backlog, ev.data)
+		}
 	}
 	clear(s.pending)
 	s.pending, s.pendBytes = nil, 0
 	s.reportDropsLocked()
 	return backlog
+}
+
+// dropServerWide drops the server-wide messages from the backlog of a
+// standalone stream about to resume another instance's stream, whose
+// replay has them.
+func (s *httpStream) dropServerWide() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = slices.DeleteFunc(s.pending, func(ev streamEvent) bool {
+		if ev.serverWide {
+			s.pendBytes -= len(ev.data)
+		}
+		return ev.serverWide
+	})
 }
 
 // beginInline records that the stream's request is about to run on the

@@ -110,4 +110,12 @@ func (ss *serverSession) changed() error {
 	return nil
 }
 
+// serverWide is the route of a message that every session gets
+// (Server.broadcast). Over HTTP it belongs to no request; of the copies of
+// a legacy session that several instances share, each of which gets it
+// from its own Server, only one delivers it.
+var serverWide any = serverWideRoute{}
+
+type serverWideRoute struct{}
+
 var _ pushTransport = (*streamTransport)(nil)

@@ -158,7 +158,7 @@ func (s *Server) broadcast(method string, params json.RawMessage, sessionWants f
 		wants := ss.initialized && sessionWants(ss)
 		ss.mu.Unlock()
 		if wants {
-			if err := ss.conn.notify(method, params, ID{}, nil); err != nil {
+			if err := ss.conn.notify(method, params, ID{}, serverWide); err != nil {
 				s.cfg.logger.Debug("cannot notify a session", "method", method, "err", err)
 			}
 		}
