@@ -17,6 +17,10 @@ import (
 // (a session or listen stream for mcp:server; a running task, a listen
 // stream naming the task or a tasks/result waiter for mcp:task:<id>), and
 // ends the subscription with the last of them.
+//
+// Each instance keeps its own registries: a tool added on one instance is
+// announced to the clients of all, so the same change is to be made on
+// every instance, as their start-up code does.
 
 // serverChannel is the broadcaster channel of server-wide notifications.
 const serverChannel = "mcp:server"

@@ -84,12 +84,8 @@ type conn struct {
 	// baseCtx is the parent of every handler's context.
 	baseCtx    context.Context
 	cancelBase context.CancelCauseFunc
-	oneRequest bool        // see connMode
-	batchOK    atomic.Bool // see batchesAllowed
-	// callPrefix, set before the first call, makes our request ids strings
-	// that start with it: unique across the instances of a server that
-	// share a session (pushSharedSession).
-	callPrefix string
+	oneRequest bool           // see connMode
+	batchOK    atomic.Bool    // see batchesAllowed
 	done       chan struct{}  // closed by close
 	wg         sync.WaitGroup // the engine's goroutines and running handlers
 
@@ -123,6 +119,11 @@ type conn struct {
 	jobs  chan job     // hands a request to a parked worker (stream transports)
 	idle  atomic.Int32 // workers parked on jobs
 	armed deadlines    // deadlines armed and not yet released, and free ones
+
+	// callPrefix, set before the first call, makes our request ids strings
+	// that start with it: unique across the instances of a server that
+	// share a session (pushSharedSession).
+	callPrefix string
 }
 
 // connMode configures a connection when it is made.

@@ -541,12 +541,8 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 		st = t.stream
 	}
 	if st == nil {
-		if o.route == serverWide {
-			if !t.sess.deliversServerWide() {
-				return nil // another instance's copy delivers it
-			}
-		} else if t.sess.forward(o.data) {
-			return nil
+		if t.sess.h.relay() != nil {
+			return t.sess.pushShared(o)
 		}
 		if st = t.sess.unsolicitedStream(); st == nil {
 			t.sess.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", t.sess.id)
@@ -616,12 +612,16 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 		}
 	}
 	if !answered {
-		relayed, ok := h.relayPOST(w, sess, body, msgs, batch)
+		local, ok := h.relayPOST(w, sess, body, msgs, batch)
 		if !ok {
 			return
 		}
-		if !relayed {
+		if len(local) == len(msgs) {
 			pushBody(sess.conn, body, msgs, batch, nil)
+		} else {
+			for _, m := range local { // decoded: in a body of no requests, none is malformed
+				sess.conn.handleMessage(&m.wire, nil, false)
+			}
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return

@@ -13,7 +13,12 @@ import (
 // legacy session must tell each other, on the session's channel of the
 // server's Broadcaster, "mcp:session:<id>". Each instance that holds a copy
 // subscribes for as long as it holds it. A message is the JSON of a
-// relayMessage.
+// relayMessage, such as
+//
+//	{"kind":"response","from":"<instance>","message":{"jsonrpc":"2.0","id":"<instance>-3","result":{}}}
+//
+// where an instance is the name its handler draws at random
+// (newInstanceID).
 
 // relayMessage is one message on a session's channel.
 type relayMessage struct {
@@ -101,7 +106,9 @@ func (s *httpSession) publish(ctx context.Context, kind string, msg []byte) erro
 }
 
 // deliver takes a message from the session's channel. It runs on the
-// Broadcaster's delivery and does not wait for the client.
+// Broadcaster's delivery and does not wait for the client; it may wait for
+// the event store to keep what it puts on the GET stream, never under a
+// lock.
 func (s *httpSession) deliver(data []byte) {
 	var m relayMessage
 	if json.Unmarshal(data, &m) != nil || m.From == s.h.instance {
@@ -143,6 +150,9 @@ func (s *httpSession) deliver(data []byte) {
 		if st == nil {
 			return
 		}
+		// What was made here before is stored before the new holder,
+		// which may wait for this delivery, reads the store to resume.
+		st.storeUpTo(s.ctx, st.lastIndex())
 		if backlog := st.takeBacklog(); len(backlog) > 0 && m.Kind == relayHold {
 			// Not from within a delivery, which may hold up the
 			// Broadcaster's next one, this publish's among them.
@@ -161,31 +171,38 @@ func (s *httpSession) deliver(data []byte) {
 	}
 }
 
-// forward hands a message that belongs to no request to the instance that
-// holds the session's GET stream, when another one does; it reports false
-// when the message stays here.
-func (s *httpSession) forward(data []byte) bool {
-	if s.h.relay() == nil {
-		return false
-	}
+// pushShared puts a message that belongs to no request where it goes when
+// the session is shared: a message of the session's own goes to the
+// instance that holds the GET stream, when another one does; a server-wide
+// message, which every instance sends its copy of the session, is that
+// instance's to deliver. Otherwise it goes on the GET stream here, waiting
+// in its backlog while none is open, as the instance the client opens the
+// stream on delivers what waits for it (takeBacklog, dropServerWide). The
+// holder is read and the message queued under the session's lock, so that
+// word of a new holder (deliver) comes wholly before it or after.
+func (s *httpSession) pushShared(o outgoing) error {
 	s.mu.Lock()
-	holder := s.shared.holder
+	if s.shared.holder != "" && !s.closed {
+		s.mu.Unlock()
+		if o.route == serverWide {
+			return nil
+		}
+		if s.publish(s.ctx, relayEvent, o.data) == nil {
+			return nil
+		}
+		s.mu.Lock() // not handed on: kept here, for a resume
+	}
+	st := s.standalone
+	if s.closed || st == nil {
+		s.mu.Unlock()
+		s.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", s.id)
+		return errNoStandalone
+	}
+	st.mu.Lock()
+	index, kept := st.pushLocked(o)
+	st.mu.Unlock()
 	s.mu.Unlock()
-	return holder != "" && s.publish(s.ctx, relayEvent, data) == nil
-}
-
-// deliversServerWide reports whether the copy here delivers a message
-// every session gets, which every instance sends its copy of the session:
-// unless another instance holds the GET stream. While none does, each
-// copy keeps it, and the instance the client opens the stream on delivers
-// its own (takeBacklog, dropServerWide).
-func (s *httpSession) deliversServerWide() bool {
-	if s.h.relay() == nil {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.shared.holder == ""
+	return st.pushed(index, kept)
 }
 
 // hold tells the other instances that this one holds the session's GET
@@ -208,31 +225,52 @@ func (s *httpSession) hold(ctx context.Context, resumed bool) {
 // session's GET stream.
 func (s *httpSession) release() {
 	if s.h.relay() != nil {
-		s.publish(s.ctx, relayRelease, nil)
+		// Also when the session's copy here has just ended, as at a
+		// shutdown: the others must stop sending here.
+		s.publish(context.WithoutCancel(s.ctx), relayRelease, nil)
 	}
 }
 
 // relayPOST hands on what a POST of messages with no request carries for
 // another instance: a response no call here waits for, and a cancellation,
-// whose request may run elsewhere. It reports whether the POST's one
-// message went to another instance, so that the engine here need not see
-// it; false when the broadcast failed too, with the answer written.
-func (h *httpHandler) relayPOST(w http.ResponseWriter, sess *httpSession, body []byte, msgs []*httpMessage, batch bool) (relayed, ok bool) {
-	if h.relay() == nil || batch {
-		return false, true
+// whose request may run elsewhere. It returns the messages left for the
+// engine here: all of them but the responses handed on. ok is false when
+// a response could not be handed on, with the answer written.
+func (h *httpHandler) relayPOST(w http.ResponseWriter, sess *httpSession, body []byte, msgs []*httpMessage, batch bool) (local []*httpMessage, ok bool) {
+	if h.relay() == nil {
+		return msgs, true
 	}
-	m := msgs[0]
-	switch {
-	case m.kind == kindResponse && !sess.conn.awaits(m.id):
-		if err := sess.publish(sess.ctx, relayResponse, body); err != nil {
-			writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: cannot hand the response on to the instance that waits for it: "+err.Error())
-			return false, false
+	for i, m := range msgs {
+		relayed := m.kind == kindResponse && m.decoded && !sess.conn.awaits(m.id)
+		if !relayed && !(m.kind == kindNotification && m.method == "notifications/cancelled") {
+			if local != nil {
+				local = append(local, m)
+			}
+			continue
 		}
-		return true, true
-	case m.kind == kindNotification && m.method == "notifications/cancelled":
-		sess.publish(sess.ctx, relayCancelled, body)
+		raw := body
+		if batch {
+			raw, _ = json.Marshal(&m.wire)
+		}
+		if !relayed {
+			sess.publish(sess.ctx, relayCancelled, raw)
+			if local != nil {
+				local = append(local, m)
+			}
+			continue
+		}
+		if err := sess.publish(sess.ctx, relayResponse, raw); err != nil {
+			writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: cannot hand the response to "+m.id.String()+" on to the instance that waits for it: "+err.Error())
+			return nil, false
+		}
+		if local == nil {
+			local = append(make([]*httpMessage, 0, len(msgs)), msgs[:i]...)
+		}
 	}
-	return false, true
+	if local == nil {
+		return msgs, true
+	}
+	return local, true
 }
 
 // resumeElsewhere serves a GET that resumes a stream of the session that

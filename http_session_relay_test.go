@@ -60,43 +60,58 @@ func getStream(t *testing.T, ctx context.Context, url, sid, last string) *ssePar
 
 // TestSharedSessionAnswerElsewhere: a handler on one instance asks the
 // client; the client's answer lands on another instance, which hands it on
-// through the broadcaster to the waiting handler. The ask's id is a string
-// naming its instance, so that no other instance's call could take it.
+// through the broadcaster to the waiting handler, alone or in a 2025-03-26
+// batch. The ask's id is a string naming its instance, so that no other
+// instance's call could take it.
 func TestSharedSessionAnswerElsewhere(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 2)
-	init := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"0"}}}`, postHeaders())
-	sid := init.header.Get("Mcp-Session-Id")
-	if init.status != 200 || sid == "" {
-		t.Fatalf("initialize: %d %s", init.status, init.body)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.url(0), strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_elicitation","arguments":{"message":"name?"}}}`))
-	for k, v := range postHeaders("Mcp-Session-Id", sid) {
-		req.Header.Set(k, v)
-	}
-	resp, err := testHTTPClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := newSSEParser(resp.Body, 1<<20)
-	ask := nextEvent(t, p, false)
-	id, _ := field(t, string(ask.data), "id").(string)
-	if field(t, string(ask.data), "method") != "elicitation/create" || !strings.HasPrefix(id, c.handlers[0].instance+"-") {
-		t.Fatalf("the ask: %s", ask.data)
-	}
-	answer := `{"jsonrpc":"2.0","id":"` + id + `","result":{"action":"accept","content":{"name":"Ada"}}}`
-	if r := doHTTP(t, "POST", c.url(1), answer, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusAccepted {
-		t.Fatalf("the answer on the other instance: %d %s", r.status, r.body)
-	}
-	res := nextEvent(t, p, false)
-	if field(t, string(res.data), "id") != float64(7) || !strings.Contains(string(res.data), `Ada`) {
-		t.Fatalf("the call's result: %s", res.data)
-	}
-	if n := c.bc.count(relayResponse); n != 1 {
-		t.Fatalf("%d responses relayed, want 1", n)
+	for _, tc := range []struct {
+		version, caps, tool, answer, want string
+		batch                             bool
+	}{
+		{Version20251125, `{"elicitation":{}}`, "ask_elicitation", `{"action":"accept","content":{"name":"Ada"}}`, "Ada", false},
+		{Version20250326, `{"roots":{}}`, "ask_roots", `{"roots":[{"uri":"file:///ada","name":"ada"}]}`, "file:///ada", true},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, 2)
+			init := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"`+tc.version+`","capabilities":`+tc.caps+`,"clientInfo":{"name":"raw","version":"0"}}}`, postHeaders())
+			sid := init.header.Get("Mcp-Session-Id")
+			if init.status != 200 || sid == "" {
+				t.Fatalf("initialize: %d %s", init.status, init.body)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", c.url(0), strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"`+tc.tool+`","arguments":{"message":"name?"}}}`))
+			for k, v := range postHeaders("Mcp-Session-Id", sid) {
+				req.Header.Set(k, v)
+			}
+			resp, err := testHTTPClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			p := newSSEParser(resp.Body, 1<<20)
+			ask := nextEvent(t, p, false)
+			id, _ := field(t, string(ask.data), "id").(string)
+			if !strings.HasPrefix(id, c.handlers[0].instance+"-") {
+				t.Fatalf("the ask: %s", ask.data)
+			}
+			answer := `{"jsonrpc":"2.0","id":"` + id + `","result":` + tc.answer + `}`
+			if tc.batch {
+				answer = `[` + answer + `,{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}]`
+			}
+			if r := doHTTP(t, "POST", c.url(1), answer, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusAccepted {
+				t.Fatalf("the answer on the other instance: %d %s", r.status, r.body)
+			}
+			res := nextEvent(t, p, false)
+			if field(t, string(res.data), "id") != float64(7) || !strings.Contains(string(res.data), tc.want) {
+				t.Fatalf("the call's result: %s", res.data)
+			}
+			if n := c.bc.count(relayResponse); n != 1 {
+				t.Fatalf("%d responses relayed, want 1", n)
+			}
+		})
 	}
 }
 
@@ -273,5 +288,85 @@ func TestSharedSessionGETFreshElsewhere(t *testing.T) {
 	}
 	if st := c.handlers[0].session(sid).unsolicitedStream(); len(st.takeBacklog()) != 0 {
 		t.Fatal("the first instance still holds the message it handed on")
+	}
+}
+
+// TestSharedSessionSubscriptionsFollow: a resource subscription made on
+// one instance is the session's on another, whose updates reach the GET
+// stream the client opened there.
+func TestSharedSessionSubscriptionsFollow(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2)
+	for _, srv := range c.servers {
+		srv.AddResource(Resource{URI: "res://a", Name: "a"}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
+	}
+	sid := legacySession(t, c.url(0), Version20251125)
+	if r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"res://a"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+		t.Fatalf("subscribe: %d %s", r.status, r.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := getStream(t, ctx, c.url(1), sid, "")
+	c.servers[1].ResourceUpdated("res://a")
+	e := nextEvent(t, p, false)
+	if field(t, string(e.data), "method") != "notifications/resources/updated" || field(t, string(e.data), "params.uri") != "res://a" {
+		t.Fatalf("on the other instance's stream: %s", e.data)
+	}
+}
+
+// TestSharedSessionPOSTStreamElsewhere: a POST's SSE stream written by one
+// instance is resumed on another from the shared event store, with the
+// first instance's event ids, and ends there.
+func TestSharedSessionPOSTStreamElsewhere(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2)
+	sid := legacySession(t, c.url(0), Version20251125)
+	r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3},"_meta":{"progressToken":"p"}}}`, postHeaders("Mcp-Session-Id", sid))
+	ids := eventIDs(newSSEParser(strings.NewReader(r.body), 1<<20))
+	if len(ids) != 4 || !strings.HasPrefix(ids[0], c.handlers[0].instance+"-") {
+		t.Fatalf("the POST's events: %v", ids)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := eventIDs(getStream(t, ctx, c.url(1), sid, ids[1]))
+	if fmt.Sprint(got) != fmt.Sprint(ids[2:]) {
+		t.Fatalf("resumed elsewhere after %s: %v, want %v", ids[1], got, ids[2:])
+	}
+}
+
+// TestSharedSessionKeptAliveByStream: a session busy only with an open
+// stream is touched in the store at the stream's keep-alive, once due.
+func TestSharedSessionKeptAliveByStream(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1, WithKeepAlive(time.Millisecond))
+	sid := legacySession(t, c.url(0), Version20251125)
+	touched := make(chan struct{})
+	c.store.onTouch(func() { close(touched) })
+	s := c.handlers[0].session(sid)
+	s.mu.Lock()
+	s.shared.lastTouch = time.Time{} // due
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	getStream(t, ctx, c.url(0), sid, "")
+	select {
+	case <-touched:
+	case <-ctx.Done():
+		t.Fatal("the session was not touched while its stream was open")
+	}
+}
+
+// eventIDs reads a stream to its end and returns the ids of its events
+// with data.
+func eventIDs(p *sseParser) []string {
+	var ids []string
+	for {
+		e, err := p.next()
+		if err != nil {
+			return ids
+		}
+		if len(e.data) > 0 {
+			ids = append(ids, e.id)
+		}
 	}
 }

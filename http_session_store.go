@@ -93,18 +93,24 @@ var errSessionUnknown = errors.New("unknown session")
 // sharedSession finds session sid of principal when sessions are shared:
 // sess, the copy held here, is touched in the store when it is due; with
 // none here the session is loaded from the store and a copy made. It
-// answers the request itself and reports false on a store failure (503),
-// and returns nil for a session the store does not hold for principal.
+// answers the request itself and reports false when the session cannot be
+// loaded (503 when the store fails), and returns nil for a session the
+// store does not hold for principal. A failed touch is logged; the copy
+// here serves on.
 func (h *httpHandler) sharedSession(w http.ResponseWriter, r *http.Request, sess *httpSession, sid, principal string) (*httpSession, bool) {
 	var err error
 	switch {
 	case sess == nil:
 		sess, err = h.restoreSession(r.Context(), sid, principal)
 	case sess.principal == principal:
-		if err = sess.touch(r.Context()); errors.Is(err, ErrSessionNotFound) {
+		if err := sess.touch(r.Context()); errors.Is(err, ErrSessionNotFound) {
 			// Ended elsewhere, or expired in the store: drop the copy.
 			sess.conn.close(errors.New("the session is no longer in the session store"))
 			return nil, true
+		} else if err != nil {
+			// The copy here serves on; the next touch is due a fraction
+			// of the timeout later, well before the record expires.
+			h.log.Warn("cannot touch a legacy session in the session store", "session", sid, "err", err)
 		}
 	}
 	switch {
@@ -134,7 +140,7 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 	if err != nil {
 		return nil, &sessionStoreError{"load", sid, err}
 	}
-	if rec.Principal != principal || rec.ID != sid {
+	if rec.Principal != principal || (rec.ID != "" && rec.ID != sid) {
 		return nil, errSessionUnknown
 	}
 	if err := h.reserveSession(principal); err != nil {
@@ -209,33 +215,36 @@ func (s *httpSession) save() error {
 }
 
 // touch extends the session's life in the store unless it was saved or
-// touched within the last fraction of its timeout: most requests make no
-// store call at all. It returns ErrSessionNotFound when the store no longer
-// holds the session.
+// touched (or tried to be) within the last fraction of its timeout: most
+// requests make no store call at all, and none while a touch is under way.
+// It returns ErrSessionNotFound when the store no longer holds the session.
 func (s *httpSession) touch(ctx context.Context) error {
 	every := s.h.sharedSessionTimeout() / sessionTouchFraction
 	now := time.Now()
 	s.mu.Lock()
-	last := s.shared.lastTouch
-	if now.Sub(last) < every {
+	if now.Sub(s.shared.lastTouch) < every {
 		s.mu.Unlock()
 		return nil
 	}
 	s.shared.lastTouch = now // the requests meanwhile need not touch it too
 	s.mu.Unlock()
 	err := s.h.cfg.sessions.Touch(ctx, s.id, s.h.sessionTTL())
-	if err == nil {
-		return nil
-	}
-	s.mu.Lock()
-	if s.shared.lastTouch.Equal(now) {
-		s.shared.lastTouch = last // the next request tries again
-	}
-	s.mu.Unlock()
-	if errors.Is(err, ErrSessionNotFound) {
+	if err == nil || errors.Is(err, ErrSessionNotFound) {
 		return err
 	}
 	return &sessionStoreError{"touch", s.id, err}
+}
+
+// keepShared touches a session whose stream stays open, when it is due;
+// a session the store no longer holds ends here too.
+func (s *httpSession) keepShared(ctx context.Context) {
+	err := s.touch(ctx)
+	switch {
+	case errors.Is(err, ErrSessionNotFound):
+		s.conn.close(errors.New("the session is no longer in the session store"))
+	case err != nil && ctx.Err() == nil:
+		s.h.log.Warn("cannot keep a legacy session alive in the session store", "session", s.id, "err", err)
+	}
 }
 
 // deleteShared ends a shared session everywhere: the store forgets it and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -27,20 +28,21 @@ type cluster struct {
 	store    *checkedSessionStore
 	events   *MemoryEventStore
 	bc       *checkedBroadcaster
+	log      *logRecorder // every instance's log
 	cancel   context.CancelFunc
 }
 
 // newCluster starts n instances of newTestServer with opts on each handler.
 func newCluster(t *testing.T, n int, opts ...HTTPHandlerOption) *cluster {
 	t.Helper()
-	c := &cluster{events: NewMemoryEventStore(1 << 20)}
+	c := &cluster{events: NewMemoryEventStore(1 << 20), log: &logRecorder{}}
 	c.store = &checkedSessionStore{MemorySessionStore: NewMemorySessionStore(), t: t, c: c, calls: map[string]int{}}
 	c.bc = &checkedBroadcaster{MemoryBroadcaster: NewMemoryBroadcaster(), t: t, c: c, kinds: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	proxies := make([]*httputil.ReverseProxy, n)
 	for i := range n {
-		srv := newTestServer(WithBroadcaster(c.bc))
+		srv := newTestServer(WithBroadcaster(c.bc), WithLogger(slog.New(c.log)))
 		h := NewHTTPHandler(srv, append([]HTTPHandlerOption{WithContext(ctx), WithSessionStore(c.store), WithEventStore(c.events)}, opts...)...)
 		ts := httptest.NewServer(h)
 		u, _ := url.Parse(ts.URL)
@@ -102,14 +104,26 @@ type checkedSessionStore struct {
 	c    *cluster
 	down atomic.Bool
 
-	mu    sync.Mutex
-	calls map[string]int
+	mu      sync.Mutex
+	calls   map[string]int
+	touched func() // called at the first Touch
+}
+
+// onTouch has f called at the next Touch.
+func (s *checkedSessionStore) onTouch(f func()) {
+	s.mu.Lock()
+	s.touched = f
+	s.mu.Unlock()
 }
 
 func (s *checkedSessionStore) enter(method, id string) error {
 	s.c.checkLocks(s.t, "SessionStore."+method, id)
 	s.mu.Lock()
 	s.calls[method]++
+	if f := s.touched; f != nil && method == "Touch" {
+		s.touched = nil
+		defer f()
+	}
 	s.mu.Unlock()
 	if s.down.Load() {
 		return errStoreDown
@@ -293,8 +307,22 @@ func TestSharedSessionStoreDown(t *testing.T) {
 	if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, "session store failed") || !strings.Contains(r.body, "cannot load session "+sid) || !strings.Contains(r.body, errStoreDown.Error()) {
 		t.Fatalf("with the store down, on another instance: %d %s", r.status, r.body)
 	}
-	if r := doHTTP(t, "POST", c.url(0), call, postHeaders("Mcp-Session-Id", sid)); r.status != 200 || !strings.Contains(r.body, `\"x\":1`) {
-		t.Fatalf("with the store down, where the session is held: %d %s", r.status, r.body)
+	s := c.handlers[0].session(sid)
+	s.mu.Lock()
+	s.shared.lastTouch = time.Time{} // due for a touch, which fails
+	s.mu.Unlock()
+	for range 2 {
+		if r := doHTTP(t, "POST", c.url(0), call, postHeaders("Mcp-Session-Id", sid)); r.status != 200 || !strings.Contains(r.body, `\"x\":1`) {
+			t.Fatalf("with the store down, where the session is held: %d %s", r.status, r.body)
+		}
+	}
+	if n := c.store.count("Touch"); n != 1 {
+		t.Fatalf("%d touches tried, want 1: a failed one counts for the interval", n)
+	}
+	for _, logged := range []string{"a legacy session is unavailable: the session store failed", "cannot touch a legacy session"} {
+		if c.log.count(logged) == 0 {
+			t.Errorf("not logged: %q", logged)
+		}
 	}
 	init := doHTTP(t, "POST", c.url(1), `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`, postHeaders())
 	if !strings.Contains(init.body, "cannot save session") || c.holders(init.header.Get("Mcp-Session-Id")) != 0 {

@@ -172,6 +172,13 @@ func (s *httpStream) push(o outgoing) error {
 	s.mu.Lock()
 	index, kept := s.pushLocked(o)
 	s.mu.Unlock()
+	return s.pushed(index, kept)
+}
+
+// pushed finishes a push, once the lock is released: it waits for the
+// event store to keep event index (if not 0), and says whether the
+// message may still reach the client.
+func (s *httpStream) pushed(index int64, kept bool) error {
 	if index > 0 {
 		s.storeUpTo(s.sess.ctx, index)
 	}
@@ -557,6 +564,13 @@ func (s *httpStream) markWritten(gen, index int64) {
 	s.mu.Unlock()
 }
 
+// lastIndex is the index of the stream's last event.
+func (s *httpStream) lastIndex() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
 func (s *httpStream) writtenIndex() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -789,6 +803,11 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 		case <-keepAliveC:
 			if err := out.comment(); err != nil {
 				return fail(err)
+			}
+			if s.sess != nil && h.cfg.sessions != nil {
+				// A session busy only with a long stream stays alive in
+				// the store too.
+				s.sess.keepShared(r.Context())
 			}
 			keepAlive.Reset(h.cfg.keepAlive)
 		}

@@ -97,13 +97,24 @@ func httpCaller(t *testing.T, srv *Server, principal string) modernCaller {
 		return r.Header.Get("X-Who"), nil
 	})))
 	t.Cleanup(ts.Close)
+	return urlCaller(t, ts.URL, principal)
+}
+
+// modernPost is the POST of a 2026-07-28 request to url, with the headers
+// the revision asks for.
+func modernPost(url string, id int, method, params, caps string) *http.Request {
+	req, _ := http.NewRequest("POST", url, strings.NewReader(taskRequest(id, method, params, caps)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	return req
+}
+
+// urlCaller calls the server at url as httpCaller does.
+func urlCaller(t *testing.T, url, principal string) modernCaller {
 	return func(id int, method, params, caps string) string {
-		body := taskRequest(id, method, params, caps)
-		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", method)
+		req := modernPost(url, id, method, params, caps)
 		req.Header.Set("X-Who", principal)
 		var named struct {
 			Name   string `json:"name"`

@@ -29,8 +29,7 @@ import (
 // subscriptions come back by themselves. Callers keep the truth in a
 // store and use the broadcaster to learn sooner. Server side.
 type Broadcaster struct {
-	rdb  *redis.Client
-	cfg  *config
+	client
 	ctx  context.Context // ends with Close
 	stop context.CancelFunc
 	done chan struct{} // closed when the reading goroutine returned
@@ -71,11 +70,9 @@ var _ mcp.Broadcaster = (*Broadcaster)(nil)
 // NewBroadcaster returns a Broadcaster on rdb; it holds one connection of
 // its own, and a goroutine, until Close. Server side.
 func NewBroadcaster(rdb *redis.Client, opts ...Option) *Broadcaster {
-	cfg := newConfig(opts)
-	cfg.checkClient(rdb, "Broadcaster")
 	ctx, stop := context.WithCancel(context.Background())
 	b := &Broadcaster{
-		rdb: rdb, cfg: cfg, ctx: ctx, stop: stop,
+		client: newClient(rdb, opts, "Broadcaster"), ctx: ctx, stop: stop,
 		done:     make(chan struct{}),
 		change:   make(chan struct{}, 1),
 		ps:       rdb.Subscribe(ctx),
@@ -101,7 +98,9 @@ func (b *Broadcaster) Publish(ctx context.Context, channel string, msg []byte) e
 
 // Subscribe implements mcp.Broadcaster. It returns once Redis confirmed
 // the subscription, so that whatever is published after it returns is
-// delivered; it fails when Redis cannot confirm it in time.
+// delivered (and what came since the confirmation, so deliver may run
+// before Subscribe returns); it fails when Redis cannot confirm it in
+// time.
 func (b *Broadcaster) Subscribe(ctx context.Context, channel string, deliver func(msg []byte)) (func(), error) {
 	name := b.cfg.prefix + channel
 	s := &subscriber{b: b, channel: name, deliver: deliver}
@@ -124,7 +123,8 @@ func (b *Broadcaster) Subscribe(ctx context.Context, channel string, deliver fun
 		b.mu.Unlock()
 		return nil, fail("Broadcaster.Subscribe", name, ErrClosed)
 	}
-	lc := &localChannel{confirmed: make(chan struct{})}
+	// s takes what comes as soon as Redis confirms, before Subscribe returns.
+	lc := &localChannel{subs: []*subscriber{s}, confirmed: make(chan struct{})}
 	b.channels[name] = lc
 	ps := b.ps
 	b.mu.Unlock()
@@ -136,10 +136,11 @@ func (b *Broadcaster) Subscribe(ctx context.Context, channel string, deliver fun
 			err = fmt.Errorf("no confirmation from Redis: %w", context.Cause(ctx))
 		}
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if err != nil {
+		s.stopped.Store(true)
+		b.mu.Lock()
 		delete(b.channels, name)
+		b.mu.Unlock()
 		// Unsubscribing fails too while Redis is away, but it tells the
 		// PubSub not to subscribe again when it reconnects.
 		unsubCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.timeout)
@@ -147,10 +148,11 @@ func (b *Broadcaster) Subscribe(ctx context.Context, channel string, deliver fun
 		_ = ps.Unsubscribe(unsubCtx, name)
 		return nil, fail("Broadcaster.Subscribe", name, err)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
 		return nil, fail("Broadcaster.Subscribe", name, ErrClosed)
 	}
-	lc.subs = []*subscriber{s}
 	return s.stop, nil
 }
 
@@ -160,7 +162,7 @@ func (b *Broadcaster) addIfConfirmed(name string, s *subscriber) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	lc := b.channels[name]
-	if b.closed || lc == nil || len(lc.subs) == 0 {
+	if b.closed || lc == nil {
 		return false
 	}
 	select {
@@ -241,7 +243,7 @@ func (b *Broadcaster) read(ps *redis.PubSub) {
 			if pinged {
 				b.cfg.log.Warn("mcpredis: the broadcaster's connection to Redis went silent; replacing it")
 				ps = b.replace(ps)
-				pinged = false
+				pinged, down = false, true
 				continue
 			}
 			pinged = true
@@ -307,7 +309,9 @@ func (b *Broadcaster) replace(old *redis.PubSub) *redis.PubSub {
 	return ps
 }
 
-// confirm marks a channel's Redis subscription as confirmed.
+// confirm marks a channel's Redis subscription as confirmed. A late
+// confirmation of a Subscribe that gave up may confirm the next one a
+// moment early; the broadcaster is best effort.
 func (b *Broadcaster) confirm(name string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -17,18 +17,13 @@ import (
 // naming its streams so that SessionClosed finds them. Event i is the
 // stream's entry "i-1" (i in the id's first part; a stream's ids start
 // above 0-0, hence the 1). Server side.
-type EventStore struct {
-	rdb *redis.Client
-	cfg *config
-}
+type EventStore struct{ client }
 
 var _ mcp.EventStore = (*EventStore)(nil)
 
 // NewEventStore returns an EventStore on rdb. Server side.
 func NewEventStore(rdb *redis.Client, opts ...Option) *EventStore {
-	cfg := newConfig(opts)
-	cfg.checkClient(rdb, "EventStore")
-	return &EventStore{rdb: rdb, cfg: cfg}
+	return &EventStore{newClient(rdb, opts, "EventStore")}
 }
 
 // streamKey is the Redis stream of one SSE stream. The session id sits in

@@ -11,13 +11,10 @@ import (
 )
 
 // eventStoreChecks are what every mcp.EventStore does, run against the
-// library's MemoryEventStore and against ours. small is a store that
-// keeps only the last few of a stream's events (ten or so).
-var eventStoreChecks = []struct {
-	name  string
-	check func(t *testing.T, s, small mcp.EventStore)
-}{
-	{"After returns the later events, in order, as appended", func(t *testing.T, s, _ mcp.EventStore) {
+// library's MemoryEventStore and against ours.
+var eventStoreChecks = []check[eventStores]{
+	{"After returns the later events, in order, as appended", func(t *testing.T, st eventStores) {
+		s := st.s
 		ctx := context.Background()
 		want := [][]byte{[]byte("one"), {0, '\n', 0xff}, []byte("")}
 		for i, d := range want {
@@ -32,13 +29,15 @@ var eventStoreChecks = []struct {
 			}
 		}
 	}},
-	{"a stream nothing was appended to has nothing to replay", func(t *testing.T, s, _ mcp.EventStore) {
+	{"a stream nothing was appended to has nothing to replay", func(t *testing.T, st eventStores) {
+		s := st.s
 		got, ok, err := s.After(context.Background(), "s", "9", 0)
 		if err != nil || !ok || len(got) != 0 {
 			t.Fatalf("After: %q, %v, %v", got, ok, err)
 		}
 	}},
-	{"an index that skips ahead drops the events before it", func(t *testing.T, s, _ mcp.EventStore) {
+	{"an index that skips ahead drops the events before it", func(t *testing.T, st eventStores) {
+		s := st.s
 		ctx := context.Background()
 		for _, i := range []int64{1, 2, 3, 7} {
 			s.Append(ctx, "s", "1", i, []byte(fmt.Sprint(i)))
@@ -50,7 +49,8 @@ var eventStoreChecks = []struct {
 			t.Fatalf("After(6): %q, %v, %v", got, ok, err)
 		}
 	}},
-	{"an index that starts over replaces the stream", func(t *testing.T, s, _ mcp.EventStore) {
+	{"an index that starts over replaces the stream", func(t *testing.T, st eventStores) {
+		s := st.s
 		ctx := context.Background()
 		for i := range int64(3) {
 			s.Append(ctx, "s", "1", i+1, []byte("old"))
@@ -60,7 +60,8 @@ var eventStoreChecks = []struct {
 			t.Fatalf("After(0): %q, %v, %v", got, ok, err)
 		}
 	}},
-	{"a resume that needs trimmed events is refused", func(t *testing.T, _, small mcp.EventStore) {
+	{"a resume that needs trimmed events is refused", func(t *testing.T, st eventStores) {
+		small := st.small
 		ctx := context.Background()
 		for i := range int64(500) {
 			if err := small.Append(ctx, "s", "1", i+1, []byte("0123456789")); err != nil {
@@ -74,7 +75,8 @@ var eventStoreChecks = []struct {
 			t.Fatalf("After(499): %d events, %v, %v", len(got), ok, err)
 		}
 	}},
-	{"StreamDone and SessionClosed drop what they name, only that", func(t *testing.T, s, _ mcp.EventStore) {
+	{"StreamDone and SessionClosed drop what they name, only that", func(t *testing.T, st eventStores) {
+		s := st.s
 		ctx := context.Background()
 		for _, sid := range []string{"s", "t"} {
 			for _, stream := range []string{"1", "2", "3"} {
@@ -111,18 +113,17 @@ func equalEvents(a, b [][]byte) bool {
 	return slices.EqualFunc(a, b, func(x, y []byte) bool { return string(x) == string(y) })
 }
 
+// eventStores are a store and one that keeps only the last few of a
+// stream's events (ten or so).
+type eventStores struct{ s, small mcp.EventStore }
+
 // TestEventStoreChecks runs the shared checks on both stores.
 func TestEventStoreChecks(t *testing.T) {
-	r := startRedis(t)
-	for i, c := range eventStoreChecks {
-		t.Run("memory/"+c.name, func(t *testing.T) {
-			c.check(t, mcp.NewMemoryEventStore(1<<20), mcp.NewMemoryEventStore(100))
+	runChecks(t, eventStoreChecks,
+		func() eventStores { return eventStores{mcp.NewMemoryEventStore(1 << 20), mcp.NewMemoryEventStore(100)} },
+		func(r *redisServer, prefix Option) eventStores {
+			return eventStores{NewEventStore(r.client(), prefix), NewEventStore(r.client(), prefix, WithMaxStreamEvents(10))}
 		})
-		t.Run("redis/"+c.name, func(t *testing.T) {
-			prefix := WithKeyPrefix(fmt.Sprintf("t%d:", i))
-			c.check(t, NewEventStore(r.client(), prefix), NewEventStore(r.client(), prefix, WithMaxStreamEvents(10)))
-		})
-	}
 }
 
 // TestEventStoreKeys: a stream and its session's set expire with the TTL

@@ -19,6 +19,7 @@ package mcpredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -170,6 +171,10 @@ type Error struct {
 
 // Error implements the error interface.
 func (e *Error) Error() string {
+	if errors.Is(e.Err, context.DeadlineExceeded) {
+		// go-redis retries until the deadline and reports only that.
+		return fmt.Sprintf("mcpredis: %s on %q: no answer from Redis before the deadline: %v", e.Op, e.Key, e.Err)
+	}
 	return fmt.Sprintf("mcpredis: %s on %q: %v", e.Op, e.Key, e.Err)
 }
 
@@ -184,12 +189,20 @@ func (c *config) call(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, c.timeout)
 }
 
-// checkClient warns once, at construction, when the client would not
-// bound its socket I/O by the deadlines this package sets.
-func (c *config) checkClient(rdb *redis.Client, what string) {
+// client is what each store holds: the user's client and the options.
+type client struct {
+	rdb *redis.Client
+	cfg *config
+}
+
+// newClient applies opts, and warns once when rdb would not bound its
+// socket I/O by the deadlines this package sets.
+func newClient(rdb *redis.Client, opts []Option, what string) client {
+	cfg := newConfig(opts)
 	if !rdb.Options().ContextTimeoutEnabled {
-		c.log.Warn("mcpredis: the Redis client ignores context deadlines (ContextTimeoutEnabled is false); its own read and write timeouts bound each call", "store", what)
+		cfg.log.Warn("mcpredis: the Redis client ignores context deadlines (ContextTimeoutEnabled is false); its own read and write timeouts bound each call", "store", what)
 	}
+	return client{rdb: rdb, cfg: cfg}
 }
 
 // fail wraps err, if any, with the operation and key.

@@ -3,15 +3,20 @@ package mcpredis
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/e6ac58cb/mcp"
 	"io"
 	"log/slog"
 	"net"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,6 +148,38 @@ func (r *redisServer) awaitExpiry(key string) func() {
 	}
 }
 
+// check is one behaviour of an interface, checked on a store S.
+type check[S any] struct {
+	name  string
+	check func(t *testing.T, s S)
+}
+
+// runChecks runs each check on a fresh memory implementation and then on
+// a fresh one of ours, with keys of its own.
+func runChecks[S any](t *testing.T, checks []check[S], memory func() S, ours func(*redisServer, Option) S) {
+	for _, c := range checks {
+		t.Run("memory/"+c.name, func(t *testing.T) { c.check(t, memory()) })
+	}
+	r := startRedis(t)
+	for i, c := range checks {
+		t.Run("redis/"+c.name, func(t *testing.T) { c.check(t, ours(r, WithKeyPrefix(fmt.Sprintf("t%d:", i)))) })
+	}
+}
+
+// awaitAll waits until each channel is closed, failing the test with what
+// after ten seconds.
+func awaitAll(t *testing.T, what string, chans ...<-chan struct{}) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for _, ch := range chans {
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatal(what)
+		}
+	}
+}
+
 // testLogger records what is logged, and lets a test wait for a message.
 type testLogger struct {
 	mu    sync.Mutex
@@ -204,4 +241,208 @@ func ownGoroutines() int {
 		}
 	}
 	return n
+}
+
+// TestRedisRestart: Redis stopped mid-run and started again on the same
+// port. Meanwhile every call fails with an error naming what failed, by
+// its deadline (with room for a loaded machine); the broadcasters log the loss. Afterwards the
+// stores work again and the broadcasters' subscriptions come back, by
+// themselves; Close leaves no goroutine.
+func TestRedisRestart(t *testing.T) {
+	r := startRedis(t)
+	const timeout = 300 * time.Millisecond
+	ca, cb := r.client(), r.client()
+	logsA, logA := newTestLogger()
+	logsB, logB := newTestLogger()
+	events := NewEventStore(ca, WithTimeout(timeout))
+	tasks := NewTaskStore(ca, WithTimeout(timeout))
+	sessions := NewSessionStore(ca, WithTimeout(timeout))
+	ba := NewBroadcaster(ca, WithTimeout(timeout), WithLogger(logA))
+	bb := NewBroadcaster(cb, WithTimeout(timeout), WithLogger(logB))
+	ctx := context.Background()
+	inA, inB := newInbox(), newInbox()
+	if _, err := ba.Subscribe(ctx, "mcp:server", inA.deliver); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.Subscribe(ctx, "mcp:server", inB.deliver); err != nil {
+		t.Fatal(err)
+	}
+	index := int64(0)
+	ops := []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"EventStore.Append", func(ctx context.Context) error { index++; return events.Append(ctx, "s", "1", index, []byte("x")) }},
+		{"EventStore.After", func(ctx context.Context) error { _, _, err := events.After(ctx, "s", "1", 0); return err }},
+		{"EventStore.StreamDone", func(ctx context.Context) error { return events.StreamDone(ctx, "s", "2") }},
+		{"EventStore.SessionClosed", func(ctx context.Context) error { return events.SessionClosed(ctx, "gone") }},
+		{"TaskStore.Create", func(ctx context.Context) error { return tasks.Create(ctx, newRecord("t", "alice", time.Hour)) }},
+		{"TaskStore.Get", func(ctx context.Context) error { _, err := tasks.Get(ctx, "alice", "t"); return err }},
+		{"TaskStore.UpdateStatus", func(ctx context.Context) error {
+			return tasks.UpdateStatus(ctx, "alice", "t", mcp.TaskInputRequired, "", nil)
+		}},
+		{"TaskStore.PutResult", func(ctx context.Context) error {
+			return tasks.PutResult(ctx, "alice", "t", mcp.TaskCompleted, json.RawMessage(`{}`), nil)
+		}},
+		{"TaskStore.List", func(ctx context.Context) error { _, _, err := tasks.List(ctx, "alice", "", 10); return err }},
+		{"TaskStore.DeleteExpired", func(ctx context.Context) error { _, err := tasks.DeleteExpired(ctx, time.Now()); return err }},
+		{"SessionStore.Save", func(ctx context.Context) error {
+			return sessions.Save(ctx, &mcp.SessionRecord{ID: "s"}, time.Hour)
+		}},
+		{"SessionStore.Load", func(ctx context.Context) error { _, err := sessions.Load(ctx, "s"); return err }},
+		{"SessionStore.Touch", func(ctx context.Context) error { return sessions.Touch(ctx, "s", time.Hour) }},
+		{"SessionStore.Delete", func(ctx context.Context) error { return sessions.Delete(ctx, "other") }},
+		{"Broadcaster.Publish", func(ctx context.Context) error { return ba.Publish(ctx, "mcp:other", []byte("x")) }},
+		{"Broadcaster.Subscribe", func(ctx context.Context) error {
+			stop, err := bb.Subscribe(ctx, "mcp:task:1", func([]byte) {})
+			if err == nil {
+				stop()
+			}
+			return err
+		}},
+	}
+	// bounded runs op, failing the test if it takes far past the deadline.
+	bounded := func(name string, op func(context.Context) error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- op(context.Background()) }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * timeout):
+			t.Fatalf("%s hung with Redis down", name)
+			return nil
+		}
+	}
+	works := func(when string) {
+		t.Helper()
+		for _, op := range ops {
+			if err := bounded(op.name, op.call); err != nil && !errors.Is(err, mcp.ErrTaskNotFound) && !errors.Is(err, mcp.ErrSessionNotFound) {
+				t.Fatalf("%s %s: %v", op.name, when, err)
+			}
+		}
+	}
+	works("before the restart")
+
+	lostA, lostB := logsA.next("lost Redis"), logsB.next("lost Redis")
+	r.stop()
+	failed := make([]error, len(ops))
+	var wg sync.WaitGroup
+	for i, op := range ops {
+		wg.Go(func() {
+			start := time.Now()
+			failed[i] = op.call(context.Background())
+			if d := time.Since(start); d > 5*timeout {
+				failed[i] = fmt.Errorf("took %v, the deadline is %v: %w", d, timeout, failed[i])
+			}
+		})
+	}
+	wg.Wait()
+	for i, op := range ops {
+		var re *Error
+		if err := failed[i]; !errors.As(err, &re) || re.Op != op.name || re.Key == "" {
+			t.Fatalf("%s with Redis down: %v", op.name, err)
+		}
+	}
+	t.Logf("with Redis down: %v", failed[1])
+	awaitAll(t, "a broadcaster did not notice Redis went away", lostA, lostB)
+
+	backA, backB := logsA.next("back on Redis"), logsB.next("back on Redis")
+	r.start()
+	awaitAll(t, "a broadcaster did not come back", backA, backB)
+	works("after the restart")
+	if err := bb.Publish(ctx, "mcp:server", []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	inA.next(t, "again")
+	inB.next(t, "again")
+
+	ba.Close()
+	bb.Close()
+	if n := ownGoroutines(); n != 0 {
+		t.Fatalf("%d goroutines left after Close", n)
+	}
+}
+
+// TestMain keeps go-redis's own log of failed dials out of the output.
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietLogger{})
+	os.Exit(m.Run())
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// countingEvents signals when the library has stored n events in an
+// EventStore.
+type countingEvents struct {
+	*EventStore
+	n      int64
+	stored atomic.Int64
+	done   chan struct{}
+}
+
+func (e *countingEvents) Append(ctx context.Context, sessionID, streamID string, index int64, data []byte) error {
+	err := e.EventStore.Append(ctx, sessionID, streamID, index, data)
+	if err == nil && e.stored.Add(1) == e.n {
+		close(e.done)
+	}
+	return err
+}
+
+// TestLibraryOnRedis: a server keeps its legacy sessions' events and its
+// tasks on Redis through the library's options; a 2025-11-25 client over
+// HTTP gets every progress report and its task's result.
+func TestLibraryOnRedis(t *testing.T) {
+	r := startRedis(t)
+	c := r.client()
+	// Five progress reports and the result; the handler stores them
+	// after it wrote them.
+	events := &countingEvents{EventStore: NewEventStore(c), n: 6, done: make(chan struct{})}
+	srv := mcp.NewServer(mcp.Implementation{Name: "s", Version: "1"}, mcp.WithTaskStore(NewTaskStore(c)),
+		mcp.WithTaskPollInterval(10*time.Millisecond))
+	srv.AddTool(mcp.Tool{Name: "count", Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskOptional}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for i := range 5 {
+				if err := req.Gateway().Progress(float64(i+1), 5, ""); err != nil {
+					return nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("done")}}, nil
+		})
+	hs := httptest.NewServer(mcp.NewHTTPHandler(srv, mcp.WithEventStore(events)))
+	defer hs.Close()
+	ctx := context.Background()
+	cl := mcp.NewClient(mcp.Implementation{Name: "c", Version: "1"}, mcp.WithProtocolVersion("2025-11-25"))
+	if err := cl.Connect(ctx, mcp.NewHTTPTransport(hs.URL)); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	var reports atomic.Int64
+	res, err := cl.CallTool(ctx, "count", nil, mcp.WithProgress(func(mcp.Progress) { reports.Add(1) }))
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool: %+v, %v", res, err)
+	}
+	if n := reports.Load(); n != 5 {
+		t.Fatalf("%d progress reports", n)
+	}
+	awaitAll(t, "the events were not stored", events.done)
+
+	task, err := cl.StartTool(ctx, "count", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = task.Wait(ctx)
+	if err != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("the task's result: %+v, %v", res, err)
+	}
+	id := task.Task().ID
+	if id == "" || c.Exists(ctx, "mcp:task:"+id).Val() != 1 {
+		t.Fatalf("task %q is not in Redis", id)
+	}
+	if got := c.HGet(ctx, "mcp:task:"+id, "status").Val(); got != string(mcp.TaskCompleted) {
+		t.Fatalf("the stored task's status: %q", got)
+	}
 }

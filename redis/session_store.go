@@ -14,18 +14,13 @@ import (
 // SessionStore is an [mcp.SessionStore] on Redis: one key per session
 // holding its record as JSON, expiring ttl after the last Save or Touch.
 // Server side.
-type SessionStore struct {
-	rdb *redis.Client
-	cfg *config
-}
+type SessionStore struct{ client }
 
 var _ mcp.SessionStore = (*SessionStore)(nil)
 
 // NewSessionStore returns a SessionStore on rdb. Server side.
 func NewSessionStore(rdb *redis.Client, opts ...Option) *SessionStore {
-	cfg := newConfig(opts)
-	cfg.checkClient(rdb, "SessionStore")
-	return &SessionStore{rdb: rdb, cfg: cfg}
+	return &SessionStore{newClient(rdb, opts, "SessionStore")}
 }
 
 func (s *SessionStore) key(id string) string { return s.cfg.prefix + "session:" + id }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -14,10 +13,7 @@ import (
 
 // sessionStoreChecks are what every mcp.SessionStore does, run against
 // the library's MemorySessionStore and against ours.
-var sessionStoreChecks = []struct {
-	name  string
-	check func(t *testing.T, s mcp.SessionStore)
-}{
+var sessionStoreChecks = []check[mcp.SessionStore]{
 	{"a record is kept as saved, a copy", func(t *testing.T, s mcp.SessionStore) {
 		ctx := context.Background()
 		rec := &mcp.SessionRecord{ID: "s1", Principal: "alice", ProtocolVersion: "2025-11-25",
@@ -86,13 +82,9 @@ var sessionStoreChecks = []struct {
 
 // TestSessionStoreChecks runs the shared checks on both stores.
 func TestSessionStoreChecks(t *testing.T) {
-	r := startRedis(t)
-	for i, c := range sessionStoreChecks {
-		t.Run("memory/"+c.name, func(t *testing.T) { c.check(t, mcp.NewMemorySessionStore()) })
-		t.Run("redis/"+c.name, func(t *testing.T) {
-			c.check(t, NewSessionStore(r.client(), WithKeyPrefix(fmt.Sprintf("t%d:", i))))
-		})
-	}
+	runChecks(t, sessionStoreChecks,
+		func() mcp.SessionStore { return mcp.NewMemorySessionStore() },
+		func(r *redisServer, prefix Option) mcp.SessionStore { return NewSessionStore(r.client(), prefix) })
 }
 
 // TestSessionStoreTTL: a session lives ttl from its last Save or Touch,

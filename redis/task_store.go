@@ -18,18 +18,13 @@ import (
 // once Redis expired the tasks themselves. UpdateStatus and PutResult are
 // scripts, so a task that ended keeps its outcome whatever runs beside
 // them. Server side.
-type TaskStore struct {
-	rdb *redis.Client
-	cfg *config
-}
+type TaskStore struct{ client }
 
 var _ mcp.TaskStore = (*TaskStore)(nil)
 
 // NewTaskStore returns a TaskStore on rdb. Server side.
 func NewTaskStore(rdb *redis.Client, opts ...Option) *TaskStore {
-	cfg := newConfig(opts)
-	cfg.checkClient(rdb, "TaskStore")
-	return &TaskStore{rdb: rdb, cfg: cfg}
+	return &TaskStore{newClient(rdb, opts, "TaskStore")}
 }
 
 func (s *TaskStore) taskKey(id string) string     { return s.cfg.prefix + "task:" + id }

@@ -21,10 +21,7 @@ func newRecord(id, owner string, ttl time.Duration) *mcp.TaskRecord {
 // taskStoreChecks are what every mcp.TaskStore does, run against the
 // library's MemoryTaskStore and against ours; the checks follow the
 // library's TestMemoryTaskStore.
-var taskStoreChecks = []struct {
-	name  string
-	check func(t *testing.T, s mcp.TaskStore)
-}{
+var taskStoreChecks = []check[mcp.TaskStore]{
 	{"a task reads back as created", func(t *testing.T, s mcp.TaskStore) {
 		ctx := context.Background()
 		rec := newRecord("a", "alice", time.Hour)
@@ -154,13 +151,9 @@ var taskStoreChecks = []struct {
 
 // TestTaskStoreChecks runs the shared checks on both stores.
 func TestTaskStoreChecks(t *testing.T) {
-	r := startRedis(t)
-	for i, c := range taskStoreChecks {
-		t.Run("memory/"+c.name, func(t *testing.T) { c.check(t, mcp.NewMemoryTaskStore(0, 0)) })
-		t.Run("redis/"+c.name, func(t *testing.T) {
-			c.check(t, NewTaskStore(r.client(), WithKeyPrefix(fmt.Sprintf("t%d:", i))))
-		})
-	}
+	runChecks(t, taskStoreChecks,
+		func() mcp.TaskStore { return mcp.NewMemoryTaskStore(0, 0) },
+		func(r *redisServer, prefix Option) mcp.TaskStore { return NewTaskStore(r.client(), prefix) })
 }
 
 // TestTaskStoreExpiry: Redis deletes a task when its TTL ends; List skips
