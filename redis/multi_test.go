@@ -114,7 +114,32 @@ type hit struct {
 	method  string
 	client  string // the client's X-Test-Client header
 	body    string // its start
+	status  int    // the backend's answer; 0 while it runs
+	took    time.Duration
 }
+
+// statusWriter notes the status a proxied response had.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush passes streams through at once.
+func (w *statusWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
 
 // rrProxy is a load balancer with no affinity: each request goes to the
 // next backend in turn. A backend that refuses connections is taken out,
@@ -186,12 +211,18 @@ func (p *rrProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		p.mu.Lock()
+		n := len(p.hits)
 		p.hits = append(p.hits, hit{backend: i, method: r.Method, client: r.Header.Get("X-Test-Client"), body: string(body[:min(len(body), 512)])})
 		p.mu.Unlock()
 		refused := false
 		out := r.Clone(context.WithValue(r.Context(), refusedKey{}, &refused))
 		out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		p.proxies[i].ServeHTTP(w, out)
+		sw := &statusWriter{ResponseWriter: w}
+		start := time.Now()
+		p.proxies[i].ServeHTTP(sw, out)
+		p.mu.Lock()
+		p.hits[n].status, p.hits[n].took = sw.status, time.Since(start)
+		p.mu.Unlock()
 		if !refused {
 			return
 		}
@@ -220,8 +251,9 @@ func (p *rrProxy) find(s string) []hit {
 	return out
 }
 
-// routeOf says where the client named name sent each request, such as
-// "initialize>i1 GET>i3 resources/subscribe>i2".
+// routeOf says where the client named name sent each GET and
+// subscription, how it was answered, and how long it took, such as
+// "initialize>i1 GET>i3:200/1.2s resources/subscribe>i2".
 func (p *rrProxy) routeOf(name string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -238,7 +270,11 @@ func (p *rrProxy) routeOf(name string) string {
 			json.Unmarshal([]byte(h.body), &m)
 			what = cmp.Or(m.Method, "response")
 		}
-		fmt.Fprintf(&b, "%s>i%d ", what, h.backend+1)
+		fmt.Fprintf(&b, "%s>i%d", what, h.backend+1)
+		if h.method == http.MethodGet || what == "subscriptions/listen" {
+			fmt.Fprintf(&b, ":%d/%.1fs", h.status, h.took.Seconds())
+		}
+		b.WriteByte(' ')
 	}
 	return strings.TrimSpace(b.String())
 }
@@ -625,6 +661,11 @@ func (c *multiCluster) touch(toucher *mcp.Client, k, nth, total int, ls []*liste
 			missed[l] = true
 			c.t.Errorf("%s: marker update %d not received after %v (it has %d of the counter's %d); the session's requests went: %s",
 				l.name, nth, waitBound, l.of(counterURI), total, c.proxy.routeOf(l.name))
+		}
+	}
+	if len(missed) > 0 {
+		for _, in := range c.instances {
+			c.t.Logf("%s's standard error:\n%s", in.name, in.output())
 		}
 	}
 	for _, l := range ls {
