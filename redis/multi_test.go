@@ -238,17 +238,22 @@ func (p *rrProxy) setRoute(route func(r *http.Request, body []byte) func(int) bo
 	p.route = route
 }
 
-// find returns the requests whose body contains s.
-func (p *rrProxy) find(s string) []hit {
+// where returns the requests that pass keep.
+func (p *rrProxy) where(keep func(hit) bool) []hit {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []hit
 	for _, h := range p.hits {
-		if strings.Contains(h.body, s) {
+		if keep(h) {
 			out = append(out, h)
 		}
 	}
 	return out
+}
+
+// find returns the requests whose body contains s.
+func (p *rrProxy) find(s string) []hit {
+	return p.where(func(h hit) bool { return strings.Contains(h.body, s) })
 }
 
 // routeOf says where the client named name sent each GET and
@@ -279,18 +284,9 @@ func (p *rrProxy) routeOf(name string) string {
 	return strings.TrimSpace(b.String())
 }
 
-// gets returns the backends of the GET requests, fresh ones (no
-// Last-Event-ID) apart from resumes.
+// gets returns the GET requests.
 func (p *rrProxy) gets() []hit {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []hit
-	for _, h := range p.hits {
-		if h.method == http.MethodGet {
-			out = append(out, h)
-		}
-	}
-	return out
+	return p.where(func(h hit) bool { return h.method == http.MethodGet })
 }
 
 // multiCluster is Redis, three instances and the proxy.
@@ -480,23 +476,10 @@ func TestMultiProgress(t *testing.T) {
 		t.Errorf("%d progress reports, want %d", n, clients*per*steps)
 	}
 	for i := range c.instances {
-		if n := len(c.proxy.backendHits(i)); n == 0 {
+		if n := len(c.proxy.where(func(h hit) bool { return h.backend == i })); n == 0 {
 			t.Errorf("instance %d served nothing", i+1)
 		}
 	}
-}
-
-// backendHits returns the requests that went to backend i.
-func (p *rrProxy) backendHits(i int) []hit {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []hit
-	for _, h := range p.hits {
-		if h.backend == i {
-			out = append(out, h)
-		}
-	}
-	return out
 }
 
 // elicitAnswer is what the elicit tool returns.
