@@ -707,7 +707,8 @@ func TestMultiResourceUpdated(t *testing.T) {
 	c.touch(toucher, 2, 2, 5, ls)
 }
 
-// TestMultiTask: a task created on instance 1 is polled on instance 2 and
+// TestMultiTask: each client talks to one instance directly (each says
+// who it is); a task created on instance 1 is polled on instance 2 and
 // cancelled on instance 3; it ends cancelled, and its handler on
 // instance 1 sees its context end.
 func TestMultiTask(t *testing.T) {
@@ -715,7 +716,12 @@ func TestMultiTask(t *testing.T) {
 	ctx := context.Background()
 	var cls []*mcp.Client
 	for _, in := range c.instances {
-		cls = append(cls, c.connect("tasker on "+in.name, in.url(), mcp.Version20260728))
+		cl := c.connect("tasker on "+in.name, in.url(), mcp.Version20260728)
+		res, err := cl.CallTool(ctx, "whoami-instance", nil, mcp.WithTimeout(waitBound))
+		if err != nil || textOf(res) != in.name {
+			t.Fatalf("whoami-instance at %s: %q, %v; want %s", in.addr, textOf(res), err, in.name)
+		}
+		cls = append(cls, cl)
 	}
 	task, err := cls[0].StartTool(ctx, "slow-task", map[string]float64{"seconds": 60}, mcp.WithTask(time.Minute), mcp.WithTimeout(waitBound))
 	if err != nil {
