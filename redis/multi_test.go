@@ -505,7 +505,7 @@ func TestMultiElicitation(t *testing.T) {
 		n.(*atomic.Int32).Add(1)
 		return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"word": token}}, nil
 	})
-	var elsewhere, legacy atomic.Int32
+	var elsewhere, legacy, moved atomic.Int32
 	var wg sync.WaitGroup
 	for k := range clients {
 		v := eras[k%2]
@@ -527,6 +527,13 @@ func TestMultiElicitation(t *testing.T) {
 					t.Errorf("%s %s: the handler got %+v, not its own answer", v, token, out)
 				}
 				if v != mcp.Version20251125 {
+					// The call, then the call again with the answer.
+					rounds := c.proxy.find(`"token":"` + token + `"`)
+					if len(rounds) != 2 {
+						t.Errorf("%s %s: %d rounds through the proxy, want 2", v, token, len(rounds))
+					} else if rounds[0].backend != rounds[1].backend {
+						moved.Add(1)
+					}
 					continue
 				}
 				legacy.Add(1)
@@ -549,6 +556,10 @@ func TestMultiElicitation(t *testing.T) {
 		return true
 	})
 	t.Logf("%d of %d legacy answers landed on another instance than the asking handler's", elsewhere.Load(), legacy.Load())
+	t.Logf("%d 2026-07-28 calls were answered on another instance than the one that asked", moved.Load())
+	if moved.Load() == 0 {
+		t.Errorf("no 2026-07-28 answer went to another instance than its question: the shared state key was not tried")
+	}
 	if elsewhere.Load() == 0 {
 		t.Errorf("no legacy answer landed on another instance than its handler's: the test proved nothing")
 	}
