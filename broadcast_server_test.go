@@ -19,11 +19,11 @@ import (
 	"time"
 )
 
-// cluster is several instances of one server, each a Server behind its own
+// fanCluster is several instances of one server, each a Server behind its own
 // NewHTTPHandler on loopback, sharing a task store and a broadcaster,
 // behind a round-robin reverse proxy with no affinity: each request goes
 // to the next instance.
-type cluster struct {
+type fanCluster struct {
 	servers  []*Server
 	backends []*httptest.Server
 	proxy    *httptest.Server
@@ -42,11 +42,11 @@ type routed struct {
 	method   string
 }
 
-// newCluster starts n instances of the server newServer makes from the
+// newFanCluster starts n instances of the server newServer makes from the
 // shared options.
-func newCluster(t *testing.T, n int, newServer func(opts ...ServerOption) *Server) *cluster {
+func newFanCluster(t *testing.T, n int, newServer func(opts ...ServerOption) *Server) *fanCluster {
 	t.Helper()
-	c := &cluster{b: newCountingBroadcaster(), store: NewMemoryTaskStore(0, 0)}
+	c := &fanCluster{b: newCountingBroadcaster(), store: NewMemoryTaskStore(0, 0)}
 	key := make([]byte, 32)
 	rand.Read(key)
 	proxies := make([]*httputil.ReverseProxy, n)
@@ -102,7 +102,7 @@ func dial(t *testing.T, url string, opts ...ClientOption) *Client {
 
 // instancesOf returns the instances that served the requests of method,
 // in order.
-func (c *cluster) instancesOf(method string) []int {
+func (c *fanCluster) instancesOf(method string) []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var got []int
@@ -115,7 +115,7 @@ func (c *cluster) instancesOf(method string) []int {
 }
 
 // listeners is how many listen streams instance i holds.
-func (c *cluster) listeners(i int) int {
+func (c *fanCluster) listeners(i int) int {
 	s := c.servers[i]
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
@@ -240,7 +240,7 @@ func (l *rawListen) close() { l.res.Body.Close() }
 // listeners, and once everyone has gone, to nothing.
 func TestBroadcastAcrossInstances(t *testing.T) {
 	before := runtime.NumGoroutine()
-	c := newCluster(t, 3, featureServer)
+	c := newFanCluster(t, 3, featureServer)
 	ctx := context.Background()
 	var clients []*Client
 	connect := func(url, version string, rec *changeRecorder) *Client {

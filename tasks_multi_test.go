@@ -12,9 +12,9 @@ import (
 
 // taskCluster is a cluster of task rigs: each instance's work tool runs
 // until its own rig releases it.
-func taskCluster(t *testing.T, n int) (*cluster, []*taskRig) {
+func taskCluster(t *testing.T, n int) (*fanCluster, []*taskRig) {
 	var rigs []*taskRig
-	c := newCluster(t, n, func(opts ...ServerOption) *Server {
+	c := newFanCluster(t, n, func(opts ...ServerOption) *Server {
 		r := newTaskRig(append(opts, WithTaskPollInterval(time.Millisecond))...)
 		rigs = append(rigs, r)
 		return r.srv
@@ -45,7 +45,7 @@ func awaitCancelled(t *testing.T, rig *taskRig) {
 }
 
 // last returns the last instance that served method.
-func (c *cluster) last(t *testing.T, method string) int {
+func (c *fanCluster) last(t *testing.T, method string) int {
 	t.Helper()
 	got := c.instancesOf(method)
 	if len(got) == 0 {
