@@ -26,7 +26,8 @@ type relayMessage struct {
 	Kind string `json:"kind"`
 	// From is the publishing instance, which ignores its own messages.
 	From string `json:"from"`
-	// Message is the JSON-RPC message the kind carries, if any.
+	// Message is the JSON-RPC message the kind carries, if any; for
+	// relayState, the sessionChange.
 	Message json.RawMessage `json:"message,omitempty"`
 }
 
@@ -51,6 +52,9 @@ const (
 	relayResume = "resume"
 	// relayRelease: From no longer holds the GET stream.
 	relayRelease = "release"
+	// relayState: the client changed the session's state on From (a
+	// subscription, its log level); the other copies make the same change.
+	relayState = "state"
 )
 
 // sessionChannel is the Broadcaster channel of legacy session id.
@@ -161,6 +165,11 @@ func (s *httpSession) deliver(data []byte) {
 					s.publish(s.ctx, relayEvent, data)
 				}
 			}()
+		}
+	case relayState:
+		var change sessionChange
+		if json.Unmarshal(m.Message, &change) == nil && s.ss.apply(change) {
+			s.standaloneStream() // its updates need somewhere to wait
 		}
 	case relayRelease:
 		s.mu.Lock()

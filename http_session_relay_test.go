@@ -366,3 +366,39 @@ func eventIDs(p *sseParser) []string {
 		}
 	}
 }
+
+// TestSharedSessionSubscribedAfterGET: a subscription and a log level set
+// on one instance after the client opened its GET stream on another are
+// the stream holder's too: its updates reach the stream.
+func TestSharedSessionSubscribedAfterGET(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3)
+	for _, srv := range c.servers {
+		srv.AddResource(Resource{URI: "res://a", Name: "a"}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
+	}
+	sid := legacySession(t, c.url(0), Version20251125)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := getStream(t, ctx, c.url(1), sid, "")
+	nextEvent(t, p, true) // priming
+	for i, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"res://a"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"error"}}`,
+	} {
+		if r := doHTTP(t, "POST", c.url(i*2), body, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+			t.Fatalf("%s: %d %s", body, r.status, r.body)
+		}
+	}
+	c.servers[2].ResourceUpdated("res://a")
+	e := nextEvent(t, p, false)
+	if field(t, string(e.data), "method") != "notifications/resources/updated" || field(t, string(e.data), "params.uri") != "res://a" {
+		t.Fatalf("on the holder's stream: %s", e.data)
+	}
+	ss := c.handlers[1].session(sid).ss
+	ss.mu.Lock()
+	level := ss.logLevel
+	ss.mu.Unlock()
+	if level != "error" {
+		t.Errorf("the holder's log level: %q, want error", level)
+	}
+}

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -260,10 +261,20 @@ func (s *httpSession) deleteShared(ctx context.Context) error {
 	return nil
 }
 
-// sessionChanged saves a legacy session's state when sessions are shared.
-func (t *streamTransport) sessionChanged() error {
+// sessionChanged saves a legacy session's state when sessions are shared,
+// then tells the other copies of the session what changed, so that the one
+// holding the GET stream delivers by the session's present state. A failed
+// publication is logged: the copies made from now on load the saved state.
+func (t *streamTransport) sessionChanged(change sessionChange) error {
 	if t.sess == nil || t.sess.h.cfg.sessions == nil {
 		return nil
 	}
-	return t.sess.save()
+	if err := t.sess.save(); err != nil {
+		return err
+	}
+	if change != (sessionChange{}) {
+		data, _ := json.Marshal(change)
+		t.sess.publish(t.sess.ctx, relayState, data)
+	}
+	return nil
 }

@@ -46,7 +46,11 @@ func (ss *serverSession) subscribe(ctx context.Context, params json.RawMessage, 
 		delete(ss.subscriptions, p.URI)
 	}
 	ss.mu.Unlock()
-	if err := ss.changed(); err != nil {
+	change := sessionChange{Subscribe: p.URI}
+	if !on {
+		change = sessionChange{Unsubscribe: p.URI}
+	}
+	if err := ss.changed(change); err != nil {
 		return nil, err
 	}
 	if on && ss.conn.push != nil {
