@@ -402,3 +402,57 @@ func TestSharedSessionSubscribedAfterGET(t *testing.T) {
 		t.Errorf("the holder's log level: %q, want error", level)
 	}
 }
+
+// TestSharedSessionHolderKilled: the instance holding a session's GET
+// stream dies without a word; what every session gets meanwhile is not
+// lost with it: the stream resumed on another instance replays what the
+// dead one stored, then the updates made after its death, then what comes
+// live, each once.
+func TestSharedSessionHolderKilled(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3)
+	for _, srv := range c.servers {
+		for _, uri := range []string{"res://a", "res://b"} {
+			srv.AddResource(Resource{URI: uri, Name: uri}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
+		}
+	}
+	sid := legacySession(t, c.url(0), Version20251125)
+	for i, uri := range []string{"res://a", "res://b"} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"` + uri + `"}}`
+		if r := doHTTP(t, "POST", c.url(i*2), body, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+			t.Fatalf("subscribe: %d %s", r.status, r.body)
+		}
+	}
+	uriOf := func(p *sseParser) (string, string) {
+		e := nextEvent(t, p, false)
+		return fmt.Sprint(field(t, string(e.data), "params.uri")), e.id
+	}
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 := getStream(t, ctx1, c.url(1), sid, "")
+	nextEvent(t, p1, true) // priming
+	c.servers[2].ResourceUpdated("res://a")
+	uri, last := uriOf(p1)
+	if uri != "res://a" {
+		t.Fatalf("first update: %s", uri)
+	}
+
+	c.bc.kill(c.handlers[1].instance)
+	c.handlers[1].session(sid).conn.close(errors.New("killed"))
+	cancel1()
+	c.servers[0].ResourceUpdated("res://a")
+	c.servers[2].ResourceUpdated("res://a")
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	p2 := getStream(t, ctx2, c.url(2), sid, last)
+	c.servers[0].ResourceUpdated("res://a")
+	c.servers[0].ResourceUpdated("res://b")
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != "res://b" {
+		uri, _ := uriOf(p2)
+		got = append(got, uri)
+	}
+	if want := []string{"res://a", "res://a", "res://a", "res://b"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the holder died, the resumed stream got %v, want %v", got, want)
+	}
+}

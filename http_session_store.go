@@ -72,6 +72,25 @@ type sharedState struct {
 	// holder is the instance that holds the session's GET stream, when
 	// another does ("": this one, or none known).
 	holder string
+	// unconfirmed are the server-wide messages that came while holder
+	// held the stream and that it has not said it delivered: should it die
+	// without a word, the copy that takes the stream over delivers them.
+	// early are the ids it confirmed before they came here. Both are
+	// bounded by WithSessionBacklog's count.
+	unconfirmed []wideMessage
+	early       []string
+	// holding: this copy holds the GET stream, and confirms what
+	// server-wide messages it puts on it (confirms, while confirming).
+	holding    bool
+	confirms   []string
+	confirming bool
+}
+
+// wideMessage is a server-wide message kept by a copy of a shared session
+// that does not hold its GET stream.
+type wideMessage struct {
+	id   string
+	data []byte
 }
 
 // sessionStoreError is a failed call to the SessionStore or the

@@ -136,12 +136,11 @@ func (ss *serverSession) changed(c sessionChange) error {
 	return nil
 }
 
-// serverWide is the route of a message that every session gets
+// serverWideRoute is the route of a message that every session gets
 // (Server.broadcast). Over HTTP it belongs to no request; of the copies of
 // a legacy session that several instances share, each of which gets it
-// from its own Server, only one delivers it.
-var serverWide any = serverWideRoute{}
-
-type serverWideRoute struct{}
+// from its own Server, only one delivers it. id names the announcement on
+// every instance (serverMessage.ID; "" for one made here only).
+type serverWideRoute struct{ id string }
 
 var _ pushTransport = (*streamTransport)(nil)
