@@ -61,6 +61,11 @@ const (
 	// server-wide messages on it (a JSON array of serverMessage ids); the
 	// others stop keeping them for the case it dies.
 	relayDelivered = "delivered"
+	// relayJoin: From made a copy of the session; the holder of the GET
+	// stream says so (relayHolding), as the copy missed its relayHold.
+	relayJoin = "join"
+	// relayHolding: From holds the GET stream, as it held it before.
+	relayHolding = "holding"
 )
 
 // sessionChannel is the Broadcaster channel of legacy session id.
@@ -152,6 +157,20 @@ func (s *httpSession) deliver(data []byte) {
 		if st := s.unsolicitedStream(); st != nil {
 			st.push(outgoing{data: m.Message}) // Unmarshal made it ours
 		}
+	case relayJoin:
+		s.mu.Lock()
+		holding := s.shared.holding
+		s.mu.Unlock()
+		if holding {
+			// Not from within a delivery, as for relayHold below.
+			go s.publish(s.ctx, relayHolding, nil)
+		}
+	case relayHolding:
+		s.mu.Lock()
+		if !s.shared.holding {
+			s.shared.holder = m.From
+		}
+		s.mu.Unlock()
 	case relayDelivered:
 		var ids []string
 		if json.Unmarshal(m.Message, &ids) == nil {

@@ -456,3 +456,38 @@ func TestSharedSessionHolderKilled(t *testing.T) {
 		t.Fatalf("after the holder died, the resumed stream got %v, want %v", got, want)
 	}
 }
+
+// TestSharedSessionHolderKilledJoined: as TestSharedSessionHolderKilled,
+// where the instance that takes the stream over made its copy of the
+// session after the stream was opened, and learnt who held it from the
+// holder.
+func TestSharedSessionHolderKilledJoined(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3)
+	for _, srv := range c.servers {
+		srv.AddResource(Resource{URI: "res://a", Name: "a"}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
+	}
+	sid := legacySession(t, c.url(0), Version20251125)
+	watch := relayWatch(t, c, sid)
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 := getStream(t, ctx1, c.url(1), sid, "")
+	nextEvent(t, p1, true) // priming
+	if r := doHTTP(t, "POST", c.url(2), `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"res://a"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+		t.Fatalf("subscribe: %d %s", r.status, r.body)
+	}
+	awaitRelay(t, watch, relayHolding, c.handlers[1].instance)
+	c.servers[0].ResourceUpdated("res://a")
+	e := nextEvent(t, p1, false)
+
+	c.bc.kill(c.handlers[1].instance)
+	c.handlers[1].session(sid).conn.close(errors.New("killed"))
+	cancel1()
+	c.servers[0].ResourceUpdated("res://a")
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	p2 := getStream(t, ctx2, c.url(2), sid, e.id)
+	if e := nextEvent(t, p2, false); field(t, string(e.data), "method") != "notifications/resources/updated" {
+		t.Fatalf("after the holder died: %s", e.data)
+	}
+}

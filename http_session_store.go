@@ -186,6 +186,7 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 	h.registerLocked(s)
 	h.mu.Unlock()
 	h.log.Debug("serving a legacy session created on another instance", "session", sid)
+	s.publish(ctx, relayJoin, nil) // the holder of its GET stream, if any, says so
 	if len(rec.Subscriptions) > 0 {
 		s.standaloneStream() // its resource updates need somewhere to wait
 	}
