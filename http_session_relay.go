@@ -167,7 +167,7 @@ func (s *httpSession) deliver(data []byte) {
 		}
 	case relayHolding:
 		s.mu.Lock()
-		if !s.shared.holding {
+		if !s.shared.holding && s.shared.holder == "" { // no newer word
 			s.shared.holder = m.From
 		}
 		s.mu.Unlock()

@@ -491,3 +491,43 @@ func TestSharedSessionHolderKilledJoined(t *testing.T) {
 		t.Fatalf("after the holder died: %s", e.data)
 	}
 }
+
+// TestSharedSessionHolderKilledBounded: what a copy keeps for a holder
+// that never confirms it is bounded by WithSessionBacklog's count: the
+// newest are kept.
+func TestSharedSessionHolderKilledBounded(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3, WithSessionBacklog(0, 2))
+	uris := []string{"res://1", "res://2", "res://3", "res://end"}
+	for _, srv := range c.servers {
+		for _, uri := range uris {
+			srv.AddResource(Resource{URI: uri, Name: uri}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
+		}
+	}
+	sid := legacySession(t, c.url(0), Version20251125)
+	for _, uri := range uris {
+		if r := doHTTP(t, "POST", c.url(2), `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+			t.Fatalf("subscribe: %d %s", r.status, r.body)
+		}
+	}
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 := getStream(t, ctx1, c.url(1), sid, "")
+	e := nextEvent(t, p1, true) // priming
+	c.bc.kill(c.handlers[1].instance)
+	c.handlers[1].session(sid).conn.close(errors.New("killed"))
+	cancel1()
+	for _, uri := range uris[:3] {
+		c.servers[0].ResourceUpdated(uri)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	p2 := getStream(t, ctx2, c.url(2), sid, e.id)
+	c.servers[0].ResourceUpdated("res://end")
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != "res://end" {
+		got = append(got, fmt.Sprint(field(t, string(nextEvent(t, p2, false).data), "params.uri")))
+	}
+	if want := []string{"res://2", "res://3", "res://end"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("resumed after the holder died, with room for 2: %v, want %v", got, want)
+	}
+}
