@@ -66,6 +66,11 @@ const (
 	relayJoin = "join"
 	// relayHolding: From holds the GET stream, as it held it before.
 	relayHolding = "holding"
+	// relayKept: the server-wide messages From kept for a holder that
+	// never confirmed them, handed to the new holder, which puts each on
+	// the stream once, whoever else hands it over (a JSON array of
+	// wideMessage): it may have had no copy of the session meanwhile.
+	relayKept = "kept"
 )
 
 // sessionChannel is the Broadcaster channel of legacy session id.
@@ -171,6 +176,14 @@ func (s *httpSession) deliver(data []byte) {
 			s.shared.holder = m.From
 		}
 		s.mu.Unlock()
+	case relayKept:
+		var kept []wideMessage
+		s.mu.Lock()
+		holding := s.shared.holding
+		s.mu.Unlock()
+		if holding && json.Unmarshal(m.Message, &kept) == nil {
+			s.deliverKept(kept)
+		}
 	case relayDelivered:
 		var ids []string
 		if json.Unmarshal(m.Message, &ids) == nil {
@@ -180,11 +193,16 @@ func (s *httpSession) deliver(data []byte) {
 		s.mu.Lock()
 		s.shared.holder = m.From
 		s.shared.holding = false
-		// The new holder delivers its own copies of what the last one
-		// left unconfirmed.
+		// What the last holder left unconfirmed goes to the new one,
+		// which may have had no copy of it.
+		kept := s.shared.unconfirmed
 		s.shared.unconfirmed, s.shared.early = nil, nil
 		st := s.standalone
 		s.mu.Unlock()
+		if len(kept) > 0 {
+			data, _ := json.Marshal(kept)
+			go s.publish(s.ctx, relayKept, data) // not from within a delivery: see below
+		}
 		if st == nil {
 			return
 		}
@@ -248,6 +266,13 @@ func (s *httpSession) pushShared(o outgoing) error {
 		return errNoStandalone
 	}
 	confirm := isWide && wide.id != "" && s.shared.holding
+	// Twice the backlog's count: what this copy kept and put on the
+	// stream at its hold, then as much again live, before the others'
+	// hand-overs arrive.
+	if confirm && !s.shared.delivered.add(wide.id, 2*s.h.cfg.backlogMessages) {
+		s.mu.Unlock()
+		return nil // on the stream already: live, or handed over
+	}
 	st.mu.Lock()
 	index, kept := st.pushLocked(o)
 	st.mu.Unlock()
@@ -273,7 +298,7 @@ func (s *httpSession) keepUnconfirmedLocked(id string, data []byte) {
 	if n := len(s.shared.unconfirmed); n >= limit {
 		s.shared.unconfirmed = slices.Delete(s.shared.unconfirmed, 0, n-limit+1)
 	}
-	s.shared.unconfirmed = append(s.shared.unconfirmed, wideMessage{id: id, data: bytes.Clone(data)})
+	s.shared.unconfirmed = append(s.shared.unconfirmed, wideMessage{ID: id, Data: bytes.Clone(data)})
 }
 
 // confirmed drops the server-wide messages ids, which the holder of the
@@ -282,7 +307,7 @@ func (s *httpSession) confirmed(ids []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
-		i := slices.IndexFunc(s.shared.unconfirmed, func(w wideMessage) bool { return w.id == id })
+		i := slices.IndexFunc(s.shared.unconfirmed, func(w wideMessage) bool { return w.ID == id })
 		if i >= 0 {
 			s.shared.unconfirmed = slices.Delete(s.shared.unconfirmed, i, i+1)
 			continue
@@ -341,6 +366,7 @@ func (s *httpSession) hold(ctx context.Context, resumed bool) {
 	s.mu.Lock()
 	s.shared.holder = ""
 	s.shared.holding = true
+	s.shared.delivered = recentIDs{}
 	kept := s.shared.unconfirmed
 	s.shared.unconfirmed, s.shared.early = nil, nil
 	s.mu.Unlock()
@@ -349,8 +375,14 @@ func (s *httpSession) hold(ctx context.Context, resumed bool) {
 		kind = relayResume
 	}
 	s.publish(ctx, kind, nil)
+	s.deliverKept(kept)
+}
+
+// deliverKept puts on the GET stream held here the server-wide messages
+// that a previous holder left unconfirmed, each once.
+func (s *httpSession) deliverKept(kept []wideMessage) {
 	for _, w := range kept {
-		s.pushShared(outgoing{data: w.data, route: serverWideRoute{w.id}})
+		s.pushShared(outgoing{data: w.Data, route: serverWideRoute{w.ID}})
 	}
 }
 

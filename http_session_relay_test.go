@@ -406,8 +406,8 @@ func TestSharedSessionSubscribedAfterGET(t *testing.T) {
 // TestSharedSessionHolderKilled: the instance holding a session's GET
 // stream dies without a word; what every session gets meanwhile is not
 // lost with it: the stream resumed on another instance replays what the
-// dead one stored, then the updates made after its death, then what comes
-// live, each once.
+// dead one stored and confirmed, then the updates made after its death,
+// then what comes live, each once.
 func TestSharedSessionHolderKilled(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 3)
@@ -423,6 +423,10 @@ func TestSharedSessionHolderKilled(t *testing.T) {
 			t.Fatalf("subscribe: %d %s", r.status, r.body)
 		}
 	}
+	// After the copies on instances 0 and 2: the memory broadcaster
+	// delivers in the order of subscription, so what the watch sees they
+	// have seen.
+	watch := relayWatch(t, c, sid)
 	uriOf := func(p *sseParser) (string, string) {
 		e := nextEvent(t, p, false)
 		return fmt.Sprint(field(t, string(e.data), "params.uri")), e.id
@@ -435,6 +439,9 @@ func TestSharedSessionHolderKilled(t *testing.T) {
 	if uri != "res://a" {
 		t.Fatalf("first update: %s", uri)
 	}
+	// Confirmed: a message delivered just before the holder dies, whose
+	// confirmation it had not sent, would come twice (docs/deploying.md).
+	awaitRelay(t, watch, relayDelivered, c.handlers[1].instance)
 
 	c.bc.kill(c.handlers[1].instance)
 	c.handlers[1].session(sid).conn.close(errors.New("killed"))
@@ -529,5 +536,51 @@ func TestSharedSessionHolderKilledBounded(t *testing.T) {
 	}
 	if want := []string{"res://2", "res://3", "res://end"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("resumed after the holder died, with room for 2: %v, want %v", got, want)
+	}
+}
+
+// TestSharedSessionHolderKilledNoCopy: the stream of a holder that died
+// is resumed on an instance that had no copy of the session: the copies
+// that kept what the dead one left hand it over, and each message comes
+// once, in order, before what comes live.
+func TestSharedSessionHolderKilledNoCopy(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 4)
+	for _, srv := range c.servers {
+		for _, uri := range []string{"res://a", "res://b", "res://end"} {
+			srv.AddResource(Resource{URI: uri, Name: uri}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
+		}
+	}
+	sid := legacySession(t, c.url(0), Version20251125)
+	for _, uri := range []string{"res://a", "res://b", "res://end"} {
+		if r := doHTTP(t, "POST", c.url(2), `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+			t.Fatalf("subscribe: %d %s", r.status, r.body)
+		}
+	}
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 := getStream(t, ctx1, c.url(1), sid, "")
+	e := nextEvent(t, p1, true) // priming
+	c.bc.kill(c.handlers[1].instance)
+	c.handlers[1].session(sid).conn.close(errors.New("killed"))
+	cancel1()
+	c.servers[0].ResourceUpdated("res://a")
+	c.servers[2].ResourceUpdated("res://b")
+	if c.handlers[3].session(sid) != nil {
+		t.Fatal("the fourth instance has a copy of the session already")
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	p2 := getStream(t, ctx2, c.url(3), sid, e.id)
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != "res://end" {
+		got = append(got, fmt.Sprint(field(t, string(nextEvent(t, p2, false).data), "params.uri")))
+		if len(got) == 2 {
+			// Handed over, maybe by one copy of two: the other's comes
+			// before this or is dropped.
+			c.servers[0].ResourceUpdated("res://end")
+		}
+	}
+	if want := []string{"res://a", "res://b", "res://end"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("resumed where no copy was, after the holder died: %v, want %v", got, want)
 	}
 }

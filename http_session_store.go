@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -81,16 +82,47 @@ type sharedState struct {
 	early       []string
 	// holding: this copy holds the GET stream, and confirms what
 	// server-wide messages it puts on it (confirms, while confirming).
+	// delivered are the ids of those it put there since it took the
+	// stream, so that each goes once, live or handed over (relayKept),
+	// at most twice WithSessionBacklog's count of them.
 	holding    bool
 	confirms   []string
 	confirming bool
+	delivered  recentIDs
 }
 
 // wideMessage is a server-wide message kept by a copy of a shared session
-// that does not hold its GET stream.
+// that does not hold its GET stream; as JSON, an element of relayKept.
 type wideMessage struct {
-	id   string
-	data []byte
+	ID   string          `json:"id"`
+	Data json.RawMessage `json:"message"`
+}
+
+// recentIDs remembers the latest ids added, at most a limit of them.
+type recentIDs struct {
+	order []string
+	set   map[string]bool
+}
+
+// add remembers id, forgetting the oldest past limit; it reports false
+// when id was already remembered.
+func (r *recentIDs) add(id string, limit int) bool {
+	if r.set[id] {
+		return false
+	}
+	if r.set == nil {
+		r.set = make(map[string]bool)
+	}
+	if len(r.order) >= limit {
+		n := len(r.order) - limit + 1
+		for _, old := range r.order[:n] {
+			delete(r.set, old)
+		}
+		r.order = slices.Delete(r.order, 0, n)
+	}
+	r.order = append(r.order, id)
+	r.set[id] = true
+	return true
 }
 
 // sessionStoreError is a failed call to the SessionStore or the
