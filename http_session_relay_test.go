@@ -373,9 +373,7 @@ func eventIDs(p *sseParser) []string {
 func TestSharedSessionSubscribedAfterGET(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 3)
-	for _, srv := range c.servers {
-		srv.AddResource(Resource{URI: "res://a", Name: "a"}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
-	}
+	addResources(c, "res://a")
 	sid := legacySession(t, c.url(0), Version20251125)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -403,6 +401,46 @@ func TestSharedSessionSubscribedAfterGET(t *testing.T) {
 	}
 }
 
+// addResources adds a resource for each of uris on every instance.
+func addResources(c *sessionCluster, uris ...string) {
+	for _, srv := range c.servers {
+		for _, uri := range uris {
+			srv.AddResource(Resource{URI: uri, Name: uri}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
+		}
+	}
+}
+
+// subscribeAt subscribes session sid to each of uris with requests to url.
+func subscribeAt(t *testing.T, url, sid string, uris ...string) {
+	t.Helper()
+	for _, uri := range uris {
+		if r := doHTTP(t, "POST", url, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+			t.Fatalf("subscribe to %s: %d %s", uri, r.status, r.body)
+		}
+	}
+}
+
+// killHolder ends instance i's copy of session sid, and with it the GET
+// stream it holds, as a kill would: it never says that it let it go.
+func killHolder(c *sessionCluster, i int, sid string) {
+	c.bc.kill(c.handlers[i].instance)
+	c.handlers[i].session(sid).conn.close(errors.New("killed"))
+}
+
+// updatesUntil reads the URIs of the resource updates on p up to the
+// first of last; after the nth, it calls then, if not nil.
+func updatesUntil(t *testing.T, p *sseParser, last string, n int, then func()) []string {
+	t.Helper()
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != last {
+		got = append(got, fmt.Sprint(field(t, string(nextEvent(t, p, false).data), "params.uri")))
+		if len(got) == n && then != nil {
+			then()
+		}
+	}
+	return got
+}
+
 // TestSharedSessionHolderKilled: the instance holding a session's GET
 // stream dies without a word; what every session gets meanwhile is not
 // lost with it: the stream resumed on another instance replays what the
@@ -411,54 +449,37 @@ func TestSharedSessionSubscribedAfterGET(t *testing.T) {
 func TestSharedSessionHolderKilled(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 3)
-	for _, srv := range c.servers {
-		for _, uri := range []string{"res://a", "res://b"} {
-			srv.AddResource(Resource{URI: uri, Name: uri}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
-		}
-	}
+	addResources(c, "res://a", "res://b")
 	sid := legacySession(t, c.url(0), Version20251125)
-	for i, uri := range []string{"res://a", "res://b"} {
-		body := `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"` + uri + `"}}`
-		if r := doHTTP(t, "POST", c.url(i*2), body, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
-			t.Fatalf("subscribe: %d %s", r.status, r.body)
-		}
-	}
+	subscribeAt(t, c.url(0), sid, "res://a")
+	subscribeAt(t, c.url(2), sid, "res://b")
 	// After the copies on instances 0 and 2: the memory broadcaster
 	// delivers in the order of subscription, so what the watch sees they
 	// have seen.
 	watch := relayWatch(t, c, sid)
-	uriOf := func(p *sseParser) (string, string) {
-		e := nextEvent(t, p, false)
-		return fmt.Sprint(field(t, string(e.data), "params.uri")), e.id
-	}
 	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
 	p1 := getStream(t, ctx1, c.url(1), sid, "")
 	nextEvent(t, p1, true) // priming
 	c.servers[2].ResourceUpdated("res://a")
-	uri, last := uriOf(p1)
-	if uri != "res://a" {
+	e := nextEvent(t, p1, false)
+	if uri := field(t, string(e.data), "params.uri"); uri != "res://a" {
 		t.Fatalf("first update: %s", uri)
 	}
 	// Confirmed: a message delivered just before the holder dies, whose
 	// confirmation it had not sent, would come twice (docs/deploying.md).
 	awaitRelay(t, watch, relayDelivered, c.handlers[1].instance)
 
-	c.bc.kill(c.handlers[1].instance)
-	c.handlers[1].session(sid).conn.close(errors.New("killed"))
+	killHolder(c, 1, sid)
 	cancel1()
 	c.servers[0].ResourceUpdated("res://a")
 	c.servers[2].ResourceUpdated("res://a")
 
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
-	p2 := getStream(t, ctx2, c.url(2), sid, last)
+	p2 := getStream(t, ctx2, c.url(2), sid, e.id)
 	c.servers[0].ResourceUpdated("res://a")
 	c.servers[0].ResourceUpdated("res://b")
-	var got []string
-	for len(got) == 0 || got[len(got)-1] != "res://b" {
-		uri, _ := uriOf(p2)
-		got = append(got, uri)
-	}
+	got := updatesUntil(t, p2, "res://b", 0, nil)
 	if want := []string{"res://a", "res://a", "res://a", "res://b"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after the holder died, the resumed stream got %v, want %v", got, want)
 	}
@@ -471,23 +492,18 @@ func TestSharedSessionHolderKilled(t *testing.T) {
 func TestSharedSessionHolderKilledJoined(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 3)
-	for _, srv := range c.servers {
-		srv.AddResource(Resource{URI: "res://a", Name: "a"}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
-	}
+	addResources(c, "res://a")
 	sid := legacySession(t, c.url(0), Version20251125)
 	watch := relayWatch(t, c, sid)
 	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
 	p1 := getStream(t, ctx1, c.url(1), sid, "")
 	nextEvent(t, p1, true) // priming
-	if r := doHTTP(t, "POST", c.url(2), `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"res://a"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
-		t.Fatalf("subscribe: %d %s", r.status, r.body)
-	}
+	subscribeAt(t, c.url(2), sid, "res://a")
 	awaitRelay(t, watch, relayHolding, c.handlers[1].instance)
 	c.servers[0].ResourceUpdated("res://a")
 	e := nextEvent(t, p1, false)
 
-	c.bc.kill(c.handlers[1].instance)
-	c.handlers[1].session(sid).conn.close(errors.New("killed"))
+	killHolder(c, 1, sid)
 	cancel1()
 	c.servers[0].ResourceUpdated("res://a")
 
@@ -506,22 +522,13 @@ func TestSharedSessionHolderKilledBounded(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 3, WithSessionBacklog(0, 2))
 	uris := []string{"res://1", "res://2", "res://3", "res://end"}
-	for _, srv := range c.servers {
-		for _, uri := range uris {
-			srv.AddResource(Resource{URI: uri, Name: uri}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
-		}
-	}
+	addResources(c, uris...)
 	sid := legacySession(t, c.url(0), Version20251125)
-	for _, uri := range uris {
-		if r := doHTTP(t, "POST", c.url(2), `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
-			t.Fatalf("subscribe: %d %s", r.status, r.body)
-		}
-	}
+	subscribeAt(t, c.url(2), sid, uris...)
 	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
 	p1 := getStream(t, ctx1, c.url(1), sid, "")
 	e := nextEvent(t, p1, true) // priming
-	c.bc.kill(c.handlers[1].instance)
-	c.handlers[1].session(sid).conn.close(errors.New("killed"))
+	killHolder(c, 1, sid)
 	cancel1()
 	for _, uri := range uris[:3] {
 		c.servers[0].ResourceUpdated(uri)
@@ -530,10 +537,7 @@ func TestSharedSessionHolderKilledBounded(t *testing.T) {
 	defer cancel2()
 	p2 := getStream(t, ctx2, c.url(2), sid, e.id)
 	c.servers[0].ResourceUpdated("res://end")
-	var got []string
-	for len(got) == 0 || got[len(got)-1] != "res://end" {
-		got = append(got, fmt.Sprint(field(t, string(nextEvent(t, p2, false).data), "params.uri")))
-	}
+	got := updatesUntil(t, p2, "res://end", 0, nil)
 	if want := []string{"res://2", "res://3", "res://end"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("resumed after the holder died, with room for 2: %v, want %v", got, want)
 	}
@@ -546,22 +550,13 @@ func TestSharedSessionHolderKilledBounded(t *testing.T) {
 func TestSharedSessionHolderKilledNoCopy(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 4)
-	for _, srv := range c.servers {
-		for _, uri := range []string{"res://a", "res://b", "res://end"} {
-			srv.AddResource(Resource{URI: uri, Name: uri}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
-		}
-	}
+	addResources(c, "res://a", "res://b", "res://end")
 	sid := legacySession(t, c.url(0), Version20251125)
-	for _, uri := range []string{"res://a", "res://b", "res://end"} {
-		if r := doHTTP(t, "POST", c.url(2), `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
-			t.Fatalf("subscribe: %d %s", r.status, r.body)
-		}
-	}
+	subscribeAt(t, c.url(2), sid, "res://a", "res://b", "res://end")
 	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
 	p1 := getStream(t, ctx1, c.url(1), sid, "")
 	e := nextEvent(t, p1, true) // priming
-	c.bc.kill(c.handlers[1].instance)
-	c.handlers[1].session(sid).conn.close(errors.New("killed"))
+	killHolder(c, 1, sid)
 	cancel1()
 	c.servers[0].ResourceUpdated("res://a")
 	c.servers[2].ResourceUpdated("res://b")
@@ -571,15 +566,9 @@ func TestSharedSessionHolderKilledNoCopy(t *testing.T) {
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
 	p2 := getStream(t, ctx2, c.url(3), sid, e.id)
-	var got []string
-	for len(got) == 0 || got[len(got)-1] != "res://end" {
-		got = append(got, fmt.Sprint(field(t, string(nextEvent(t, p2, false).data), "params.uri")))
-		if len(got) == 2 {
-			// Handed over, maybe by one copy of two: the other's comes
-			// before this or is dropped.
-			c.servers[0].ResourceUpdated("res://end")
-		}
-	}
+	// Handed over, maybe by one copy of two: the other's comes before
+	// the live update or is dropped.
+	got := updatesUntil(t, p2, "res://end", 2, func() { c.servers[0].ResourceUpdated("res://end") })
 	if want := []string{"res://a", "res://b", "res://end"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("resumed where no copy was, after the holder died: %v, want %v", got, want)
 	}
