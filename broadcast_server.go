@@ -3,7 +3,9 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // A server given WithBroadcaster tells every instance, itself included,
@@ -27,12 +29,17 @@ const serverChannel = "mcp:server"
 
 // serverMessage is a message on serverChannel, as JSON:
 //
-//	{"kind":"resourceUpdated","uri":"<uri>"}
-//	{"kind":"listChanged","list":"tools"|"resources"|"prompts"}
+//	{"kind":"resourceUpdated","uri":"<uri>","id":"<announcement>"}
+//	{"kind":"listChanged","list":"tools"|"resources"|"prompts","id":"<announcement>"}
+//
+// The id names the announcement on every instance, so that the copies of
+// a shared legacy session can tell which ones the instance holding its
+// GET stream delivered (http_session_relay.go).
 type serverMessage struct {
 	Kind string `json:"kind"`
 	URI  string `json:"uri,omitempty"`
 	List string `json:"list,omitempty"`
+	ID   string `json:"id,omitempty"`
 }
 
 // The kinds of serverMessage.
@@ -50,6 +57,7 @@ func (s *Server) announce(m serverMessage) {
 		s.deliverServerMessage(&m)
 		return
 	}
+	m.ID = s.fan.name + "-" + strconv.FormatUint(s.fan.announced.Add(1), 10)
 	msg, _ := json.Marshal(m)
 	if err := s.fan.b.Publish(context.Background(), serverChannel, msg); err != nil {
 		s.cfg.logger.Warn("cannot publish a change to the other instances; telling this one's clients only",
@@ -73,11 +81,11 @@ func (s *Server) onServerMessage(msg []byte) {
 func (s *Server) deliverServerMessage(m *serverMessage) {
 	switch m.Kind {
 	case kindResourceUpdated:
-		s.resourceUpdatedHere(m.URI)
+		s.resourceUpdatedHere(m.URI, m.ID)
 	case kindListChanged:
 		switch m.List {
 		case "tools", "resources", "prompts":
-			s.listChangedHere(m.List)
+			s.listChangedHere(m.List, m.ID)
 		}
 	default:
 		s.cfg.logger.Debug("dropped a broadcast of an unknown kind", "channel", serverChannel, "kind", m.Kind)
@@ -89,6 +97,9 @@ func (s *Server) deliverServerMessage(m *serverMessage) {
 type fanout struct {
 	b   Broadcaster
 	srv *Server
+	// name and announced make the ids of this instance's announcements.
+	name      string
+	announced atomic.Uint64
 
 	mu    sync.Mutex
 	feeds map[string]*feed
@@ -119,7 +130,7 @@ const (
 )
 
 func newFanout(s *Server, b Broadcaster) *fanout {
-	return &fanout{b: b, srv: s, feeds: make(map[string]*feed)}
+	return &fanout{b: b, srv: s, name: newInstanceID(), feeds: make(map[string]*feed)}
 }
 
 // hold counts one more user of channel and starts subscribing to it if

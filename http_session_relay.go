@@ -1,10 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,7 +28,8 @@ type relayMessage struct {
 	Kind string `json:"kind"`
 	// From is the publishing instance, which ignores its own messages.
 	From string `json:"from"`
-	// Message is the JSON-RPC message the kind carries, if any.
+	// Message is the JSON-RPC message the kind carries, if any; for
+	// relayState, the sessionChange.
 	Message json.RawMessage `json:"message,omitempty"`
 }
 
@@ -51,6 +54,23 @@ const (
 	relayResume = "resume"
 	// relayRelease: From no longer holds the GET stream.
 	relayRelease = "release"
+	// relayState: the client changed the session's state on From (a
+	// subscription, its log level); the other copies make the same change.
+	relayState = "state"
+	// relayDelivered: From, which holds the GET stream, put these
+	// server-wide messages on it (a JSON array of serverMessage ids); the
+	// others stop keeping them for the case it dies.
+	relayDelivered = "delivered"
+	// relayJoin: From made a copy of the session; the holder of the GET
+	// stream says so (relayHolding), as the copy missed its relayHold.
+	relayJoin = "join"
+	// relayHolding: From holds the GET stream, as it held it before.
+	relayHolding = "holding"
+	// relayKept: the server-wide messages From kept for a holder that
+	// never confirmed them, handed to the new holder, which puts each on
+	// the stream once, whoever else hands it over (a JSON array of
+	// wideMessage): it may have had no copy of the session meanwhile.
+	relayKept = "kept"
 )
 
 // sessionChannel is the Broadcaster channel of legacy session id.
@@ -142,11 +162,47 @@ func (s *httpSession) deliver(data []byte) {
 		if st := s.unsolicitedStream(); st != nil {
 			st.push(outgoing{data: m.Message}) // Unmarshal made it ours
 		}
+	case relayJoin:
+		s.mu.Lock()
+		holding := s.shared.holding
+		s.mu.Unlock()
+		if holding {
+			// Not from within a delivery, as for relayHold below.
+			go s.publish(s.ctx, relayHolding, nil)
+		}
+	case relayHolding:
+		s.mu.Lock()
+		if !s.shared.holding && s.shared.holder == "" { // no newer word
+			s.shared.holder = m.From
+		}
+		s.mu.Unlock()
+	case relayKept:
+		var kept []wideMessage
+		s.mu.Lock()
+		holding := s.shared.holding
+		s.mu.Unlock()
+		if holding && json.Unmarshal(m.Message, &kept) == nil {
+			s.deliverKept(kept)
+		}
+	case relayDelivered:
+		var ids []string
+		if json.Unmarshal(m.Message, &ids) == nil {
+			s.confirmed(ids)
+		}
 	case relayHold, relayResume:
 		s.mu.Lock()
 		s.shared.holder = m.From
+		s.shared.holding = false
+		// What the last holder left unconfirmed goes to the new one,
+		// which may have had no copy of it.
+		kept := s.shared.unconfirmed
+		s.shared.unconfirmed, s.shared.early = nil, nil
 		st := s.standalone
 		s.mu.Unlock()
+		if len(kept) > 0 {
+			data, _ := json.Marshal(kept)
+			go s.publish(s.ctx, relayKept, data) // not from within a delivery: see below
+		}
 		if st == nil {
 			return
 		}
@@ -162,10 +218,17 @@ func (s *httpSession) deliver(data []byte) {
 				}
 			}()
 		}
+	case relayState:
+		var change sessionChange
+		if json.Unmarshal(m.Message, &change) == nil && s.ss.apply(change) {
+			s.standaloneStream() // its updates need somewhere to wait
+		}
 	case relayRelease:
 		s.mu.Lock()
 		if s.shared.holder == m.From {
+			// Its stream, stored on, has what was left unconfirmed.
 			s.shared.holder = ""
+			s.shared.unconfirmed, s.shared.early = nil, nil
 		}
 		s.mu.Unlock()
 	}
@@ -175,18 +238,22 @@ func (s *httpSession) deliver(data []byte) {
 // the session is shared: a message of the session's own goes to the
 // instance that holds the GET stream, when another one does; a server-wide
 // message, which every instance sends its copy of the session, is that
-// instance's to deliver. Otherwise it goes on the GET stream here, waiting
-// in its backlog while none is open, as the instance the client opens the
-// stream on delivers what waits for it (takeBacklog, dropServerWide). The
-// holder is read and the message queued under the session's lock, so that
-// word of a new holder (deliver) comes wholly before it or after.
+// instance's to deliver, and waits here until it says it did (unconfirmed).
+// Otherwise it goes on the GET stream here, waiting in its backlog while
+// none is open, as the instance the client opens the stream on delivers
+// what waits for it (takeBacklog, dropServerWide). The holder is read and
+// the message queued under the session's lock, so that word of a new
+// holder (deliver) comes wholly before it or after.
 func (s *httpSession) pushShared(o outgoing) error {
+	wide, isWide := o.route.(serverWideRoute)
 	s.mu.Lock()
 	if s.shared.holder != "" && !s.closed {
-		s.mu.Unlock()
-		if o.route == serverWide {
+		if isWide {
+			s.keepUnconfirmedLocked(wide.id, o.data)
+			s.mu.Unlock()
 			return nil
 		}
+		s.mu.Unlock()
 		if s.publish(s.ctx, relayEvent, o.data) == nil {
 			return nil
 		}
@@ -198,33 +265,134 @@ func (s *httpSession) pushShared(o outgoing) error {
 		s.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", s.id)
 		return errNoStandalone
 	}
+	confirm := isWide && wide.id != "" && s.shared.holding
+	// Twice the backlog's count: what this copy kept and put on the
+	// stream at its hold, then as much again live, before the others'
+	// hand-overs arrive.
+	if confirm && !s.shared.delivered.add(wide.id, 2*s.h.cfg.backlogMessages) {
+		s.mu.Unlock()
+		return nil // on the stream already: live, or handed over
+	}
 	st.mu.Lock()
 	index, kept := st.pushLocked(o)
 	st.mu.Unlock()
 	s.mu.Unlock()
-	return st.pushed(index, kept)
+	err := st.pushed(index, kept)
+	if confirm {
+		s.confirm(wide.id) // stored: a resume elsewhere replays it
+	}
+	return err
+}
+
+// keepUnconfirmedLocked keeps a server-wide message that the holder of
+// the GET stream is to deliver, until it says it did; s.mu is held.
+func (s *httpSession) keepUnconfirmedLocked(id string, data []byte) {
+	if id == "" {
+		return // made on this instance only: the holder has no copy
+	}
+	if i := slices.Index(s.shared.early, id); i >= 0 {
+		s.shared.early = slices.Delete(s.shared.early, i, i+1)
+		return
+	}
+	limit := s.h.cfg.backlogMessages
+	if n := len(s.shared.unconfirmed); n >= limit {
+		s.shared.unconfirmed = slices.Delete(s.shared.unconfirmed, 0, n-limit+1)
+	}
+	s.shared.unconfirmed = append(s.shared.unconfirmed, wideMessage{ID: id, Data: bytes.Clone(data)})
+}
+
+// confirmed drops the server-wide messages ids, which the holder of the
+// GET stream delivered, from those kept here.
+func (s *httpSession) confirmed(ids []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		i := slices.IndexFunc(s.shared.unconfirmed, func(w wideMessage) bool { return w.ID == id })
+		if i >= 0 {
+			s.shared.unconfirmed = slices.Delete(s.shared.unconfirmed, i, i+1)
+			continue
+		}
+		if n := len(s.shared.early); n >= s.h.cfg.backlogMessages {
+			s.shared.early = slices.Delete(s.shared.early, 0, n-s.h.cfg.backlogMessages+1)
+		}
+		s.shared.early = append(s.shared.early, id)
+	}
+}
+
+// confirm tells the other copies, soon, that the server-wide message id
+// is on the GET stream held here. One goroutine at a time publishes what
+// was confirmed since the last publication, so that the delivery of a
+// broadcast never waits on the Broadcaster.
+func (s *httpSession) confirm(id string) {
+	s.mu.Lock()
+	if n := len(s.shared.confirms); n >= s.h.cfg.backlogMessages {
+		s.shared.confirms = slices.Delete(s.shared.confirms, 0, n-s.h.cfg.backlogMessages+1)
+	}
+	s.shared.confirms = append(s.shared.confirms, id)
+	start := !s.shared.confirming
+	s.shared.confirming = true
+	s.mu.Unlock()
+	if start {
+		go s.publishConfirms()
+	}
+}
+
+// publishConfirms publishes the confirmations that wait, until none does.
+func (s *httpSession) publishConfirms() {
+	for {
+		s.mu.Lock()
+		ids := s.shared.confirms
+		s.shared.confirms = nil
+		if len(ids) == 0 {
+			s.shared.confirming = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		data, _ := json.Marshal(ids)
+		s.publish(s.ctx, relayDelivered, data)
+	}
 }
 
 // hold tells the other instances that this one holds the session's GET
-// stream from now on; resumed says it replays the event store.
+// stream from now on; resumed says it replays the event store. The
+// server-wide messages kept here for a holder that never confirmed them,
+// as when it died, go on the stream: the stream holds what the previous
+// holder stored, the client's replay or the others' hand-off the rest.
 func (s *httpSession) hold(ctx context.Context, resumed bool) {
 	if s.h.relay() == nil {
 		return
 	}
 	s.mu.Lock()
 	s.shared.holder = ""
+	s.shared.holding = true
+	s.shared.delivered = recentIDs{}
+	kept := s.shared.unconfirmed
+	s.shared.unconfirmed, s.shared.early = nil, nil
 	s.mu.Unlock()
 	kind := relayHold
 	if resumed {
 		kind = relayResume
 	}
 	s.publish(ctx, kind, nil)
+	s.deliverKept(kept)
+}
+
+// deliverKept puts on the GET stream held here the server-wide messages
+// that a previous holder left unconfirmed, each once.
+func (s *httpSession) deliverKept(kept []wideMessage) {
+	for _, w := range kept {
+		s.pushShared(outgoing{data: w.Data, route: serverWideRoute{w.ID}})
+	}
 }
 
 // release tells the other instances that this one no longer holds the
 // session's GET stream.
 func (s *httpSession) release() {
 	if s.h.relay() != nil {
+		s.mu.Lock()
+		s.shared.holding = false
+		s.mu.Unlock()
 		// Also when the session's copy here has just ended, as at a
 		// shutdown: the others must stop sending here.
 		s.publish(context.WithoutCancel(s.ctx), relayRelease, nil)

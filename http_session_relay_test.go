@@ -366,3 +366,210 @@ func eventIDs(p *sseParser) []string {
 		}
 	}
 }
+
+// TestSharedSessionSubscribedAfterGET: a subscription and a log level set
+// on one instance after the client opened its GET stream on another are
+// the stream holder's too: its updates reach the stream.
+func TestSharedSessionSubscribedAfterGET(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3)
+	addResources(c, "res://a")
+	sid := legacySession(t, c.url(0), Version20251125)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := getStream(t, ctx, c.url(1), sid, "")
+	nextEvent(t, p, true) // priming
+	for i, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"res://a"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"error"}}`,
+	} {
+		if r := doHTTP(t, "POST", c.url(i*2), body, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+			t.Fatalf("%s: %d %s", body, r.status, r.body)
+		}
+	}
+	c.servers[2].ResourceUpdated("res://a")
+	e := nextEvent(t, p, false)
+	if field(t, string(e.data), "method") != "notifications/resources/updated" || field(t, string(e.data), "params.uri") != "res://a" {
+		t.Fatalf("on the holder's stream: %s", e.data)
+	}
+	ss := c.handlers[1].session(sid).ss
+	ss.mu.Lock()
+	level := ss.logLevel
+	ss.mu.Unlock()
+	if level != "error" {
+		t.Errorf("the holder's log level: %q, want error", level)
+	}
+}
+
+// addResources adds a resource for each of uris on every instance.
+func addResources(c *sessionCluster, uris ...string) {
+	for _, srv := range c.servers {
+		for _, uri := range uris {
+			srv.AddResource(Resource{URI: uri, Name: uri}, func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) { return nil, nil })
+		}
+	}
+}
+
+// subscribeAt subscribes session sid to each of uris with requests to url.
+func subscribeAt(t *testing.T, url, sid string, uris ...string) {
+	t.Helper()
+	for _, uri := range uris {
+		if r := doHTTP(t, "POST", url, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+			t.Fatalf("subscribe to %s: %d %s", uri, r.status, r.body)
+		}
+	}
+}
+
+// killHolder ends instance i's copy of session sid, and with it the GET
+// stream it holds, as a kill would: it never says that it let it go.
+func killHolder(c *sessionCluster, i int, sid string) {
+	c.bc.kill(c.handlers[i].instance)
+	c.handlers[i].session(sid).conn.close(errors.New("killed"))
+}
+
+// updatesUntil reads the URIs of the resource updates on p up to the
+// first of last; after the nth, it calls then, if not nil.
+func updatesUntil(t *testing.T, p *sseParser, last string, n int, then func()) []string {
+	t.Helper()
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != last {
+		got = append(got, fmt.Sprint(field(t, string(nextEvent(t, p, false).data), "params.uri")))
+		if len(got) == n && then != nil {
+			then()
+		}
+	}
+	return got
+}
+
+// TestSharedSessionHolderKilled: the instance holding a session's GET
+// stream dies without a word; what every session gets meanwhile is not
+// lost with it: the stream resumed on another instance replays what the
+// dead one stored and confirmed, then the updates made after its death,
+// then what comes live, each once.
+func TestSharedSessionHolderKilled(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3)
+	addResources(c, "res://a", "res://b")
+	sid := legacySession(t, c.url(0), Version20251125)
+	subscribeAt(t, c.url(0), sid, "res://a")
+	subscribeAt(t, c.url(2), sid, "res://b")
+	// After the copies on instances 0 and 2: the memory broadcaster
+	// delivers in the order of subscription, so what the watch sees they
+	// have seen.
+	watch := relayWatch(t, c, sid)
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 := getStream(t, ctx1, c.url(1), sid, "")
+	nextEvent(t, p1, true) // priming
+	c.servers[2].ResourceUpdated("res://a")
+	e := nextEvent(t, p1, false)
+	if uri := field(t, string(e.data), "params.uri"); uri != "res://a" {
+		t.Fatalf("first update: %s", uri)
+	}
+	// Confirmed: a message delivered just before the holder dies, whose
+	// confirmation it had not sent, would come twice (docs/deploying.md).
+	awaitRelay(t, watch, relayDelivered, c.handlers[1].instance)
+
+	killHolder(c, 1, sid)
+	cancel1()
+	c.servers[0].ResourceUpdated("res://a")
+	c.servers[2].ResourceUpdated("res://a")
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	p2 := getStream(t, ctx2, c.url(2), sid, e.id)
+	c.servers[0].ResourceUpdated("res://a")
+	c.servers[0].ResourceUpdated("res://b")
+	got := updatesUntil(t, p2, "res://b", 0, nil)
+	if want := []string{"res://a", "res://a", "res://a", "res://b"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the holder died, the resumed stream got %v, want %v", got, want)
+	}
+}
+
+// TestSharedSessionHolderKilledJoined: as TestSharedSessionHolderKilled,
+// where the instance that takes the stream over made its copy of the
+// session after the stream was opened, and learnt who held it from the
+// holder.
+func TestSharedSessionHolderKilledJoined(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3)
+	addResources(c, "res://a")
+	sid := legacySession(t, c.url(0), Version20251125)
+	watch := relayWatch(t, c, sid)
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 := getStream(t, ctx1, c.url(1), sid, "")
+	nextEvent(t, p1, true) // priming
+	subscribeAt(t, c.url(2), sid, "res://a")
+	awaitRelay(t, watch, relayHolding, c.handlers[1].instance)
+	c.servers[0].ResourceUpdated("res://a")
+	e := nextEvent(t, p1, false)
+
+	killHolder(c, 1, sid)
+	cancel1()
+	c.servers[0].ResourceUpdated("res://a")
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	p2 := getStream(t, ctx2, c.url(2), sid, e.id)
+	if e := nextEvent(t, p2, false); field(t, string(e.data), "method") != "notifications/resources/updated" {
+		t.Fatalf("after the holder died: %s", e.data)
+	}
+}
+
+// TestSharedSessionHolderKilledBounded: what a copy keeps for a holder
+// that never confirms it is bounded by WithSessionBacklog's count: the
+// newest are kept.
+func TestSharedSessionHolderKilledBounded(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3, WithSessionBacklog(0, 2))
+	uris := []string{"res://1", "res://2", "res://3", "res://end"}
+	addResources(c, uris...)
+	sid := legacySession(t, c.url(0), Version20251125)
+	subscribeAt(t, c.url(2), sid, uris...)
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 := getStream(t, ctx1, c.url(1), sid, "")
+	e := nextEvent(t, p1, true) // priming
+	killHolder(c, 1, sid)
+	cancel1()
+	for _, uri := range uris[:3] {
+		c.servers[0].ResourceUpdated(uri)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	p2 := getStream(t, ctx2, c.url(2), sid, e.id)
+	c.servers[0].ResourceUpdated("res://end")
+	got := updatesUntil(t, p2, "res://end", 0, nil)
+	if want := []string{"res://2", "res://3", "res://end"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("resumed after the holder died, with room for 2: %v, want %v", got, want)
+	}
+}
+
+// TestSharedSessionHolderKilledNoCopy: the stream of a holder that died
+// is resumed on an instance that had no copy of the session: the copies
+// that kept what the dead one left hand it over, and each message comes
+// once, in order, before what comes live.
+func TestSharedSessionHolderKilledNoCopy(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 4)
+	addResources(c, "res://a", "res://b", "res://end")
+	sid := legacySession(t, c.url(0), Version20251125)
+	subscribeAt(t, c.url(2), sid, "res://a", "res://b", "res://end")
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 := getStream(t, ctx1, c.url(1), sid, "")
+	e := nextEvent(t, p1, true) // priming
+	killHolder(c, 1, sid)
+	cancel1()
+	c.servers[0].ResourceUpdated("res://a")
+	c.servers[2].ResourceUpdated("res://b")
+	if c.handlers[3].session(sid) != nil {
+		t.Fatal("the fourth instance has a copy of the session already")
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	p2 := getStream(t, ctx2, c.url(3), sid, e.id)
+	// Handed over, maybe by one copy of two: the other's comes before
+	// the live update or is dropped.
+	got := updatesUntil(t, p2, "res://end", 2, func() { c.servers[0].ResourceUpdated("res://end") })
+	if want := []string{"res://a", "res://b", "res://end"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("resumed where no copy was, after the holder died: %v, want %v", got, want)
+	}
+}

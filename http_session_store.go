@@ -3,8 +3,10 @@ package mcp
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -71,6 +73,56 @@ type sharedState struct {
 	// holder is the instance that holds the session's GET stream, when
 	// another does ("": this one, or none known).
 	holder string
+	// unconfirmed are the server-wide messages that came while holder
+	// held the stream and that it has not said it delivered: should it die
+	// without a word, the copy that takes the stream over delivers them.
+	// early are the ids it confirmed before they came here. Both are
+	// bounded by WithSessionBacklog's count.
+	unconfirmed []wideMessage
+	early       []string
+	// holding: this copy holds the GET stream, and confirms what
+	// server-wide messages it puts on it (confirms, while confirming).
+	// delivered are the ids of those it put there since it took the
+	// stream, so that each goes once, live or handed over (relayKept),
+	// at most twice WithSessionBacklog's count of them.
+	holding    bool
+	confirms   []string
+	confirming bool
+	delivered  recentIDs
+}
+
+// wideMessage is a server-wide message kept by a copy of a shared session
+// that does not hold its GET stream; as JSON, an element of relayKept.
+type wideMessage struct {
+	ID   string          `json:"id"`
+	Data json.RawMessage `json:"message"`
+}
+
+// recentIDs remembers the latest ids added, at most a limit of them.
+type recentIDs struct {
+	order []string
+	set   map[string]bool
+}
+
+// add remembers id, forgetting the oldest past limit; it reports false
+// when id was already remembered.
+func (r *recentIDs) add(id string, limit int) bool {
+	if r.set[id] {
+		return false
+	}
+	if r.set == nil {
+		r.set = make(map[string]bool)
+	}
+	if len(r.order) >= limit {
+		n := len(r.order) - limit + 1
+		for _, old := range r.order[:n] {
+			delete(r.set, old)
+		}
+		r.order = slices.Delete(r.order, 0, n)
+	}
+	r.order = append(r.order, id)
+	r.set[id] = true
+	return true
 }
 
 // sessionStoreError is a failed call to the SessionStore or the
@@ -166,6 +218,7 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 	h.registerLocked(s)
 	h.mu.Unlock()
 	h.log.Debug("serving a legacy session created on another instance", "session", sid)
+	s.publish(ctx, relayJoin, nil) // the holder of its GET stream, if any, says so
 	if len(rec.Subscriptions) > 0 {
 		s.standaloneStream() // its resource updates need somewhere to wait
 	}
@@ -260,10 +313,20 @@ func (s *httpSession) deleteShared(ctx context.Context) error {
 	return nil
 }
 
-// sessionChanged saves a legacy session's state when sessions are shared.
-func (t *streamTransport) sessionChanged() error {
+// sessionChanged saves a legacy session's state when sessions are shared,
+// then tells the other copies of the session what changed, so that the one
+// holding the GET stream delivers by the session's present state. A failed
+// publication is logged: the copies made from now on load the saved state.
+func (t *streamTransport) sessionChanged(change sessionChange) error {
 	if t.sess == nil || t.sess.h.cfg.sessions == nil {
 		return nil
 	}
-	return t.sess.save()
+	if err := t.sess.save(); err != nil {
+		return err
+	}
+	if change != (sessionChange{}) {
+		data, _ := json.Marshal(change)
+		t.sess.publish(t.sess.ctx, relayState, data)
+	}
+	return nil
 }

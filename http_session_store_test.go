@@ -202,6 +202,18 @@ type checkedBroadcaster struct {
 
 	mu    sync.Mutex
 	kinds map[string]int
+	dead  map[string]bool // instances whose words on session channels are lost, as if killed
+}
+
+// kill loses, from now on, what instance publishes on session channels,
+// as when it is killed: it never says that it let a stream go.
+func (b *checkedBroadcaster) kill(instance string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dead == nil {
+		b.dead = map[string]bool{}
+	}
+	b.dead[instance] = true
 }
 
 func (b *checkedBroadcaster) Publish(ctx context.Context, channel string, msg []byte) error {
@@ -211,7 +223,12 @@ func (b *checkedBroadcaster) Publish(ctx context.Context, channel string, msg []
 		b.mu.Lock()
 		kind, _ := fieldOrNil(string(msg), "kind").(string)
 		b.kinds[kind]++
+		from, _ := fieldOrNil(string(msg), "from").(string)
+		dead := b.dead[from]
 		b.mu.Unlock()
+		if dead {
+			return nil
+		}
 	}
 	return b.MemoryBroadcaster.Publish(ctx, channel, msg)
 }

@@ -29,7 +29,7 @@ type streamEvent struct {
 	// wait long get a compact copy instead (compact).
 	pooled bool
 	// serverWide: a message every session gets, which every instance that
-	// shares the session has a copy of (see serverWide).
+	// shares the session has a copy of (see serverWideRoute).
 	serverWide bool
 }
 
@@ -209,7 +209,8 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 		return 0, true
 	}
 	s.next++
-	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true, serverWide: o.route == serverWide}
+	_, wide := o.route.(serverWideRoute)
+	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true, serverWide: wide}
 	if s.sse || s.standalone {
 		ev.compact() // it will be stored, or may wait long
 	}

@@ -24,7 +24,7 @@ func (ss *serverSession) setLoggingLevel(params json.RawMessage) (any, error) {
 	ss.mu.Lock()
 	ss.logLevel = string(p.Level)
 	ss.mu.Unlock()
-	if err := ss.changed(); err != nil {
+	if err := ss.changed(sessionChange{LogLevel: string(p.Level)}); err != nil {
 		return nil, err
 	}
 	return json.RawMessage("{}"), nil

@@ -43,9 +43,10 @@ type pushTransport interface {
 	subscribed()
 	// sessionChanged tells the transport that the session's negotiated
 	// state (sessionRecord) changed: initialize, logging/setLevel,
-	// resources/subscribe or unsubscribe. The method fails with its error,
-	// so that a change is never answered before it is kept.
-	sessionChanged() error
+	// resources/subscribe or unsubscribe, as change says (empty for
+	// initialize). The method fails with its error, so that a change is
+	// never answered before it is kept.
+	sessionChanged(change sessionChange) error
 }
 
 // pushSession makes a server session over HTTP streams, ready for the
@@ -98,24 +99,48 @@ func (ss *serverSession) record(id string) *SessionRecord {
 	return rec
 }
 
+// sessionChange is one change of a legacy session's state after its
+// initialize, as the copies of a shared session tell it to each other.
+type sessionChange struct {
+	Subscribe   string `json:"subscribe,omitempty"`
+	Unsubscribe string `json:"unsubscribe,omitempty"`
+	LogLevel    string `json:"logLevel,omitempty"`
+}
+
+// apply makes a change that another instance's copy of the session made;
+// it reports whether the change is a new subscription.
+func (ss *serverSession) apply(c sessionChange) (subscribed bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if c.Subscribe != "" {
+		putEntry(&ss.subscriptions, c.Subscribe, true)
+	}
+	if c.Unsubscribe != "" {
+		delete(ss.subscriptions, c.Unsubscribe)
+	}
+	if c.LogLevel != "" && validLevel(LoggingLevel(c.LogLevel)) {
+		ss.logLevel = c.LogLevel
+	}
+	return c.Subscribe != ""
+}
+
 // changed tells a push transport that the session's state changed; its
 // error is the request's.
-func (ss *serverSession) changed() error {
+func (ss *serverSession) changed(c sessionChange) error {
 	if ss.conn.push == nil {
 		return nil
 	}
-	if err := ss.conn.push.sessionChanged(); err != nil {
+	if err := ss.conn.push.sessionChanged(c); err != nil {
 		return &Error{Code: CodeInternalError, Message: "Internal error: the session store failed to keep the session: " + err.Error()}
 	}
 	return nil
 }
 
-// serverWide is the route of a message that every session gets
+// serverWideRoute is the route of a message that every session gets
 // (Server.broadcast). Over HTTP it belongs to no request; of the copies of
 // a legacy session that several instances share, each of which gets it
-// from its own Server, only one delivers it.
-var serverWide any = serverWideRoute{}
-
-type serverWideRoute struct{}
+// from its own Server, only one delivers it. id names the announcement on
+// every instance (serverMessage.ID; "" for one made here only).
+type serverWideRoute struct{ id string }
 
 var _ pushTransport = (*streamTransport)(nil)

@@ -572,7 +572,7 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 	ss.clientInfo = p.ClientInfo
 	ss.mu.Unlock()
 	ss.conn.batchOK.Store(version == Version20250326)
-	if err := ss.changed(); err != nil {
+	if err := ss.changed(sessionChange{}); err != nil {
 		return nil, err
 	}
 	return &InitializeResult{

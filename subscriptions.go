@@ -18,9 +18,9 @@ func (s *Server) ResourceUpdated(uri string) {
 }
 
 // resourceUpdatedHere is ResourceUpdated for this instance's clients.
-func (s *Server) resourceUpdatedHere(uri string) {
+func (s *Server) resourceUpdatedHere(uri, id string) {
 	params, _ := json.Marshal(resourceURIParams{URI: uri})
-	s.broadcast("notifications/resources/updated", params,
+	s.broadcast("notifications/resources/updated", params, id,
 		func(ss *serverSession) bool { return ss.subscriptions[uri] },
 		func(f *SubscriptionFilter) bool { return slices.Contains(f.ResourceSubscriptions, uri) })
 }
@@ -46,7 +46,11 @@ func (ss *serverSession) subscribe(ctx context.Context, params json.RawMessage, 
 		delete(ss.subscriptions, p.URI)
 	}
 	ss.mu.Unlock()
-	if err := ss.changed(); err != nil {
+	change := sessionChange{Subscribe: p.URI}
+	if !on {
+		change = sessionChange{Unsubscribe: p.URI}
+	}
+	if err := ss.changed(change); err != nil {
 		return nil, err
 	}
 	if on && ss.conn.push != nil {
@@ -112,8 +116,8 @@ func (s *Server) listChanged(kind string) {
 }
 
 // listChangedHere is listChanged for this instance's clients.
-func (s *Server) listChangedHere(kind string) {
-	s.broadcast("notifications/"+kind+"/list_changed", nil,
+func (s *Server) listChangedHere(kind, id string) {
+	s.broadcast("notifications/"+kind+"/list_changed", nil, id,
 		func(*serverSession) bool { return true },
 		func(f *SubscriptionFilter) bool {
 			switch kind {
@@ -129,7 +133,7 @@ func (s *Server) listChangedHere(kind string) {
 // broadcast sends a notification to every initialized session of the older
 // revisions for which sessionWants (called with the session locked) holds,
 // and to every listen stream whose honoured filter streamWants, of this
-// instance.
+// instance; id names the announcement on every instance, if it is one.
 //
 // A notification unrelated to any request may only travel on a legacy
 // Streamable HTTP session's standalone GET stream, so such a session gets
@@ -140,7 +144,7 @@ func (s *Server) listChangedHere(kind string) {
 // A session that never did either holds nothing for them. Connections
 // that are not HTTP sessions (stdio, pipes, the 2024-11-05 event stream)
 // get every broadcast.
-func (s *Server) broadcast(method string, params json.RawMessage, sessionWants func(*serverSession) bool, streamWants func(*SubscriptionFilter) bool) {
+func (s *Server) broadcast(method string, params json.RawMessage, id string, sessionWants func(*serverSession) bool, streamWants func(*SubscriptionFilter) bool) {
 	s.sessionsMu.Lock()
 	sessions := make([]*serverSession, 0, len(s.sessions))
 	for ss := range s.sessions {
@@ -158,7 +162,7 @@ func (s *Server) broadcast(method string, params json.RawMessage, sessionWants f
 		wants := ss.initialized && sessionWants(ss)
 		ss.mu.Unlock()
 		if wants {
-			if err := ss.conn.notify(method, params, ID{}, serverWide); err != nil {
+			if err := ss.conn.notify(method, params, ID{}, serverWideRoute{id}); err != nil {
 				s.cfg.logger.Debug("cannot notify a session", "method", method, "err", err)
 			}
 		}

@@ -76,7 +76,7 @@ func (s *Server) onTaskMessage(id string, msg []byte) {
 // notifyTaskHere sends notifications/tasks, params the task as tasks/get
 // reports it, to this instance's listen streams that name task id.
 func (s *Server) notifyTaskHere(id string, params json.RawMessage) {
-	s.broadcast("notifications/tasks", params,
+	s.broadcast("notifications/tasks", params, "",
 		func(*serverSession) bool { return false },
 		func(f *SubscriptionFilter) bool { return slices.Contains(f.TaskIDs, id) })
 }

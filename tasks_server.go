@@ -143,7 +143,7 @@ func (t *serverTask) changedLocked() {
 		return
 	}
 	id := t.task.ID
-	t.srv.broadcast("notifications/tasks", json.RawMessage(append(b, '}')),
+	t.srv.broadcast("notifications/tasks", json.RawMessage(append(b, '}')), "",
 		func(*serverSession) bool { return false },
 		func(f *SubscriptionFilter) bool { return slices.Contains(f.TaskIDs, id) })
 }
