@@ -2,15 +2,11 @@ package mcp
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -30,9 +26,8 @@ type fanCluster struct {
 	b        *countingBroadcaster
 	store    *MemoryTaskStore
 
-	next atomic.Int64
-	mu   sync.Mutex
-	log  []routed // every request the proxy passed on, in order
+	mu  sync.Mutex
+	log []routed // every request the proxy passed on, in order
 }
 
 // routed is one request the proxy passed on: to which instance, for which
@@ -49,41 +44,16 @@ func newFanCluster(t *testing.T, n int, newServer func(opts ...ServerOption) *Se
 	c := &fanCluster{b: newCountingBroadcaster(), store: NewMemoryTaskStore(0, 0)}
 	key := make([]byte, 32)
 	rand.Read(key)
-	proxies := make([]*httputil.ReverseProxy, n)
-	// The proxy's own connections: closing a test server closes the idle
-	// connections of http.DefaultTransport, which may be just taken.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	for i := range n {
+	for range n {
 		srv := newServer(WithBroadcaster(c.b), WithTaskStore(c.store), WithStateKey(key))
 		ts := httptest.NewServer(NewHTTPHandler(srv))
-		u, _ := url.Parse(ts.URL)
-		p := httputil.NewSingleHostReverseProxy(u)
-		p.FlushInterval = -1 // event streams pass through as they come
-		p.Transport = tr
-		c.servers, c.backends, proxies[i] = append(c.servers, srv), append(c.backends, ts), p
+		t.Cleanup(ts.Close) // after the proxy's
+		c.servers, c.backends = append(c.servers, srv), append(c.backends, ts)
 	}
-	c.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		i := int(c.next.Add(1)-1) % n
+	c.proxy = roundRobinProxy(t, c.backends, func(i int, r *http.Request) {
 		c.mu.Lock()
 		c.log = append(c.log, routed{instance: i, method: r.Header.Get("Mcp-Method")})
 		c.mu.Unlock()
-		// The body is read before anything is forwarded: once the proxy
-		// flushes the response's headers, net/http may close the body
-		// that the request to the instance is still being written from.
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		proxies[i].ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		c.proxy.Close()
-		for _, ts := range c.backends {
-			ts.Close()
-		}
-		tr.CloseIdleConnections()
 	})
 	return c
 }

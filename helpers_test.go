@@ -9,6 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"reflect"
@@ -16,6 +19,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -396,4 +400,44 @@ func (c *conn) pendingCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.pending)
+}
+
+// roundRobinProxy serves a reverse proxy with no affinity in front of
+// backends: each request goes to the next one in turn, seen first by route
+// (if not nil) with the backend's index. Event streams pass through as they
+// come. The proxy closes with the test, before the backends it fronts.
+func roundRobinProxy(t *testing.T, backends []*httptest.Server, route func(i int, r *http.Request)) *httptest.Server {
+	t.Helper()
+	// The proxy's own connections: closing a test server closes the idle
+	// connections of http.DefaultTransport, which may be just taken.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	proxies := make([]*httputil.ReverseProxy, len(backends))
+	for i, ts := range backends {
+		u, _ := url.Parse(ts.URL)
+		proxies[i] = httputil.NewSingleHostReverseProxy(u)
+		proxies[i].FlushInterval = -1
+		proxies[i].Transport = tr
+	}
+	var next atomic.Uint64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int((next.Add(1) - 1) % uint64(len(backends)))
+		if route != nil {
+			route(i, r)
+		}
+		// The body is read before anything is forwarded: once the proxy
+		// flushes the response's headers, net/http may close the body
+		// that the request to the instance is still being written from.
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		proxies[i].ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		proxy.Close()
+		tr.CloseIdleConnections()
+	})
+	return proxy
 }

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -32,7 +30,7 @@ type sessionCluster struct {
 	cancel   context.CancelFunc
 }
 
-// newCluster starts n instances of newTestServer with opts on each handler.
+// newSessionCluster starts n instances of newTestServer with opts on each handler.
 func newSessionCluster(t *testing.T, n int, opts ...HTTPHandlerOption) *sessionCluster {
 	t.Helper()
 	c := &sessionCluster{events: NewMemoryEventStore(1 << 20), log: &logRecorder{}}
@@ -40,27 +38,21 @@ func newSessionCluster(t *testing.T, n int, opts ...HTTPHandlerOption) *sessionC
 	c.bc = &checkedBroadcaster{MemoryBroadcaster: NewMemoryBroadcaster(), t: t, c: c, kinds: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	proxies := make([]*httputil.ReverseProxy, n)
-	for i := range n {
+	for range n {
 		srv := newTestServer(WithBroadcaster(c.bc), WithLogger(slog.New(c.log)))
 		h := NewHTTPHandler(srv, append([]HTTPHandlerOption{WithContext(ctx), WithSessionStore(c.store), WithEventStore(c.events)}, opts...)...)
 		ts := httptest.NewServer(h)
-		u, _ := url.Parse(ts.URL)
-		proxies[i] = httputil.NewSingleHostReverseProxy(u)
-		proxies[i].FlushInterval = -1 // SSE goes through at once
+		t.Cleanup(ts.Close) // after the proxy's
 		c.servers = append(c.servers, srv)
 		c.handlers = append(c.handlers, h.(*httpHandler))
 		c.backends = append(c.backends, ts)
 	}
-	var next atomic.Uint64
-	c.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		proxies[(next.Add(1)-1)%uint64(n)].ServeHTTP(w, r)
-	}))
-	t.Cleanup(c.close)
+	t.Cleanup(cancel) // the instances end before their test servers close
+	c.proxy = roundRobinProxy(t, c.backends, nil)
 	return c
 }
 
-// close ends the instances and the proxy.
+// close ends the instances and the proxy before the test does.
 func (c *sessionCluster) close() {
 	c.cancel()
 	c.proxy.Close()
