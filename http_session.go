@@ -165,6 +165,7 @@ func (h *httpHandler) makeSession(id, principal string, rec *SessionRecord) *htt
 	s.storeHolds.Store(1) // the session's own, until it closes
 	t := &streamTransport{sess: s}
 	if h.cfg.sessions != nil {
+		s.shared = new(sharedState)
 		s.streamPrefix = h.instance + "-"
 		s.ss, s.conn = h.srv.pushSharedSession(t, principal, s.streamPrefix, rec)
 	} else {
@@ -240,7 +241,7 @@ type httpSession struct {
 	// http_session_store.go and http_session_relay.go); zero otherwise.
 	// streamPrefix starts the ids of the session's streams here.
 	streamPrefix string
-	shared       sharedState // guarded by mu
+	shared       *sharedState // with a SessionStore only; guarded by mu
 	// deleted: the session ended everywhere (DELETE), not only its copy
 	// here, so the event store may drop its events.
 	deleted atomic.Bool
@@ -266,8 +267,10 @@ func (s *httpSession) close() {
 	if s.expiry != nil {
 		s.expiry.Stop()
 	}
-	stopRelay := s.shared.stopRelay
-	s.shared.stopRelay = nil
+	var stopRelay func()
+	if s.shared != nil {
+		stopRelay, s.shared.stopRelay = s.shared.stopRelay, nil
+	}
 	s.mu.Unlock()
 	if stopRelay != nil {
 		stopRelay()
