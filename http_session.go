@@ -45,6 +45,20 @@ func (h *httpHandler) useSession(w http.ResponseWriter, r *http.Request, sid, pr
 		if sess, ok = h.sharedSession(w, r, sess, sid, principal); !ok {
 			return nil
 		}
+		if sess != nil && sess.principal == principal {
+			if sess.begin() {
+				return sess
+			}
+			if !sess.deleted.Load() {
+				// The copy here ended on its own (idle here, or dropped)
+				// as this request came; the session may live on in the
+				// store.
+				h.forget(sess)
+				if sess, ok = h.sharedSession(w, r, nil, sid, principal); !ok {
+					return nil
+				}
+			}
+		}
 	}
 	if sess == nil || sess.principal != principal || !sess.begin() {
 		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")

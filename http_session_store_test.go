@@ -557,3 +557,35 @@ func TestSharedSessionStoreDownClient(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedSessionCopyEndingAsARequestComes: a request that finds this
+// instance's copy of a session already ending (idle here, or dropped) is
+// served by a fresh copy from the store, not refused with 404: the session
+// lives on. Before, it got 404, and a client whose notifications/initialized
+// met such a copy lost its connection (TestSharedSessionStoreDownClient
+// failed so once in CI).
+func TestSharedSessionCopyEndingAsARequestComes(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 1)
+	cl := connectCluster(t, c, Version20251125, WithRequestTimeout(10*time.Second))
+	defer cl.Close()
+	sid := c.store.only(t)
+	old := c.handlers[0].session(sid)
+	old.mu.Lock()
+	old.closed = true // ending: begin refuses it, it is still in the map
+	old.mu.Unlock()
+	res, err := cl.CallTool(context.Background(), "echo", map[string]int{"x": 1})
+	if err != nil || textOf(res) != `{"x":1}` {
+		t.Fatalf("a call as the copy ends: %v %v", textOf(res), err)
+	}
+	if now := c.handlers[0].session(sid); now == nil || now == old {
+		t.Fatalf("the call was not served by a fresh copy: %p, the old one %p", now, old)
+	}
+	old.mu.Lock()
+	old.closed = false // let its close run to its end
+	old.mu.Unlock()
+	old.conn.close(errors.New("ended by the test"))
+	if res, err := cl.CallTool(context.Background(), "echo", map[string]int{"x": 2}); err != nil || textOf(res) != `{"x":2}` {
+		t.Fatalf("a call after the old copy closed: %v %v", textOf(res), err)
+	}
+}
