@@ -58,6 +58,8 @@ type config struct {
 	notifications     map[string]NotificationHandler
 	protocolVersion   string
 	extensions        map[string]json.RawMessage
+	inbound           []Middleware // WithInboundMiddleware; nil: none, no cost
+	outbound          []Middleware // WithOutboundMiddleware
 
 	client clientConfig
 	server serverConfig
