@@ -78,6 +78,7 @@ func newConfig() *config {
 	c.server.stateTTL = DefaultStateTTL
 	c.server.taskTTL = DefaultTaskTTL
 	c.server.taskPollInterval = DefaultTaskPollInterval
+	c.server.taskLease = DefaultTaskLease
 	c.server.maxTasks = DefaultMaxTasks
 	c.client.maxInputRounds = DefaultMaxInputRounds
 	c.client.discoverTimeout = DefaultDiscoverTimeout

@@ -32,6 +32,7 @@ type serverConfig struct {
 	taskTTL          time.Duration
 	taskPollInterval time.Duration
 	taskStore        TaskStore
+	taskLease        time.Duration
 	maxTasks         int
 	broadcaster      Broadcaster
 }

@@ -24,6 +24,10 @@ type TaskRecord struct {
 	Result json.RawMessage
 	// Error is the protocol error of a failed task.
 	Error *Error
+	// LeaseExpires is when a task that has not ended counts as abandoned,
+	// unless the instance that runs it renews the lease first
+	// (RenewLease); zero: never.
+	LeaseExpires time.Time
 }
 
 // ErrTaskNotFound is returned by a TaskStore for a task it does not hold
@@ -58,6 +62,10 @@ type TaskStore interface {
 	// first page), oldest first, and the cursor of the next page ("" on
 	// the last). A cursor the store did not make is an error.
 	List(ctx context.Context, owner, cursor string, limit int) (tasks []*TaskRecord, next string, err error)
+	// RenewLease moves the lease of a task that has not ended to until;
+	// a task that ended is left as it is. ErrTaskNotFound when it is
+	// gone.
+	RenewLease(ctx context.Context, owner, id string, until time.Time) error
 	// DeleteExpired deletes every task whose TTL ended at or before now,
 	// and reports how many it deleted.
 	DeleteExpired(ctx context.Context, now time.Time) (int, error)
@@ -182,6 +190,20 @@ func (m *MemoryTaskStore) UpdateStatus(ctx context.Context, owner, id string, st
 		}
 	}
 	return m.replaceLocked(st, &next)
+}
+
+// RenewLease implements TaskStore.
+func (m *MemoryTaskStore) RenewLease(ctx context.Context, owner, id string, until time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.findLocked(owner, id)
+	if st == nil {
+		return ErrTaskNotFound
+	}
+	if !st.rec.Status.Terminal() {
+		st.rec.LeaseExpires = until
+	}
+	return nil
 }
 
 // PutResult implements TaskStore.

@@ -150,17 +150,21 @@ func (s *Server) awaitTaskEnd(ctx context.Context, owner, id string) error {
 	}
 	for {
 		changed := s.fan.changed(fd)
-		rec, err := s.taskStore().Get(ctx, owner, id)
+		rec, err := s.readTask(ctx, owner, id)
 		if err != nil {
 			return storeError(id, err)
 		}
 		if rec.Status.Terminal() {
 			return nil
 		}
+		expired, stop := leaseWait(rec)
 		select {
 		case <-changed:
+		case <-expired:
 		case <-ctx.Done():
+			stop()
 			return ctx.Err()
 		}
+		stop()
 	}
 }

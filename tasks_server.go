@@ -98,6 +98,9 @@ type serverTask struct {
 	// dirty: a change waits to be published to the other instances;
 	// publishing: a goroutine publishes them (publishLocked).
 	dirty, publishing bool
+	// lease renews the task's lease in the store (keepLease); nil
+	// without one.
+	lease *time.Timer
 }
 
 // storeLocked writes the task's status, message and pending asks to the
@@ -269,7 +272,9 @@ func (s *Server) callAsTask(ctx context.Context, st *serverTool, call *toolCall,
 func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, info *RequestInfo, ttl time.Duration) (Task, error) {
 	now := time.Now()
 	id := newTaskID()
-	taskCtx, cancel := context.WithCancel(context.Background())
+	// The handler outlives the request, but keeps its values (a trace,
+	// say).
+	taskCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t := &serverTask{
 		srv:    s,
 		owner:  info.Principal(),
@@ -296,7 +301,12 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 			return Task{}, internalError(err)
 		}
 	}
-	if err := s.taskStore().Create(ctx, &TaskRecord{Task: created, Owner: t.owner}); err != nil {
+	rec := &TaskRecord{Task: created, Owner: t.owner}
+	lease := s.taskLease()
+	if lease > 0 {
+		rec.LeaseExpires = now.Add(lease)
+	}
+	if err := s.taskStore().Create(ctx, rec); err != nil {
 		if t.feed != nil {
 			s.fan.release(t.feed)
 		}
@@ -331,6 +341,9 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		// A 2025-11-25 task asks the client with live requests on the
 		// session's connection, related to no request.
 		ti.conn, t.conn = info.conn, info.conn
+	}
+	if lease > 0 {
+		t.keepLease(lease)
 	}
 	params := call.p
 	go s.runTask(taskCtx, t, h, &params, ti)
@@ -442,6 +455,7 @@ func (t *serverTask) finish(status TaskStatus, result json.RawMessage, rpcErr *E
 	if err != nil && !errors.Is(err, ErrTaskNotFound) {
 		t.srv.cfg.logger.Debug("cannot store a task's outcome", "task", t.task.ID, "err", err)
 	}
+	t.stopLeaseLocked()
 	t.changedLocked()
 	t.srv.tasks.remove(t.task.ID)
 	close(t.done)
@@ -573,7 +587,7 @@ func (s *Server) serveModernTasks(ctx context.Context, req *inboundRequest, info
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + req.method + " needs params {\"taskId\": string}"}
 	}
 	owner := info.Principal()
-	rec, err := s.taskStore().Get(ctx, owner, p.TaskID)
+	rec, err := s.readTask(ctx, owner, p.TaskID)
 	if err != nil {
 		return nil, storeError(p.TaskID, err)
 	}
@@ -736,6 +750,9 @@ func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundReque
 			if i > 0 {
 				b = append(b, ',')
 			}
+			if rec, err = s.reclaim(ctx, rec); err != nil {
+				return nil, storeError(recs[i].ID, err)
+			}
 			b = appendLegacyTask(b, rec)
 		}
 		b = append(b, ']')
@@ -753,7 +770,7 @@ func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundReque
 	if err := decodeParams(req.params, &p); err != nil {
 		return nil, err
 	}
-	rec, err := s.taskStore().Get(ctx, owner, p.TaskID)
+	rec, err := s.readTask(ctx, owner, p.TaskID)
 	if err != nil {
 		return nil, storeError(p.TaskID, err)
 	}

@@ -38,6 +38,10 @@ import (
 // waitBound bounds every wait for something another process does.
 const waitBound = 20 * time.Second
 
+// taskLease is the instances' task lease: a task whose instance was killed
+// fails this long after, well within the calls' timeouts.
+const taskLease = 2 * time.Second
+
 // instance is one mcp-instance process.
 type instance struct {
 	name string
@@ -326,7 +330,8 @@ func startCluster(t *testing.T) *multiCluster {
 	for i := range 3 {
 		in := &instance{name: "i" + strconv.Itoa(i+1), done: make(chan struct{}), waits: map[string]chan struct{}{}}
 		in.cmd = exec.Command(bin, "-addr", "127.0.0.1:0", "-redis", c.redis.addr(), "-prefix", "multi:",
-			"-name", in.name, "-state-key", hex.EncodeToString(key), "-redis-timeout", "1s")
+			"-name", in.name, "-state-key", hex.EncodeToString(key), "-redis-timeout", "1s",
+			"-task-lease", taskLease.String())
 		stderr, err := in.cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -816,8 +821,8 @@ func TestMultiKillInstance(t *testing.T) {
 	c.touch(toucher, 2, 1, 2, ls)
 
 	// Each call is bounded by its context: a 2026-07-28 client runs the
-	// tool as a task and polls it, and a task whose instance died stays
-	// working in the store.
+	// tool as a task and polls it, and a task whose instance died fails
+	// once its lease runs out.
 	const timeout = 6 * time.Second
 	var calls []*slowCall
 	var wg sync.WaitGroup
@@ -857,6 +862,8 @@ func TestMultiKillInstance(t *testing.T) {
 				t.Errorf("%s of %s was on the killed instance, yet answered %q", sc.tag, sc.client, sc.text)
 			} else if d := sc.ended.Sub(killed); d > timeout {
 				t.Errorf("%s of %s failed %v after the kill, past its timeout of %v: %v", sc.tag, sc.client, d, timeout, sc.err)
+			} else if strings.Contains(sc.client, mcp.Version20260728) && !strings.Contains(sc.err.Error(), "stopped before the task ended") {
+				t.Errorf("%s of %s, a task on the killed instance, failed %v after the kill with %v; want the error that its instance stopped", sc.tag, sc.client, d, sc.err)
 			} else {
 				t.Logf("%s of %s, on the killed instance: %v", sc.tag, sc.client, sc.err)
 			}

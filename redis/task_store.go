@@ -75,12 +75,13 @@ func expiryMember(owner, id string) string {
 // createScript stores a new task. KEYS: the task, its owner's set, the
 // sequence counter, the expiry set. ARGV: owner, fixed part, status,
 // message, updated, inputs, result, error, ended, when the TTL ends in
-// milliseconds and microseconds (0: never), task id, expiry member.
+// milliseconds and microseconds (0: never), task id, expiry member, when
+// the lease ends in microseconds ("": no lease).
 var createScript = redis.NewScript(`
 local seq = redis.call('INCR', KEYS[3])
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'task', ARGV[2], 'status', ARGV[3], 'message', ARGV[4],
-  'updated', ARGV[5], 'inputs', ARGV[6], 'result', ARGV[7], 'error', ARGV[8], 'ended', ARGV[9])
+  'updated', ARGV[5], 'inputs', ARGV[6], 'result', ARGV[7], 'error', ARGV[8], 'ended', ARGV[9], 'lease', ARGV[14])
 if ARGV[10] ~= '0' then
   redis.call('PEXPIREAT', KEYS[1], ARGV[10])
   redis.call('ZADD', KEYS[4], ARGV[11], ARGV[13])
@@ -117,7 +118,8 @@ func (s *TaskStore) Create(ctx context.Context, rec *mcp.TaskRecord) error {
 	defer cancel()
 	err = createScript.Run(ctx, s.rdb, []string{key, s.ownerKey(rec.Owner), s.seqKey(), s.expiryKey()},
 		rec.Owner, fixed, string(rec.Status), rec.StatusMessage, rec.LastUpdatedAt.Format(time.RFC3339Nano),
-		inputs, string(rec.Result), errJSON, flag(rec.Status.Terminal()), atMs, atUs, rec.ID, expiryMember(rec.Owner, rec.ID)).Err()
+		inputs, string(rec.Result), errJSON, flag(rec.Status.Terminal()), atMs, atUs, rec.ID, expiryMember(rec.Owner, rec.ID),
+		encodeLease(rec.LeaseExpires)).Err()
 	return fail("TaskStore.Create", key, err)
 }
 
@@ -165,6 +167,13 @@ func decodeTask(h map[string]string, owner string) (*mcp.TaskRecord, error) {
 	if r := h["result"]; r != "" {
 		rec.Result = json.RawMessage(r)
 	}
+	if l := h["lease"]; l != "" {
+		us, err := strconv.ParseInt(l, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("the task's lease: %w", err)
+		}
+		rec.LeaseExpires = time.UnixMicro(us)
+	}
 	if e := h["error"]; e != "" {
 		rec.Error = new(mcp.Error)
 		if err := json.Unmarshal([]byte(e), rec.Error); err != nil {
@@ -211,6 +220,33 @@ func scriptOutcome(op, key string, n int, err error) error {
 		return mcp.ErrTaskStoreFull
 	}
 	return nil
+}
+
+// encodeLease is a lease's end as the hash keeps it: microseconds since
+// the epoch, "" for none.
+func encodeLease(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMicro(), 10)
+}
+
+// leaseScript renews a live task's lease. KEYS: the task. ARGV: owner,
+// the lease's new end. It returns as updateScript does.
+var leaseScript = redis.NewScript(`
+local f = redis.call('HMGET', KEYS[1], 'owner', 'ended')
+if f[1] ~= ARGV[1] then return 0 end
+if f[2] ~= '1' then redis.call('HSET', KEYS[1], 'lease', ARGV[2]) end
+return 1
+`)
+
+// RenewLease implements mcp.TaskStore.
+func (s *TaskStore) RenewLease(ctx context.Context, owner, id string, until time.Time) error {
+	key := s.taskKey(id)
+	ctx, cancel := s.cfg.call(ctx)
+	defer cancel()
+	n, err := leaseScript.Run(ctx, s.rdb, []string{key}, owner, encodeLease(until)).Int()
+	return scriptOutcome("TaskStore.RenewLease", key, n, err)
 }
 
 // resultScript ends a live task. KEYS: the task. ARGV: owner, status,

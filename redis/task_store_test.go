@@ -124,6 +124,36 @@ var taskStoreChecks = []check[mcp.TaskStore]{
 			t.Fatal("a cursor the store did not make was taken")
 		}
 	}},
+	{"a lease reads back, is renewed while the task runs, and stays once it ended", func(t *testing.T, s mcp.TaskStore) {
+		ctx := context.Background()
+		rec := newRecord("a", "alice", time.Hour)
+		rec.LeaseExpires = time.UnixMicro(time.Now().Add(time.Minute).UnixMicro())
+		s.Create(ctx, rec)
+		if got, err := s.Get(ctx, "alice", "a"); err != nil || !got.LeaseExpires.Equal(rec.LeaseExpires) {
+			t.Fatalf("created with a lease: %+v, %v", got, err)
+		}
+		later := time.UnixMicro(time.Now().Add(time.Hour).UnixMicro())
+		if err := s.RenewLease(ctx, "alice", "a", later); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Get(ctx, "alice", "a"); !got.LeaseExpires.Equal(later) || got.Status != mcp.TaskWorking {
+			t.Fatalf("renewed: %+v", got)
+		}
+		if err := s.RenewLease(ctx, "mallory", "a", time.Now()); !errors.Is(err, mcp.ErrTaskNotFound) {
+			t.Fatalf("another owner's renewal: %v", err)
+		}
+		s.PutResult(ctx, "alice", "a", mcp.TaskCompleted, json.RawMessage(`{}`), nil)
+		if err := s.RenewLease(ctx, "alice", "a", later.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Get(ctx, "alice", "a"); !got.LeaseExpires.Equal(later) {
+			t.Fatalf("an ended task's lease moved: %+v", got)
+		}
+		s.Create(ctx, newRecord("b", "alice", 0))
+		if got, _ := s.Get(ctx, "alice", "b"); !got.LeaseExpires.IsZero() {
+			t.Fatalf("a task created without a lease has one: %+v", got)
+		}
+	}},
 	{"a task past its TTL is gone, and the sweep counts it", func(t *testing.T, s mcp.TaskStore) {
 		ctx := context.Background()
 		s.Create(ctx, newRecord("new", "alice", time.Hour))

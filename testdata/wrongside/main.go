@@ -22,6 +22,7 @@ func main() {
 	mcp.NewClient(info, mcp.WithStateKey(make([]byte, 32)))                    // ERROR
 	mcp.NewClient(info, mcp.WithStateTTL(time.Minute))                         // ERROR
 	mcp.NewClient(info, mcp.WithTaskStore(nil))                                // ERROR
+	mcp.NewClient(info, mcp.WithTaskLease(time.Second))                        // ERROR
 	mcp.NewClient(info, mcp.WithBroadcaster(nil))                              // ERROR
 
 	// Client options given to a server.

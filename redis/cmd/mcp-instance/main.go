@@ -48,20 +48,21 @@ func main() {
 	name := flag.String("name", "", "the instance's `name`, which the whoami-instance tool returns (default: the address)")
 	stateKey := flag.String("state-key", "", "the `hex` key, at least 32 bytes, that signs 2026-07-28 requestState; the same on every instance (default: a random one, fit for one instance only)")
 	timeout := flag.Duration("redis-timeout", mcpredis.DefaultTimeout, "bound each Redis call whose request has no deadline of its own")
+	lease := flag.Duration("task-lease", mcp.DefaultTaskLease, "fail a task whose instance stopped renewing it for this `long`")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("mcp-instance: ")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *redisAddr, *prefix, *name, *stateKey, *timeout); err != nil {
+	if err := run(ctx, *addr, *redisAddr, *prefix, *name, *stateKey, *timeout, *lease); err != nil {
 		log.Fatal(err)
 	}
 }
 
 // run serves until ctx ends, then shuts down gracefully.
-func run(ctx context.Context, addr, redisAddr, prefix, name, stateKey string, timeout time.Duration) error {
-	serverOpts := []mcp.ServerOption{}
+func run(ctx context.Context, addr, redisAddr, prefix, name, stateKey string, timeout, lease time.Duration) error {
+	serverOpts := []mcp.ServerOption{mcp.WithTaskLease(lease)}
 	if stateKey != "" {
 		key, err := hex.DecodeString(stateKey)
 		if err != nil || len(key) < 32 {

@@ -1,0 +1,148 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Leases tell the instances that share a TaskStore that a task's runner is
+// gone. The instance that runs a task renews its lease in the store while
+// it runs; an instance that reads a task whose lease ran out, and that it
+// does not run itself, fails it in the store, so that a client polling it
+// learns that its task ended with the instance that ran it instead of
+// seeing "working" until the task's TTL.
+
+// DefaultTaskLease is how long a task stays "working" in a shared task
+// store after the instance that runs it stopped renewing it, unless
+// WithTaskLease says otherwise. Server side.
+const DefaultTaskLease = 30 * time.Second
+
+// leaseRenewals is how many times a lease is renewed within its length:
+// a renewal that fails or comes late still leaves time for the next.
+const leaseRenewals = 3
+
+// WithTaskLease sets how long a task stays "working" in the task store
+// after the instance that runs it stopped renewing it (it crashed, or lost
+// the store): then the first instance that reads it fails it with an
+// error saying why. Only a store given with WithTaskStore, which other
+// instances may read, keeps leases; 0 turns them off. Default
+// DefaultTaskLease. It configures a server (NewServer).
+func WithTaskLease(d time.Duration) ServerOption {
+	return serverOption(func(c *config) {
+		if d >= 0 {
+			c.server.taskLease = d
+		}
+	})
+}
+
+// taskLease is the lease of the server's tasks, 0 when they have none.
+func (s *Server) taskLease() time.Duration {
+	if s.cfg.server.taskStore == nil {
+		return 0 // the tasks live and die with this process
+	}
+	return s.cfg.server.taskLease
+}
+
+// keepLease renews the lease of t, which runs here, until it ends. A
+// renewal that fails is logged; the next one may still come in time.
+func (t *serverTask) keepLease(lease time.Duration) {
+	every := lease / leaseRenewals
+	var renew func()
+	renew = func() {
+		select {
+		case <-t.done:
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		err := t.srv.taskStore().RenewLease(ctx, t.owner, t.task.ID, time.Now().Add(lease))
+		cancel()
+		if err != nil {
+			t.srv.cfg.logger.Warn("cannot renew a task's lease in the task store", "task", t.task.ID, "err", err)
+		}
+		t.mu.Lock()
+		if !t.task.Status.Terminal() {
+			t.lease = time.AfterFunc(every, renew)
+		}
+		t.mu.Unlock()
+	}
+	t.mu.Lock()
+	t.lease = time.AfterFunc(every, renew)
+	t.mu.Unlock()
+}
+
+// stopLeaseLocked stops the renewals of a task that ended.
+func (t *serverTask) stopLeaseLocked() {
+	if t.lease != nil {
+		t.lease.Stop()
+	}
+}
+
+// errTaskAbandoned is the error of a task whose runner stopped renewing it.
+func errTaskAbandoned(id string) *Error {
+	return &Error{Code: CodeInternalError, Message: "Internal error: the server instance that ran task " + id + " stopped before the task ended"}
+}
+
+// readTask reads owner's task id from the store, failing it there first
+// if its lease ran out (reclaim).
+func (s *Server) readTask(ctx context.Context, owner, id string) (*TaskRecord, error) {
+	rec, err := s.taskStore().Get(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.reclaim(ctx, rec)
+}
+
+// abandoned reports whether rec is a task whose runner is gone: its lease
+// ran out, and it does not run here.
+func (s *Server) abandoned(rec *TaskRecord) bool {
+	return !rec.Status.Terminal() && !rec.LeaseExpires.IsZero() && !time.Now().Before(rec.LeaseExpires) &&
+		s.tasks.find(rec.ID, rec.Owner) == nil
+}
+
+// reclaim fails rec in the store if it was abandoned, tells the instances
+// that wait on it, and returns it as the store then holds it (another
+// outcome may have come first). Any other rec is returned as it is.
+func (s *Server) reclaim(ctx context.Context, rec *TaskRecord) (*TaskRecord, error) {
+	if !s.abandoned(rec) {
+		return rec, nil
+	}
+	s.cfg.logger.Warn("failing a task whose instance stopped renewing it", "task", rec.ID, "lease_expired", rec.LeaseExpires)
+	if err := s.taskStore().PutResult(ctx, rec.Owner, rec.ID, TaskFailed, nil, errTaskAbandoned(rec.ID)); err != nil {
+		return nil, err
+	}
+	now, err := s.taskStore().Get(ctx, rec.Owner, rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	if s.fan != nil {
+		s.publishTask(ctx, now)
+	}
+	return now, nil
+}
+
+// publishTask publishes rec's status on its channel, as the instance that
+// runs a task does for each change (serverTask.publish).
+func (s *Server) publishTask(ctx context.Context, rec *TaskRecord) {
+	m := taskMessage{Kind: kindTaskStatus, Status: rec.Status}
+	if b, err := appendDetailedTask(append(messageBuffer(256), '{'), rec); err == nil {
+		m.Task = json.RawMessage(append(b, '}'))
+	}
+	msg, _ := json.Marshal(m)
+	if err := s.fan.b.Publish(ctx, taskChannel(rec.ID), msg); err != nil {
+		s.cfg.logger.Warn("cannot publish a task's status to the other instances", "channel", taskChannel(rec.ID), "status", rec.Status, "err", err)
+	}
+}
+
+// leaseWait returns a channel that is ready when rec's lease runs out, or
+// nil when there is nothing to wait for (no lease, or one that ran out
+// already); stop releases its timer.
+func leaseWait(rec *TaskRecord) (wait <-chan time.Time, stop func()) {
+	left := time.Until(rec.LeaseExpires)
+	if rec.Status.Terminal() || rec.LeaseExpires.IsZero() || left <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(left)
+	return t.C, func() { t.Stop() }
+}
