@@ -679,8 +679,10 @@ func validAnswer(kind, mode string, raw json.RawMessage) bool {
 			if mode == ElicitationURL {
 				return !hasContent
 			}
+			// A form accepted with no content is an empty form: a Go
+			// client's empty Content map is left out of its JSON.
 			var obj map[string]json.RawMessage
-			return hasContent && json.Unmarshal(a.Content, &obj) == nil
+			return !hasContent || json.Unmarshal(a.Content, &obj) == nil
 		}
 		return false
 	case "sampling":
