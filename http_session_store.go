@@ -303,6 +303,11 @@ func (s *httpSession) save(change sessionChange) error {
 			// The changes this Save was for are answered with the error;
 			// those made since stay pending for their own Save.
 			s.shared.pending = slices.Delete(s.shared.pending, 0, n)
+			if errors.Is(err, ErrSessionNotFound) {
+				// Ended elsewhere, or expired: the next request's touch
+				// finds it gone and drops the copy.
+				s.shared.lastTouch = time.Time{}
+			}
 			s.mu.Unlock()
 			s.h.log.Warn("the session store failed to save a session", "session", s.id, "err", err)
 			return &sessionStoreError{"save", s.id, err}

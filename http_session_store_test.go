@@ -718,3 +718,24 @@ func TestSharedSessionSaveRetries(t *testing.T) {
 		t.Fatalf("the store holds %+v, %v", rec, err)
 	}
 }
+
+// TestSharedSessionChangeAfterEnd: a change of a session that the store no
+// longer holds (ended elsewhere with no word from the broadcaster) is
+// answered with an error and does not bring the session back; the next
+// request finds it gone.
+func TestSharedSessionChangeAfterEnd(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 1)
+	sid := legacySession(t, c.url(0), Version20251125)
+	c.store.MemorySessionStore.Delete(context.Background(), sid)
+	r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"error"}}`, postHeaders("Mcp-Session-Id", sid))
+	if r.status != 200 || !strings.Contains(r.body, "cannot save session "+sid) || !strings.Contains(r.body, ErrSessionNotFound.Error()) {
+		t.Fatalf("setLevel: %d %s", r.status, r.body)
+	}
+	if _, err := c.store.MemorySessionStore.Load(context.Background(), sid); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("the change brought the session back: %v", err)
+	}
+	if r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusNotFound {
+		t.Fatalf("ping: %d %s", r.status, r.body)
+	}
+}
