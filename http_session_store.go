@@ -336,6 +336,7 @@ func (s *httpSession) merge() (*SessionRecord, int, error) {
 		if err != nil {
 			return nil, 0, fmt.Errorf("loading it again after another instance changed it: %w", err)
 		}
+		rec.ID = s.id // a store may leave it out, as restoreSession allows
 		s.mu.Lock()
 		n := len(s.shared.pending)
 		for _, c := range s.shared.pending {
@@ -351,7 +352,7 @@ func (s *httpSession) merge() (*SessionRecord, int, error) {
 			return rec, n, err
 		}
 	}
-	return nil, 0, fmt.Errorf("%w at each of %d tries", ErrSessionConflict, s.h.cfg.saveRetries+1)
+	return nil, 0, fmt.Errorf("%w, at each try (%d in all)", ErrSessionConflict, s.h.cfg.saveRetries+1)
 }
 
 // applyTo makes the change on a session's record.

@@ -175,7 +175,8 @@ func TestSessionStoreChecks(t *testing.T) {
 }
 
 // TestSessionStoreTTL: a session lives ttl from its last Save or Touch,
-// counted by Redis; then it is gone and Touch says so.
+// counted by Redis, a Save that conflicted left out; then it is gone and
+// Touch says so.
 func TestSessionStoreTTL(t *testing.T) {
 	r := startRedis(t)
 	c := r.client()
@@ -186,6 +187,12 @@ func TestSessionStoreTTL(t *testing.T) {
 	}
 	if ttl := c.PTTL(ctx, "mcp:session:s1").Val(); ttl <= 50*time.Second || ttl > time.Minute {
 		t.Fatalf("ttl after Save: %v", ttl)
+	}
+	if err := s.Save(ctx, &mcp.SessionRecord{ID: "s1"}, time.Hour); !errors.Is(err, mcp.ErrSessionConflict) {
+		t.Fatalf("a first Save over a stored session: %v", err)
+	}
+	if ttl := c.PTTL(ctx, "mcp:session:s1").Val(); ttl <= 50*time.Second || ttl > time.Minute {
+		t.Fatalf("ttl after a Save that conflicted: %v", ttl)
 	}
 	if err := s.Touch(ctx, "s1", time.Hour); err != nil {
 		t.Fatal(err)
@@ -224,23 +231,5 @@ func TestSessionStoreBadRecord(t *testing.T) {
 	}
 	if got := c.Get(ctx, "mcp:session:bad").Val(); got != "{not json" {
 		t.Fatalf("Save over a bad record wrote %q", got)
-	}
-}
-
-// TestSessionStoreConflictKeepsTTL: a Save that conflicts leaves the
-// stored record's expiry alone, as it leaves the record.
-func TestSessionStoreConflictKeepsTTL(t *testing.T) {
-	r := startRedis(t)
-	c := r.client()
-	s := NewSessionStore(c)
-	ctx := context.Background()
-	if err := s.Save(ctx, &mcp.SessionRecord{ID: "s1"}, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Save(ctx, &mcp.SessionRecord{ID: "s1"}, time.Hour); !errors.Is(err, mcp.ErrSessionConflict) {
-		t.Fatalf("Save: %v", err)
-	}
-	if ttl := c.PTTL(ctx, "mcp:session:s1").Val(); ttl <= 50*time.Second || ttl > time.Minute {
-		t.Fatalf("ttl after a Save that conflicted: %v", ttl)
 	}
 }
