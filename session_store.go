@@ -32,8 +32,9 @@ type SessionRecord struct {
 	LogLevel           string          `json:"logLevel,omitempty"`
 	// Subscriptions are the URIs of the session's resources/subscribe.
 	Subscriptions []string `json:"subscriptions,omitempty"`
-	// Revision counts the Saves of the session: zero for a record never
-	// saved, one after the first Save, and one more after each. A record
+	// Revision counts the Saves of the record (the protocol revision is
+	// ProtocolVersion): zero for a record never saved, one after the first
+	// Save, and one more after each. A record
 	// is saved only over the revision it was based on (see
 	// [SessionStore]), so that two instances that change one session at
 	// once cannot both write and lose one of the changes.
@@ -54,8 +55,8 @@ type SessionRecord struct {
 // [WithSessionStore].
 type SessionStore interface {
 	// Save stores rec under rec.ID, to live ttl from now, when the
-	// record stored there is rec.Revision, or when none is and
-	// rec.Revision is zero; the stored record is then rec at the next
+	// record stored there is at rec.Revision, or when none is and
+	// rec.Revision is zero; the record stored is then rec at the next
 	// revision, and rec.Revision is set to it. It returns
 	// ErrSessionConflict, storing nothing, when a record of another
 	// revision is stored (a first save included), and ErrSessionNotFound
