@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -27,6 +28,28 @@ import (
 // Server side.
 func WithSessionStore(store SessionStore) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) { c.sessions = store })
+}
+
+// DefaultSessionSaveRetries bounds the Saves of a legacy session tried
+// again after another instance saved it meanwhile; see
+// [WithSessionSaveRetries]. Server side.
+const DefaultSessionSaveRetries = 5
+
+// WithSessionSaveRetries bounds how many times a change of a shared legacy
+// session (logging/setLevel, resources/subscribe and unsubscribe) is saved
+// again when its Save finds that another instance saved the session since
+// this one last read it ([ErrSessionConflict]): each time the handler
+// loads the record, makes its change on it and saves it (default 5; 0
+// tries no more, a negative n is ignored). Conflicts in a row need changes
+// of one session made on several instances at the same moment, so a
+// change that meets one at every try is answered with an error naming it;
+// the session serves on. Server side.
+func WithSessionSaveRetries(n int) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		if n >= 0 {
+			c.saveRetries = n
+		}
+	})
 }
 
 // sessionTouchFraction: a cached session is touched in the store at most
@@ -61,6 +84,12 @@ func newInstanceID() string {
 // of it; the session's mu guards it.
 type sharedState struct {
 	lastTouch time.Time // the last Save or Touch
+	// revision is that of the record this copy last saved or loaded, the
+	// one its next Save is based on; pending are the changes made here
+	// that no Save has kept yet, in order, which merge makes again on a
+	// record another instance saved.
+	revision int64
+	pending  []sessionChange
 	// Saves come one at a time, each of the state as it is when it starts:
 	// saveGen counts the changes asked to be saved, savedGen the last one
 	// saved, and saveDone is closed when the Save under way ends.
@@ -200,6 +229,7 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 	}
 	s := h.makeSession(sid, principal, rec)
 	s.shared.lastTouch = time.Now() // Load proved it live
+	s.shared.revision = rec.Revision
 	err = s.joinRelay()
 	h.mu.Lock()
 	held := h.sessions[sid]
@@ -225,13 +255,21 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 	return s, nil
 }
 
-// save saves the session's state in the store, outside every lock, and
-// returns once a Save that started after the call succeeded: a change is
-// kept before it is answered, and Saves of one session never overtake one
-// another.
-func (s *httpSession) save() error {
-	store := s.h.cfg.sessions
+// save makes change (none for initialize) to the session's state and saves
+// that state in the store, outside every lock, and returns once a Save that
+// started after the call succeeded: a change is kept before it is
+// answered, and Saves of one session never overtake one another. Each Save
+// is based on the revision this copy last saved or loaded; when another
+// instance saved the session since, merge saves again on what it saved.
+func (s *httpSession) save(change sessionChange) error {
 	s.mu.Lock()
+	if change != (sessionChange{}) {
+		// Made here again under the session's lock, so that the copy's
+		// state and its pending changes agree for merge, whatever it did
+		// since the request made it.
+		s.shared.pending = append(s.shared.pending, change)
+		s.ss.apply(change)
+	}
 	s.shared.saveGen++
 	want := s.shared.saveGen
 	for s.shared.savedGen < want {
@@ -246,9 +284,15 @@ func (s *httpSession) save() error {
 			continue
 		}
 		s.shared.saving = true
-		gen := s.shared.saveGen
+		gen, base, n := s.shared.saveGen, s.shared.revision, len(s.shared.pending)
 		s.mu.Unlock()
-		err := store.Save(s.ctx, s.ss.record(s.id), s.h.sessionTTL())
+		rec := s.ss.record(s.id)
+		rec.Revision = base
+		err := s.h.cfg.sessions.Save(s.ctx, rec, s.h.sessionTTL())
+		merged := n
+		if errors.Is(err, ErrSessionConflict) && base != 0 {
+			rec, merged, err = s.merge()
+		}
 		s.mu.Lock()
 		s.shared.saving = false
 		if s.shared.saveDone != nil {
@@ -256,15 +300,73 @@ func (s *httpSession) save() error {
 			s.shared.saveDone = nil
 		}
 		if err != nil {
+			// The changes this Save was for are answered with the error;
+			// those made since stay pending for their own Save.
+			s.shared.pending = slices.Delete(s.shared.pending, 0, n)
+			if errors.Is(err, ErrSessionNotFound) {
+				// Ended elsewhere, or expired: the next request's touch
+				// finds it gone and drops the copy.
+				s.shared.lastTouch = time.Time{}
+			}
 			s.mu.Unlock()
 			s.h.log.Warn("the session store failed to save a session", "session", s.id, "err", err)
 			return &sessionStoreError{"save", s.id, err}
 		}
+		s.shared.pending = slices.Delete(s.shared.pending, 0, merged)
+		s.shared.revision = rec.Revision
 		s.shared.savedGen = max(s.shared.savedGen, gen)
 		s.shared.lastTouch = time.Now()
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// merge saves the session after a Save found that another instance saved
+// it since this copy's revision: it loads the record stored, makes this
+// copy's pending changes on it, saves that, and takes it as the copy's
+// state, so that the copy learns what the others changed even before
+// their word reaches it on the relay. It tries again, up to
+// WithSessionSaveRetries times in all, while the record keeps changing
+// under it, and returns the record saved and how many pending changes it
+// holds.
+func (s *httpSession) merge() (*SessionRecord, int, error) {
+	store := s.h.cfg.sessions
+	for range s.h.cfg.saveRetries {
+		rec, err := store.Load(s.ctx, s.id)
+		if err != nil {
+			return nil, 0, fmt.Errorf("loading it again after another instance changed it: %w", err)
+		}
+		rec.ID = s.id // a store may leave it out, as restoreSession allows
+		s.mu.Lock()
+		n := len(s.shared.pending)
+		for _, c := range s.shared.pending {
+			c.applyTo(rec)
+		}
+		subscribed := s.ss.adopt(rec)
+		s.mu.Unlock()
+		if subscribed {
+			s.standaloneStream() // the new subscription's updates need somewhere to wait
+		}
+		err = store.Save(s.ctx, rec, s.h.sessionTTL())
+		if !errors.Is(err, ErrSessionConflict) {
+			return rec, n, err
+		}
+	}
+	return nil, 0, fmt.Errorf("%w, at each try (%d in all)", ErrSessionConflict, s.h.cfg.saveRetries+1)
+}
+
+// applyTo makes the change on a session's record.
+func (c sessionChange) applyTo(rec *SessionRecord) {
+	if c.Subscribe != "" && !slices.Contains(rec.Subscriptions, c.Subscribe) {
+		rec.Subscriptions = append(rec.Subscriptions, c.Subscribe)
+		slices.Sort(rec.Subscriptions)
+	}
+	if c.Unsubscribe != "" {
+		rec.Subscriptions = slices.DeleteFunc(rec.Subscriptions, func(uri string) bool { return uri == c.Unsubscribe })
+	}
+	if c.LogLevel != "" {
+		rec.LogLevel = c.LogLevel
+	}
 }
 
 // touch extends the session's life in the store unless it was saved or
@@ -321,7 +423,7 @@ func (t *streamTransport) sessionChanged(change sessionChange) error {
 	if t.sess == nil || t.sess.h.cfg.sessions == nil {
 		return nil
 	}
-	if err := t.sess.save(); err != nil {
+	if err := t.sess.save(change); err != nil {
 		return err
 	}
 	if change != (sessionChange{}) {

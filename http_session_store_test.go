@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,6 +100,16 @@ type checkedSessionStore struct {
 	mu      sync.Mutex
 	calls   map[string]int
 	touched func() // called at the first Touch
+	// saving, when set, is called before each Save, with no lock held; an
+	// error it returns is the Save's.
+	saving func(rec *SessionRecord) error
+}
+
+// onSave has f called before each Save from now on (nil: none).
+func (s *checkedSessionStore) onSave(f func(rec *SessionRecord) error) {
+	s.mu.Lock()
+	s.saving = f
+	s.mu.Unlock()
 }
 
 // onTouch has f called at the next Touch.
@@ -145,6 +156,14 @@ func countOf(counts map[string]int, key string) int {
 func (s *checkedSessionStore) Save(ctx context.Context, rec *SessionRecord, ttl time.Duration) error {
 	if err := s.enter("Save", rec.ID); err != nil {
 		return err
+	}
+	s.mu.Lock()
+	f := s.saving
+	s.mu.Unlock()
+	if f != nil {
+		if err := f(rec); err != nil {
+			return err
+		}
 	}
 	return s.MemorySessionStore.Save(ctx, rec, ttl)
 }
@@ -587,5 +606,136 @@ func TestSharedSessionCopyEndingAsARequestComes(t *testing.T) {
 	old.conn.close(errors.New("ended by the test"))
 	if res, err := cl.CallTool(context.Background(), "echo", map[string]int{"x": 2}); err != nil || textOf(res) != `{"x":2}` {
 		t.Fatalf("a call after the old copy closed: %v %v", textOf(res), err)
+	}
+}
+
+// TestSharedSessionChangesAtOnce: two requests that change one session on
+// two instances at the same moment, a logging/setLevel whose Save is held
+// until a resources/subscribe elsewhere was saved and answered, both end up
+// in the store and in a copy made later from it. Before records had a
+// revision, the held Save wrote the whole record over the other and the
+// subscription was lost from the store.
+func TestSharedSessionChangesAtOnce(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3)
+	addResources(c, "res://a")
+	sid := legacySession(t, c.url(0), Version20251125)
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	if r := doHTTP(t, "POST", c.url(1), ping, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+		t.Fatalf("ping on instance 1: %d %s", r.status, r.body)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	var released sync.Once
+	defer released.Do(func() { close(release) }) // should the test fail while it holds
+	c.store.onSave(func(rec *SessionRecord) error {
+		if first.CompareAndSwap(false, true) {
+			close(held)
+			<-release
+		}
+		return nil
+	})
+	level := make(chan httpReply, 1)
+	go func() {
+		level <- doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"error"}}`, postHeaders("Mcp-Session-Id", sid))
+	}()
+	<-held
+	if r := doHTTP(t, "POST", c.url(1), `{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"res://a"}}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 || strings.Contains(r.body, `"error"`) {
+		t.Fatalf("subscribe on instance 1: %d %s", r.status, r.body)
+	}
+	released.Do(func() { close(release) })
+	if r := <-level; r.status != 200 || strings.Contains(r.body, `"error":{`) {
+		t.Fatalf("setLevel on instance 0: %d %s", r.status, r.body)
+	}
+	rec, err := c.store.MemorySessionStore.Load(context.Background(), sid)
+	if err != nil || rec.LogLevel != "error" || !slices.Equal(rec.Subscriptions, []string{"res://a"}) || rec.Revision != 3 {
+		t.Fatalf("the store holds %+v, %v; want level error, res://a, revision 3 (initialize and two changes)", rec, err)
+	}
+	if n, want := c.store.count("Save"), 4; n != want {
+		t.Errorf("%d Saves, want %d: initialize, subscribe, setLevel conflicting, then setLevel again", n, want)
+	}
+	if got := c.handlers[0].session(sid).ss.record(sid); got.LogLevel != "error" || !slices.Equal(got.Subscriptions, []string{"res://a"}) {
+		t.Errorf("instance 0's copy, which saved last: %+v", got)
+	}
+	if r := doHTTP(t, "POST", c.url(2), ping, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+		t.Fatalf("ping on instance 2: %d %s", r.status, r.body)
+	}
+	if got := c.handlers[2].session(sid).ss.record(sid); got.LogLevel != "error" || !slices.Equal(got.Subscriptions, []string{"res://a"}) {
+		t.Fatalf("a copy made later from the store: %+v", got)
+	}
+}
+
+// TestSharedSessionSaveRetries: a change whose Save meets another
+// instance's change at each of its WithSessionSaveRetries(2) tries again,
+// three Saves in all, is answered with an error naming the conflict, and
+// the session serves on; one that meets a conflict at the first two and
+// not the third is kept.
+func TestSharedSessionSaveRetries(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 1, WithSessionSaveRetries(2))
+	cl := NewClient(Implementation{Name: "retries", Version: "1"}, WithProtocolVersion(Version20251125))
+	if err := cl.Connect(context.Background(), NewHTTPTransport(c.url(0))); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	sid := c.store.only(t)
+	var conflicts atomic.Int32
+	c.store.onSave(func(*SessionRecord) error {
+		if conflicts.Add(-1) >= 0 {
+			return ErrSessionConflict
+		}
+		return nil
+	})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		conflicts int32
+		level     LoggingLevel
+		kept      bool
+	}{
+		{3, "error", false}, // every try conflicts
+		{2, "warning", true},
+	} {
+		conflicts.Store(tc.conflicts)
+		saves, loads := c.store.count("Save"), c.store.count("Load")
+		err := cl.SetLoggingLevel(ctx, tc.level)
+		if tc.kept != (err == nil) {
+			t.Fatalf("setLevel %s after %d conflicts: %v", tc.level, tc.conflicts, err)
+		}
+		if !tc.kept && (!strings.Contains(err.Error(), "cannot save session "+sid) || !strings.Contains(err.Error(), "changed on another instance, at each try (3 in all)")) {
+			t.Fatalf("setLevel that met a conflict at every try: %v", err)
+		}
+		if n := c.store.count("Save") - saves; n != 3 {
+			t.Errorf("setLevel %s: %d Saves, want 3", tc.level, n)
+		}
+		if n := c.store.count("Load") - loads; n != 2 {
+			t.Errorf("setLevel %s: %d Loads, want 2 (one a retry)", tc.level, n)
+		}
+		if res, err := cl.CallTool(ctx, "echo", map[string]int{"x": 1}); err != nil || textOf(res) != `{"x":1}` {
+			t.Fatalf("a call after setLevel %s: %v %v", tc.level, textOf(res), err)
+		}
+	}
+	if rec, err := c.store.MemorySessionStore.Load(ctx, sid); err != nil || rec.LogLevel != "warning" {
+		t.Fatalf("the store holds %+v, %v", rec, err)
+	}
+}
+
+// TestSharedSessionChangeAfterEnd: a change of a session that the store no
+// longer holds (ended elsewhere with no word from the broadcaster) is
+// answered with an error and does not bring the session back; the next
+// request finds it gone.
+func TestSharedSessionChangeAfterEnd(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 1)
+	sid := legacySession(t, c.url(0), Version20251125)
+	c.store.MemorySessionStore.Delete(context.Background(), sid)
+	r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"error"}}`, postHeaders("Mcp-Session-Id", sid))
+	if r.status != 200 || !strings.Contains(r.body, "cannot save session "+sid) || !strings.Contains(r.body, ErrSessionNotFound.Error()) {
+		t.Fatalf("setLevel: %d %s", r.status, r.body)
+	}
+	if _, err := c.store.MemorySessionStore.Load(context.Background(), sid); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("the change brought the session back: %v", err)
+	}
+	if r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusNotFound {
+		t.Fatalf("ping: %d %s", r.status, r.body)
 	}
 }

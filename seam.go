@@ -124,6 +124,29 @@ func (ss *serverSession) apply(c sessionChange) (subscribed bool) {
 	return c.Subscribe != ""
 }
 
+// adopt takes the log level and subscriptions of rec, the session's state
+// as another instance left it in the store; it reports whether that added
+// a subscription.
+func (ss *serverSession) adopt(rec *SessionRecord) (subscribed bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if validLevel(LoggingLevel(rec.LogLevel)) || rec.LogLevel == "" {
+		ss.logLevel = rec.LogLevel
+	}
+	for uri := range ss.subscriptions {
+		if !slices.Contains(rec.Subscriptions, uri) {
+			delete(ss.subscriptions, uri)
+		}
+	}
+	for _, uri := range rec.Subscriptions {
+		if _, ok := ss.subscriptions[uri]; !ok {
+			putEntry(&ss.subscriptions, uri, true)
+			subscribed = true
+		}
+	}
+	return subscribed
+}
+
 // changed tells a push transport that the session's state changed; its
 // error is the request's.
 func (ss *serverSession) changed(c sessionChange) error {

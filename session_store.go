@@ -12,6 +12,13 @@ import (
 // session under an id. Server side.
 var ErrSessionNotFound = errors.New("mcp: session not found")
 
+// ErrSessionConflict is returned by a SessionStore's Save when the record
+// stored for the session is not the one the saved record was based on:
+// another instance saved the session meanwhile. The handler then loads the
+// session again, makes its change on what it finds and saves once more.
+// Server side.
+var ErrSessionConflict = errors.New("mcp: the session was changed on another instance")
+
 // SessionRecord is what a legacy HTTP session (2025-03-26 … 2025-11-25)
 // needs so that any instance of a server can serve its next request: the
 // revision it negotiated, who the client is and what it can do, its log
@@ -25,6 +32,13 @@ type SessionRecord struct {
 	LogLevel           string          `json:"logLevel,omitempty"`
 	// Subscriptions are the URIs of the session's resources/subscribe.
 	Subscriptions []string `json:"subscriptions,omitempty"`
+	// Revision counts the Saves of the record (the protocol revision is
+	// ProtocolVersion): zero for a record never saved, one after the first
+	// Save, and one more after each. A record
+	// is saved only over the revision it was based on (see
+	// [SessionStore]), so that two instances that change one session at
+	// once cannot both write and lose one of the changes.
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // SessionStore keeps the legacy HTTP sessions of a server that runs as
@@ -32,10 +46,22 @@ type SessionRecord struct {
 // lives until Delete or until ttl passes with no Save or Touch. Every
 // method takes a context and may fail; the handler answers a request that
 // needs a failed call with an error, and never calls the store with a lock
-// held. Server side; see [WithSessionStore].
+// held.
+//
+// Saves compare and set: a record replaces only the revision it was based
+// on, checked and written as one step, so that of two instances saving
+// changes of one session at once one wins and the other learns it lost
+// ([ErrSessionConflict]) and tries again on what won. Server side; see
+// [WithSessionStore].
 type SessionStore interface {
-	// Save stores rec under rec.ID, replacing what was there, to live
-	// ttl from now.
+	// Save stores rec under rec.ID, to live ttl from now, when the
+	// record stored there is at rec.Revision, or when none is and
+	// rec.Revision is zero; the record stored is then rec at the next
+	// revision, and rec.Revision is set to it. It returns
+	// ErrSessionConflict, storing nothing, when a record of another
+	// revision is stored (a first save included), and ErrSessionNotFound
+	// when rec.Revision is not zero and none is (the session was deleted
+	// or expired).
 	Save(ctx context.Context, rec *SessionRecord, ttl time.Duration) error
 	// Load returns a copy of the session id, or ErrSessionNotFound.
 	Load(ctx context.Context, id string) (*SessionRecord, error)
@@ -71,9 +97,18 @@ func (s *MemorySessionStore) Save(_ context.Context, rec *SessionRecord, ttl tim
 	c := *rec
 	c.ClientCapabilities = append(json.RawMessage(nil), rec.ClientCapabilities...)
 	c.Subscriptions = append([]string(nil), rec.Subscriptions...)
+	c.Revision++
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	m, ok := s.live(rec.ID)
+	switch {
+	case ok && m.rec.Revision != rec.Revision:
+		return ErrSessionConflict
+	case !ok && rec.Revision != 0:
+		return ErrSessionNotFound
+	}
 	s.sessions[rec.ID] = memorySession{rec: c, expires: s.now().Add(ttl)}
+	rec.Revision = c.Revision
 	return nil
 }
 

@@ -86,6 +86,7 @@ type httpConfig struct {
 	store          EventStore
 	storeSet       bool
 	sessions       SessionStore // WithSessionStore; nil: sessions live in this handler only
+	saveRetries    int          // WithSessionSaveRetries
 	allowedOrigins []string
 	corsOrigins    []string
 	allowedHosts   []string
@@ -129,6 +130,7 @@ func newHTTPConfig() *httpConfig {
 		answerPosts:    DefaultMaxAnswerPosts,
 		maxSessions:    DefaultMaxSessions,
 		maxPerUser:     DefaultMaxSessionsPerPrincipal,
+		saveRetries:    DefaultSessionSaveRetries,
 		header:         make(http.Header),
 	}
 	c.backlogBytes, c.backlogMessages = DefaultSessionBacklogBytes, DefaultSessionBacklogMessages

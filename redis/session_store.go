@@ -13,7 +13,8 @@ import (
 
 // SessionStore is an [mcp.SessionStore] on Redis: one key per session
 // holding its record as JSON, expiring ttl after the last Save or Touch.
-// Server side.
+// Save is a script that reads the stored record's revision and writes the
+// new one only over the revision it was based on. Server side.
 type SessionStore struct{ client }
 
 var _ mcp.SessionStore = (*SessionStore)(nil)
@@ -34,20 +35,56 @@ func expiry(ttl time.Duration) time.Duration {
 	return ttl
 }
 
-// Save implements mcp.SessionStore. A ttl of zero or less deletes the
-// session, as it would have expired at once.
+// saveScript stores a session's record if the one stored is the revision
+// it was based on, or if none is and it was based on none. KEYS: the
+// session. ARGV: the revision it was based on, the record at its next
+// revision as JSON, the ttl in milliseconds (zero or less: gone at once).
+// It returns 1 when saved, 0 when another revision is stored, -1 when the
+// session it was based on is no longer stored, -2 when the key holds no
+// session record.
+var saveScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local ok, rec = pcall(cjson.decode, cur)
+  if not ok or type(rec) ~= 'table' then return -2 end
+  if tonumber(rec.revision or 0) ~= tonumber(ARGV[1]) then return 0 end
+elseif ARGV[1] ~= '0' then
+  return -1
+end
+if tonumber(ARGV[3]) <= 0 then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+return 1
+`)
+
+// Save implements mcp.SessionStore, comparing and setting in one script.
+// A ttl of zero or less deletes the session, as it would have expired at
+// once.
 func (s *SessionStore) Save(ctx context.Context, rec *mcp.SessionRecord, ttl time.Duration) error {
 	key := s.key(rec.ID)
-	data, err := json.Marshal(rec)
+	next := *rec
+	next.Revision++
+	data, err := json.Marshal(&next)
 	if err != nil {
 		return fail("SessionStore.Save", key, err)
 	}
 	ctx, cancel := s.cfg.call(ctx)
 	defer cancel()
-	if ttl = expiry(ttl); ttl <= 0 {
-		return fail("SessionStore.Save", key, s.rdb.Del(ctx, key).Err())
+	n, err := saveScript.Run(ctx, s.rdb, []string{key}, rec.Revision, data, expiry(ttl).Milliseconds()).Int()
+	switch {
+	case err != nil:
+		return fail("SessionStore.Save", key, err)
+	case n == 0:
+		return mcp.ErrSessionConflict
+	case n == -1:
+		return mcp.ErrSessionNotFound
+	case n == -2:
+		return fail("SessionStore.Save", key, errors.New("the key holds no session record"))
 	}
-	return fail("SessionStore.Save", key, s.rdb.Set(ctx, key, data, ttl).Err())
+	rec.Revision = next.Revision
+	return nil
 }
 
 // Load implements mcp.SessionStore.

@@ -62,6 +62,7 @@ func main() {
 	mcp.NewHTTPTransport(url, mcp.WithWriteTimeout(time.Second))           // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithSessionBacklog(1, 1))                // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithSessionStore(nil))                   // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithSessionSaveRetries(1))               // ERROR
 	mcp.NewSSETransport(url, mcp.WithKeepAlive(time.Second))               // ERROR
 	mcp.NewSSETransport(url, mcp.WithContext(context.Background()))        // ERROR
 	mcp.NewHTTPHandler(srv, mcp.WithHTTPClient(nil))                       // ERROR
