@@ -120,16 +120,17 @@ func (t *HTTPTransport) session() string {
 
 // serveThrough serves a prepared request through the inbound middleware.
 // prepared is the error prepare found, which the innermost handler returns
-// so that middleware sees every request. The innermost handler marshals
+// so that middleware sees every request. env is a copy, so that the
+// caller's stays on its stack. The innermost handler marshals
 // the result, so that the middleware sees it as JSON.
-func (ss *serverSession) serveThrough(ctx context.Context, req *inboundRequest, env *requestEnvelope, prepared error) (any, error) {
+func (ss *serverSession) serveThrough(ctx context.Context, req *inboundRequest, env requestEnvelope, prepared error) (any, error) {
 	info := &req.RequestInfo
 	r := &Request{Method: req.method, ID: req.id, Params: req.params, ProtocolVersion: info.version, SessionID: ss.sessionID, Info: info}
 	h := chain(ss.srv.cfg.inbound, func(ctx context.Context, _ *Request) (json.RawMessage, error) {
 		if prepared != nil {
 			return nil, prepared
 		}
-		result, err := ss.serve(ctx, req, env)
+		result, err := ss.serve(ctx, req, &env)
 		if err != nil {
 			return nil, err
 		}
@@ -209,22 +210,23 @@ func (c *conn) serveAside(ctx context.Context, in *inboundCall, req *inboundRequ
 // and the sends inside it are not wrapped again. The request's id is taken
 // now, so that the middleware sees the id the first send uses; the
 // engine's own _meta members are merged into the params at each send.
+// inner gets a copy of o, so that o itself stays on its caller's stack
+// when there is no middleware.
 func (c *conn) callThrough(ctx context.Context, method string, params json.RawMessage, o *callOptions, inner func(context.Context, string, json.RawMessage, *callOptions) (json.RawMessage, error)) (json.RawMessage, error) {
-	if !o.id.IsValid() {
+	own := new(callOptions)
+	*own = *o
+	own.wrapped = true
+	if !own.id.IsValid() {
 		c.mu.Lock()
-		o.id = c.nextIDLocked()
+		own.id = c.nextIDLocked()
 		c.mu.Unlock()
 	}
 	version, session := c.describe()
-	r := &Request{Method: method, ID: o.id, Params: params, ProtocolVersion: version, SessionID: session}
+	r := &Request{Method: method, ID: own.id, Params: params, ProtocolVersion: version, SessionID: session}
 	h := chain(c.cfg.outbound, func(ctx context.Context, r *Request) (json.RawMessage, error) {
-		o.wrapped = true
-		defer func() { o.wrapped = false }()
-		return inner(ctx, method, r.Params, o)
+		return inner(ctx, method, r.Params, own)
 	})
-	res, err := h(ctx, r)
-	o.id = ID{} // spent, or never sent (a middleware answered)
-	return res, err
+	return h(ctx, r)
 }
 
 // notifyThrough sends a notification through the outbound middleware. A

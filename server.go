@@ -428,7 +428,7 @@ func (ss *serverSession) handleRequest(ctx context.Context, req *inboundRequest)
 	var env requestEnvelope
 	err := ss.prepare(req, &env)
 	if ss.srv.cfg.inbound != nil {
-		return ss.serveThrough(ctx, req, &env, err)
+		return ss.serveThrough(ctx, req, env, err)
 	}
 	if err != nil {
 		return nil, err
