@@ -20,11 +20,15 @@ type Request struct {
 	// outbound middleware may pass changed params on to the next handler
 	// (trace context in _meta, say); an inbound one sees them as they came.
 	Params json.RawMessage
-	// ProtocolVersion is the revision the message travels under; empty
-	// before it is negotiated (initialize, server/discover).
+	// ProtocolVersion is the revision the message travels under: on a
+	// server, the one the request is served under. Empty before one is
+	// negotiated (initialize, and a client's server/discover), for a
+	// request refused before one applied (an unsupported revision), and
+	// for a 2026-07-28 server's own messages, which carry none.
 	ProtocolVersion string
 	// SessionID is the HTTP session the message belongs to (the
-	// Mcp-Session-Id of 2025-11-25 and older); empty without one.
+	// Mcp-Session-Id of 2025-11-25 and older, or the HTTP+SSE transport's
+	// session); empty without one.
 	SessionID string
 	// Info is, on the server, what an inbound request's handler sees of it:
 	// its principal, token and gateway. Nil for notifications, outbound
@@ -49,7 +53,10 @@ type Middleware func(next MethodHandler) MethodHandler
 
 // WithInboundMiddleware wraps the handling of every request and
 // notification the peer receives: a client's answers to the server's asks
-// and its notification handlers, a server's every method. The first
+// and its notification handlers, a server's every method. A notification
+// passes it even when no handler takes it. On 2026-07-28 a server's asks
+// come inside the result of the client's call, not as requests: they pass
+// the client's outbound middleware as part of that call. The first
 // middleware given is the outermost. It runs on the goroutine that serves
 // the message, never on the connection's reader. Notifications the engine
 // routes itself (progress of this peer's own calls, cancellations) do not
