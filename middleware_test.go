@@ -348,6 +348,15 @@ func TestMiddlewareInputRounds(t *testing.T) {
 	}
 }
 
+// streamPair returns the two ends of an in-memory connection ("inmemory")
+// or of one over OS pipes ("pipe"), where a request may run on the reader.
+func streamPair(t *testing.T, carrier string) (client, server Transport) {
+	if carrier == "pipe" {
+		return pipeTransports(t)
+	}
+	return NewInMemoryTransports()
+}
+
 func TestMiddlewareNotOnReader(t *testing.T) {
 	// A client's middleware that holds a notification does not hold the
 	// responses to the client's calls.
@@ -364,12 +373,7 @@ func TestMiddlewareNotOnReader(t *testing.T) {
 	}
 	for _, carrier := range []string{"inmemory", "pipe"} {
 		t.Run(carrier, func(t *testing.T) {
-			var ct, st Transport
-			if carrier == "pipe" {
-				ct, st = pipeTransports(t)
-			} else {
-				ct, st = NewInMemoryTransports()
-			}
+			ct, st := streamPair(t, carrier)
 			srv := newTestServer(WithProtocolVersion(Version20251125))
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(context.Background(), st) }()
@@ -431,12 +435,7 @@ func TestMiddlewareInitializePipelined(t *testing.T) {
 	}))
 	for _, carrier := range []string{"inmemory", "pipe"} {
 		t.Run(carrier, func(t *testing.T) {
-			var ct, st Transport
-			if carrier == "pipe" {
-				ct, st = pipeTransports(t)
-			} else {
-				ct, st = NewInMemoryTransports()
-			}
+			ct, st := streamPair(t, carrier)
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(context.Background(), st) }()
 			answers := make(chan string, 2)
@@ -509,38 +508,11 @@ func BenchmarkMiddleware(b *testing.B) {
 	for _, mode := range []string{"none", "noop"} {
 		for _, v := range benchVersions {
 			b.Run(mode+"/"+v, func(b *testing.B) {
-				opts := []Option{WithProtocolVersion(v)}
+				var opts []Option
 				if mode == "noop" {
 					opts = append(opts, WithInboundMiddleware(noop), WithOutboundMiddleware(noop))
 				}
-				srvOpts, clOpts := make([]ServerOption, len(opts)), make([]ClientOption, len(opts))
-				for i, o := range opts {
-					srvOpts[i], clOpts[i] = o, o
-				}
-				srv := benchServer(srvOpts...)
-				cl := NewClient(Implementation{Name: "bench-client", Version: "1.0.0"}, clOpts...)
-				ct, st := NewInMemoryTransports()
-				served := make(chan error, 1)
-				go func() { served <- srv.Serve(context.Background(), st) }()
-				if err := cl.Connect(context.Background(), ct); err != nil {
-					b.Fatal(err)
-				}
-				defer func() {
-					cl.Close()
-					<-served
-				}()
-				ctx := context.Background()
-				args := benchEchoArgs{Text: "hello"}
-				b.ReportAllocs()
-				for b.Loop() {
-					res, err := cl.CallTool(ctx, "echo", args)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if len(res.Content) != 1 || res.Content[0].Text != "hello" {
-						b.Fatalf("unexpected result %+v", res)
-					}
-				}
+				benchEcho(b, benchConnect(b, "inmemory", v, opts...))
 			})
 		}
 	}
