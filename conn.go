@@ -581,7 +581,7 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 	c.mu.Unlock()
 	in.cancel(nil)
 	if cancelled {
-		c.log.Debug("dropping the response to a cancelled request", "id", req.id.String(), "method", req.method)
+		c.log.Debug("dropping the response to a cancelled request", attrRequestID, req.id.String(), attrMethod, req.method)
 		if c.push != nil {
 			// No response, but a stream waiting on one must still end.
 			c.queueWrite(outgoing{related: req.id, final: true, route: req.route}, mayWait)
@@ -599,7 +599,7 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 		raw, merr := marshalResult(result)
 		if merr != nil {
 			data = encodeError(req.id, &Error{Code: CodeInternalError, Message: "Internal error: cannot encode the result"})
-			c.log.Error("cannot encode a result", "method", req.method, "err", merr)
+			c.log.Error("cannot encode a result", attrMethod, req.method, "err", merr)
 		} else {
 			data = encodeResult(req.id, raw)
 		}
@@ -611,7 +611,7 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 func (c *conn) runHandler(ctx context.Context, req *inboundRequest) (result any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("handler panicked", "method", req.method, "panic", p, "stack", string(debug.Stack()))
+			c.log.Error("handler panicked", attrMethod, req.method, "panic", p, "stack", string(debug.Stack()))
 			result, err = nil, &Error{Code: CodeInternalError, Message: "Internal error"}
 		}
 	}()
@@ -705,7 +705,7 @@ func (c *conn) routeCancelled(params json.RawMessage) {
 		return
 	}
 	if !c.cancelInboundLocked(id, p.Reason) {
-		c.log.Debug("ignoring a cancellation naming a request that is not in flight or is already cancelled", "id", id.String())
+		c.log.Debug("ignoring a cancellation naming a request that is not in flight or is already cancelled", attrRequestID, id.String())
 	}
 }
 
@@ -767,7 +767,7 @@ func (c *conn) enqueueNotificationLocked(run func(), method string) {
 	c.notifyQueue = append(c.notifyQueue, func() {
 		defer func() {
 			if p := recover(); p != nil {
-				c.log.Error("notification handler panicked", "method", method, "panic", p)
+				c.log.Error("notification handler panicked", attrMethod, method, "panic", p)
 			}
 		}()
 		run()
@@ -1138,6 +1138,6 @@ func (c *conn) abandon(call *pendingCall, o *callOptions, reason string) {
 	params = append(params, '}')
 	data := encodeRequest(ID{}, "notifications/cancelled", withMeta(params, o.meta))
 	if err := c.queueWrite(outgoing{data: data, related: o.related, route: o.route}, mayDrop); err != nil {
-		c.log.Warn("could not tell the peer that a request was abandoned", "id", call.id.String(), "err", err)
+		c.log.Warn("could not tell the peer that a request was abandoned", attrRequestID, call.id.String(), "err", err)
 	}
 }

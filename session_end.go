@@ -29,7 +29,10 @@ type SessionEnd struct {
 // Connect that fails ends one too). On the server it is a legacy HTTP
 // session, a connection served by Serve (stdio, a pipe), or an HTTP+SSE
 // session; a 2026-07-28 HTTP request belongs to no session and never calls
-// h. h runs on the goroutine that ended the session and should not block.
+// h. With a SessionStore each instance reports the end of its own copy of
+// a shared session: the copy that served the DELETE reports Err nil, the
+// others the reason their copy ended. h runs on the goroutine that ended
+// the session and should not block.
 // Handlers given in several options are all called, in order. It
 // configures either peer.
 func WithSessionEndHandler(h func(SessionEnd)) Option {
