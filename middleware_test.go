@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -425,11 +426,21 @@ func TestMiddlewareServerNotificationHeldNotOnReader(t *testing.T) {
 	}
 }
 
+// onReader reports whether the calling goroutine is a connection's reader.
+func onReader() bool {
+	buf := make([]byte, 64<<10)
+	stack := string(buf[:runtime.Stack(buf, false)])
+	return strings.Contains(stack, "(*conn).readLoop") || strings.Contains(stack, "(*conn).readFor")
+}
+
 func TestMiddlewareInitializePipelined(t *testing.T) {
-	var seen journal
+	var seen, reader journal
 	srv := newTestServer(WithInboundMiddleware(func(next MethodHandler) MethodHandler {
 		return func(ctx context.Context, r *Request) (json.RawMessage, error) {
 			seen.add(r.Method)
+			if onReader() {
+				reader.add(r.Method)
+			}
 			return next(ctx, r)
 		}
 	}))
@@ -438,10 +449,10 @@ func TestMiddlewareInitializePipelined(t *testing.T) {
 			ct, st := streamPair(t, carrier)
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(context.Background(), st) }()
-			answers := make(chan string, 2)
+			answers := make(chan string, 4)
 			go func() {
 				defer close(answers)
-				for range 2 {
+				for range 4 {
 					msg, err := ct.ReadMessage()
 					if err != nil {
 						return
@@ -465,12 +476,22 @@ func TestMiddlewareInitializePipelined(t *testing.T) {
 					t.Fatalf("got %s, want %s", msg, want)
 				}
 			}
+			// One at a time, as a request alone on the connection.
+			for _, id := range []string{"3", "4"} {
+				ct.WriteMessage([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`))
+				if msg := <-answers; !strings.Contains(msg, `"id":`+id+`,"result":`) {
+					t.Fatalf("got %s", msg)
+				}
+			}
 			ct.Close()
 			<-served
 		})
 	}
 	if got := seen.list(); !slices.Contains(got, "initialize") || !slices.Contains(got, "notifications/initialized") {
 		t.Errorf("the middleware saw %v", got)
+	}
+	if got := reader.list(); len(got) > 0 {
+		t.Errorf("the middleware ran on the reader for %v", got)
 	}
 }
 
