@@ -132,18 +132,32 @@ func (t *HTTPTransport) session() string {
 // the result, so that the middleware sees it as JSON.
 func (ss *serverSession) serveThrough(ctx context.Context, req *inboundRequest, env requestEnvelope, prepared error) (any, error) {
 	info := &req.RequestInfo
-	r := &Request{Method: req.method, ID: req.id, Params: req.params, ProtocolVersion: info.version, SessionID: ss.sessionID, Info: info}
-	h := chain(ss.srv.cfg.inbound, func(ctx context.Context, _ *Request) (json.RawMessage, error) {
-		if prepared != nil {
-			return nil, prepared
-		}
-		result, err := ss.serve(ctx, req, &env)
-		if err != nil {
-			return nil, err
-		}
-		return ss.conn.marshalAnswer(req.method, result)
-	})
-	return rawAnswer(h(ctx, r))
+	t := &inboundTurn{ss: ss, req: req, env: env, prepared: prepared}
+	t.r = Request{Method: req.method, ID: req.id, Params: req.params, ProtocolVersion: info.version, SessionID: ss.sessionID, Info: info}
+	return rawAnswer(chain(ss.srv.cfg.inbound, t.serve)(ctx, &t.r))
+}
+
+// inboundTurn is one request on its way through a server's inbound
+// middleware, in one allocation.
+type inboundTurn struct {
+	r        Request
+	ss       *serverSession
+	req      *inboundRequest
+	env      requestEnvelope
+	prepared error
+}
+
+// serve is the innermost handler: the answer prepare found, or the
+// request served and its result marshalled.
+func (t *inboundTurn) serve(ctx context.Context, _ *Request) (json.RawMessage, error) {
+	if t.prepared != nil {
+		return nil, t.prepared
+	}
+	result, err := t.ss.serve(ctx, t.req, &t.env)
+	if err != nil {
+		return nil, err
+	}
+	return t.ss.conn.marshalAnswer(t.req.method, result)
 }
 
 // marshalAnswer marshals a handler's result as answerRequest would.
@@ -220,20 +234,31 @@ func (c *conn) serveAside(ctx context.Context, in *inboundCall, req *inboundRequ
 // inner gets a copy of o, so that o itself stays on its caller's stack
 // when there is no middleware.
 func (c *conn) callThrough(ctx context.Context, method string, params json.RawMessage, o *callOptions, inner func(context.Context, string, json.RawMessage, *callOptions) (json.RawMessage, error)) (json.RawMessage, error) {
-	own := new(callOptions)
-	*own = *o
-	own.wrapped = true
-	if !own.id.IsValid() {
+	t := &outboundCall{method: method, o: *o, inner: inner}
+	t.o.wrapped = true
+	if !t.o.id.IsValid() {
 		c.mu.Lock()
-		own.id = c.nextIDLocked()
+		t.o.id = c.nextIDLocked()
 		c.mu.Unlock()
 	}
 	version, session := c.describe()
-	r := &Request{Method: method, ID: own.id, Params: params, ProtocolVersion: version, SessionID: session}
-	h := chain(c.cfg.outbound, func(ctx context.Context, r *Request) (json.RawMessage, error) {
-		return inner(ctx, method, r.Params, own)
-	})
-	return h(ctx, r)
+	t.r = Request{Method: method, ID: t.o.id, Params: params, ProtocolVersion: version, SessionID: session}
+	return chain(c.cfg.outbound, t.send)(ctx, &t.r)
+}
+
+// outboundCall is one call on its way through the outbound middleware, in
+// one allocation.
+type outboundCall struct {
+	r      Request
+	method string
+	o      callOptions
+	inner  func(context.Context, string, json.RawMessage, *callOptions) (json.RawMessage, error)
+}
+
+// send is the innermost handler: the call made with the params the chain
+// passed on.
+func (t *outboundCall) send(ctx context.Context, r *Request) (json.RawMessage, error) {
+	return t.inner(ctx, t.method, r.Params, &t.o)
 }
 
 // notifyThrough sends a notification through the outbound middleware. A
