@@ -538,3 +538,39 @@ func BenchmarkMiddleware(b *testing.B) {
 		}
 	}
 }
+
+func TestMiddlewareTaskPolling(t *testing.T) {
+	for _, v := range bothEras {
+		t.Run(v, func(t *testing.T) {
+			var out journal
+			record := func(next MethodHandler) MethodHandler {
+				return func(ctx context.Context, r *Request) (json.RawMessage, error) {
+					if !r.IsNotification() {
+						out.add(r.Method)
+					}
+					return next(ctx, r)
+				}
+			}
+			rig := newTaskRig(WithProtocolVersion(v), WithTaskPollInterval(time.Millisecond))
+			close(rig.release) // work ends at once
+			cl := pair(t, rig.srv, WithProtocolVersion(v), WithOutboundMiddleware(record))
+			task, err := cl.StartTool(context.Background(), "work", nil, WithTask(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := task.Wait(context.Background()); err != nil || res.Content[0].Text != "done" {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			got := out.list()
+			calls := 0
+			for _, m := range got {
+				if m == "tools/call" {
+					calls++
+				}
+			}
+			if calls != 1 || !slices.ContainsFunc(got, func(m string) bool { return strings.HasPrefix(m, "tasks/") }) {
+				t.Errorf("the client's outbound middleware saw %v: want one tools/call and the task's own requests", got)
+			}
+		})
+	}
+}
