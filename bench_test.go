@@ -88,10 +88,14 @@ var benchTransports = []struct {
 
 // benchConnect serves srv over a fresh pair from connect and returns a client
 // pinned to version; cleanup closes both ends and waits for the server.
-func benchConnect(b *testing.B, carrier string, version string) *Client {
+func benchConnect(b *testing.B, carrier string, version string, opts ...Option) *Client {
 	b.Helper()
-	srv := benchServer(WithProtocolVersion(version))
-	cl := NewClient(Implementation{Name: "bench-client", Version: "1.0.0"}, WithProtocolVersion(version))
+	srvOpts, clOpts := []ServerOption{WithProtocolVersion(version)}, []ClientOption{WithProtocolVersion(version)}
+	for _, o := range opts {
+		srvOpts, clOpts = append(srvOpts, o), append(clOpts, o)
+	}
+	srv := benchServer(srvOpts...)
+	cl := NewClient(Implementation{Name: "bench-client", Version: "1.0.0"}, clOpts...)
 	if carrier == "http" {
 		ts := httptest.NewServer(NewHTTPHandler(srv))
 		if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL)); err != nil {
@@ -150,20 +154,23 @@ func benchEachCarrier(b *testing.B, fn func(b *testing.B, cl *Client)) {
 // BenchmarkCallToolEcho measures one sequential tools/call round trip with a
 // small argument.
 func BenchmarkCallToolEcho(b *testing.B) {
-	benchEachCarrier(b, func(b *testing.B, cl *Client) {
-		ctx := context.Background()
-		args := benchEchoArgs{Text: "hello"}
-		b.ReportAllocs()
-		for b.Loop() {
-			res, err := cl.CallTool(ctx, "echo", args)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(res.Content) != 1 || res.Content[0].Text != "hello" {
-				b.Fatalf("unexpected result %+v", res)
-			}
+	benchEachCarrier(b, benchEcho)
+}
+
+// benchEcho calls the echo tool in a loop, one call at a time.
+func benchEcho(b *testing.B, cl *Client) {
+	ctx := context.Background()
+	args := benchEchoArgs{Text: "hello"}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := cl.CallTool(ctx, "echo", args)
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
+		if len(res.Content) != 1 || res.Content[0].Text != "hello" {
+			b.Fatalf("unexpected result %+v", res)
+		}
+	}
 }
 
 // BenchmarkCallToolEchoParallel measures calls from many goroutines sharing
