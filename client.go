@@ -209,7 +209,9 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 		c.mu.Unlock()
 		return errors.New("mcp: client already connected")
 	}
+	start := time.Now()
 	conn := newConn(t, c.cfg, c, callerReads)
+	c.watchEnd(conn, start)
 	c.conn = conn
 	c.tasks, c.taskEnv, c.toolsListed, c.toolTasks = serverTasks{}, nil, false, nil
 	c.recv = nil
@@ -218,6 +220,7 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 	}
 	c.mu.Unlock()
 	if err := conn.start(ctx); err != nil {
+		c.ended(start, err)
 		c.reset()
 		return err
 	}
@@ -319,7 +322,7 @@ func (c *Client) Close() error {
 	if conn == nil {
 		return nil
 	}
-	conn.closeAndWait(errors.New("client closed"))
+	conn.closeAndWait(errClientClosed)
 	return nil
 }
 
@@ -389,6 +392,12 @@ func (c *Client) request(ctx context.Context, method string, params json.RawMess
 
 // requestWith is request with its options applied.
 func (c *Client) requestWith(ctx context.Context, conn *conn, method string, params json.RawMessage, o *callOptions) (json.RawMessage, error) {
+	if conn.cfg.outbound != nil && !o.wrapped {
+		// Once around the whole call: its input rounds run inside.
+		return conn.callThrough(ctx, method, params, o, func(ctx context.Context, method string, params json.RawMessage, o *callOptions) (json.RawMessage, error) {
+			return c.requestWith(ctx, conn, method, params, o)
+		})
+	}
 	if o.meta == nil || !mrtrMethods[method] {
 		return conn.call(ctx, method, params, o)
 	}
@@ -557,6 +566,14 @@ func cursorParams(cursor string) any {
 }
 
 func (c *Client) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
+	if c.cfg.inbound != nil {
+		return c.answerThrough(ctx, req)
+	}
+	return c.serveAsk(ctx, req)
+}
+
+// serveAsk serves a request the server sent (the older revisions' asks).
+func (c *Client) serveAsk(ctx context.Context, req *inboundRequest) (any, error) {
 	if req.method == "ping" {
 		return json.RawMessage("{}"), nil
 	}

@@ -124,6 +124,9 @@ type conn struct {
 	// that start with it: unique across the instances of a server that
 	// share a session (pushSharedSession).
 	callPrefix string
+	// onClose, when set, hears once why the connection closed
+	// (WithSessionEndHandler).
+	onClose func(cause error)
 }
 
 // connMode configures a connection when it is made.
@@ -395,9 +398,9 @@ func (c *conn) routeResponse(m *wireMessage) {
 	call := c.takePending(id)
 	if call == nil {
 		if m.Error != nil {
-			c.log.Warn("discarding orphan error response for unknown request id", "id", id.String(), "code", m.Error.Code)
+			c.log.Warn("discarding orphan error response for unknown request id", attrRequestID, id.String(), "code", m.Error.Code)
 		} else {
-			c.log.Warn("discarding orphan success response for unknown request id", "id", id.String())
+			c.log.Warn("discarding orphan success response for unknown request id", attrRequestID, id.String())
 		}
 		return
 	}
@@ -425,6 +428,10 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 		return true
 	}
 	if method == "initialize" || (inline && c.push != nil) {
+		if c.cfg.inbound != nil && c.push == nil {
+			c.serveAside(ctx, in, req) // middleware never runs on the reader
+			return true
+		}
 		c.serveRequest(ctx, in, req)
 		return true
 	}
@@ -474,7 +481,7 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 // when inline allows it and it is alone, else on a parked worker or a new
 // goroutine.
 func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest, inline bool) bool {
-	if inline && in.alone && c.jobs != nil {
+	if inline && in.alone && c.jobs != nil && c.cfg.inbound == nil {
 		if p, ok := c.t.(pipeTransport); ok && p.inlineOK() {
 			return c.serveOnReader(ctx, in, req)
 		}
@@ -547,7 +554,7 @@ func (c *conn) atCapLocked() bool {
 func (c *conn) noteShedLocked(method string) {
 	c.shed++
 	if c.shed == 1 || c.shed%100 == 0 {
-		c.log.Warn("in-flight cap reached: shedding", "method", method, "shed_so_far", c.shed, "cap", c.cfg.maxInFlight)
+		c.log.Warn("in-flight cap reached: shedding", attrMethod, method, "shed_so_far", c.shed, "cap", c.cfg.maxInFlight)
 	}
 }
 
@@ -556,6 +563,10 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 	// t.FailNow does), which skips the answer.
 	defer c.wg.Done()
 	defer c.handled()
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		c.serveLogged(ctx, in, req)
+		return
+	}
 	result, err := c.runHandler(ctx, req)
 	c.answerRequest(in, req, result, err)
 }
@@ -641,7 +652,7 @@ func (c *conn) routeNotification(method string, params json.RawMessage) {
 	if h == nil {
 		h = c.disp.notificationHandler(method)
 	}
-	if h == nil {
+	if h == nil && c.cfg.inbound == nil {
 		return // costs nothing: no handler
 	}
 	c.mu.Lock()
@@ -650,7 +661,11 @@ func (c *conn) routeNotification(method string, params json.RawMessage) {
 		c.mu.Unlock()
 		return
 	}
-	c.enqueueNotificationLocked(func() { h(c.baseCtx, params) }, method)
+	if c.cfg.inbound != nil {
+		c.enqueueNotificationLocked(c.notificationThrough(method, params, h), method)
+	} else {
+		c.enqueueNotificationLocked(func() { h(c.baseCtx, params) }, method)
+	}
 	c.mu.Unlock()
 }
 
@@ -811,6 +826,9 @@ func (c *conn) queueError(id ID, e *Error, route any) {
 // notify sends a notification. related names the inbound request it belongs
 // to (zero for none).
 func (c *conn) notify(method string, params any, related ID, route any) error {
+	if c.cfg.outbound != nil {
+		return c.notifyThrough(method, params, related, route)
+	}
 	if _, ok := rawJSONOf(params); ok || params == nil {
 		raw, err := marshalObject(params)
 		if err != nil {
@@ -915,6 +933,9 @@ func (c *conn) close(cause error) {
 	c.cancelBase(err)
 	close(c.done)
 	c.t.Close()
+	if c.onClose != nil {
+		c.onClose(cause)
+	}
 }
 
 // endOfInput ends a connection whose peer will send nothing more: every
@@ -964,6 +985,17 @@ func (c *conn) closeAndWait(cause error) {
 // call sends a request and waits for its response, its deadline, ctx, or the
 // end of the connection, whichever comes first.
 func (c *conn) call(ctx context.Context, method string, params json.RawMessage, o *callOptions) (json.RawMessage, error) {
+	if c.cfg.outbound != nil && !o.wrapped {
+		return c.callThrough(ctx, method, params, o, c.call)
+	}
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		return c.callLogged(ctx, method, params, o)
+	}
+	return c.roundTrip(ctx, method, params, o)
+}
+
+// roundTrip is call past the middleware and the logging.
+func (c *conn) roundTrip(ctx context.Context, method string, params json.RawMessage, o *callOptions) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -996,11 +1028,8 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 		c.mu.Unlock()
 		return nil, c.inputEnded
 	}
-	c.nextID++
-	if c.callPrefix != "" {
-		call.id = StringID(c.callPrefix + strconv.FormatInt(c.nextID, 10))
-	} else {
-		call.id = Int64ID(c.nextID)
+	if call.id, o.id = o.id, (ID{}); !call.id.IsValid() {
+		call.id = c.nextIDLocked()
 	}
 	meta := o.meta
 	if o.progress != nil {
@@ -1016,6 +1045,15 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 		return nil, err
 	}
 	return call, nil
+}
+
+// nextIDLocked returns the id of our next request.
+func (c *conn) nextIDLocked() ID {
+	c.nextID++
+	if c.callPrefix != "" {
+		return StringID(c.callPrefix + strconv.FormatInt(c.nextID, 10))
+	}
+	return Int64ID(c.nextID)
 }
 
 // forget removes a call from the tables; it reports whether the call was

@@ -143,6 +143,9 @@ func (g *ClientGateway) Progress(progress, total float64, message string) error 
 		b = appendJSONString(b, message)
 	}
 	b = append(b, "}}"...)
+	if g.req.conn.cfg.outbound != nil {
+		return streamErr(g.req.conn.notifyBuilt(b, "notifications/progress", g.req.id, g.req.route))
+	}
 	return streamErr(g.req.conn.queueWrite(outgoing{data: b, related: g.req.id, route: g.req.route}, mayWait))
 }
 

@@ -429,7 +429,7 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 	st := newHTTPStream(nil, "", []ID{m.id}, h.log)
 	st.token = token
 	// The POST's one message (no batches on 2026-07-28).
-	_, c := h.srv.pushSession(&streamTransport{stream: st}, oneRequest, principal)
+	_, c := h.srv.pushSession(&streamTransport{stream: st}, oneRequest, principal, "")
 	if h.cfg.ctx != nil {
 		// At shutdown the handler is asked to finish, not cancelled: its
 		// answer (a listen's closing result) still goes out.
@@ -736,6 +736,6 @@ func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request, princi
 		}
 	}
 	sess.end()
-	sess.conn.close(errors.New("the client ended the session"))
+	sess.conn.close(errSessionDeleted)
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -181,9 +181,9 @@ func (h *httpHandler) makeSession(id, principal string, rec *SessionRecord) *htt
 	if h.cfg.sessions != nil {
 		s.shared = new(sharedState)
 		s.streamPrefix = h.instance + "-"
-		s.ss, s.conn = h.srv.pushSharedSession(t, principal, s.streamPrefix, rec)
+		s.ss, s.conn = h.srv.pushSharedSession(t, principal, id, s.streamPrefix, rec)
 	} else {
-		s.ss, s.conn = h.srv.pushSession(t, 0, principal)
+		s.ss, s.conn = h.srv.pushSession(t, 0, principal, id)
 	}
 	if d := h.cfg.sessionTimeout; d > 0 {
 		s.expiry = time.AfterFunc(d, s.expire)

@@ -232,7 +232,7 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 	case s.attached && s.pendBytes+len(ev.data) > streamBacklog && !s.standalone:
 		// The client reads too slowly: let the connection go rather than
 		// hold an unbounded backlog. It may resume from the store.
-		s.log.Warn("an HTTP client reads too slowly; dropping its stream", "stream", s.id, "backlog", s.pendBytes)
+		s.log.Warn("an HTTP client reads too slowly; dropping its stream", attrSession, s.sessionID(), "stream", s.id, "backlog", s.pendBytes)
 		s.detachLocked()
 	case s.attached || s.standalone:
 		if s.standalone {
@@ -249,6 +249,14 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 	}
 	s.signalLocked()
 	return queued, kept
+}
+
+// sessionID is the id of the stream's session; empty for a 2026-07-28 POST's.
+func (s *httpStream) sessionID() string {
+	if s.sess == nil {
+		return ""
+	}
+	return s.sess.id
 }
 
 // trimBacklogLocked drops the oldest messages waiting on a standalone
@@ -268,7 +276,7 @@ func (s *httpStream) trimBacklogLocked(n int) {
 	clear(s.pending[:drop]) // the messages go now, not when the array does
 	s.pending, s.pendBytes = s.pending[drop:], bytes
 	if s.dropped == 0 {
-		s.log.Warn("a session's standalone stream backlog is full; dropping its oldest undelivered messages", "session", s.sess.id, "maxBytes", cfg.backlogBytes, "maxMessages", cfg.backlogMessages)
+		s.log.Warn("a session's standalone stream backlog is full; dropping its oldest undelivered messages", attrSession, s.sess.id, "maxBytes", cfg.backlogBytes, "maxMessages", cfg.backlogMessages)
 	}
 	s.dropped += drop
 }
@@ -277,7 +285,7 @@ func (s *httpStream) trimBacklogLocked(n int) {
 // last report, if any: once it is handed over, or the stream ends.
 func (s *httpStream) reportDropsLocked() {
 	if s.dropped > 0 {
-		s.log.Warn("dropped undelivered messages of a session's standalone stream", "session", s.sess.id, "dropped", s.dropped)
+		s.log.Warn("dropped undelivered messages of a session's standalone stream", attrSession, s.sess.id, "dropped", s.dropped)
 		s.dropped = 0
 	}
 }

@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // Request is one JSON-RPC request or notification on its way through
@@ -71,4 +73,188 @@ func chain(mw []Middleware, h MethodHandler) MethodHandler {
 		h = mw[i](h)
 	}
 	return h
+}
+
+// describer is a peer that can say which revision and HTTP session its
+// messages travel under: the Client and a server session.
+type describer interface {
+	describe() (version, sessionID string)
+}
+
+// describe returns the revision and HTTP session of c's messages.
+func (c *conn) describe() (version, sessionID string) {
+	if d, ok := c.disp.(describer); ok {
+		return d.describe()
+	}
+	return "", ""
+}
+
+// describe returns the revision the session negotiated (empty on 2026-07-28,
+// where each request names its own) and its HTTP session.
+func (ss *serverSession) describe() (version, sessionID string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.version, ss.sessionID
+}
+
+// describe returns the revision agreed with the server and the HTTP
+// session the transport holds, if any.
+func (c *Client) describe() (version, sessionID string) {
+	c.mu.Lock()
+	version, conn := c.version, c.conn
+	c.mu.Unlock()
+	if conn != nil {
+		if t, ok := conn.t.(interface{ session() string }); ok {
+			sessionID = t.session()
+		}
+	}
+	return version, sessionID
+}
+
+// session returns the Mcp-Session-Id the server gave, if any.
+func (t *HTTPTransport) session() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sessionID
+}
+
+// serveThrough serves a prepared request through the inbound middleware.
+// prepared is the error prepare found, which the innermost handler returns
+// so that middleware sees every request. env is a copy, so that the
+// caller's stays on its stack. The innermost handler marshals
+// the result, so that the middleware sees it as JSON.
+func (ss *serverSession) serveThrough(ctx context.Context, req *inboundRequest, env requestEnvelope, prepared error) (any, error) {
+	info := &req.RequestInfo
+	r := &Request{Method: req.method, ID: req.id, Params: req.params, ProtocolVersion: info.version, SessionID: ss.sessionID, Info: info}
+	h := chain(ss.srv.cfg.inbound, func(ctx context.Context, _ *Request) (json.RawMessage, error) {
+		if prepared != nil {
+			return nil, prepared
+		}
+		result, err := ss.serve(ctx, req, &env)
+		if err != nil {
+			return nil, err
+		}
+		return ss.conn.marshalAnswer(req.method, result)
+	})
+	return rawAnswer(h(ctx, r))
+}
+
+// marshalAnswer marshals a handler's result as answerRequest would.
+func (c *conn) marshalAnswer(method string, result any) (json.RawMessage, error) {
+	raw, err := marshalResult(result)
+	if err != nil {
+		c.log.Error("cannot encode a result", attrMethod, method, "err", err)
+		return nil, &Error{Code: CodeInternalError, Message: "Internal error: cannot encode the result"}
+	}
+	return raw, nil
+}
+
+// rawAnswer returns what a chain returned as a handler's result: JSON
+// already, which answerRequest writes as it is.
+func rawAnswer(raw json.RawMessage, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// answerThrough serves a server's request to the client through the
+// inbound middleware.
+func (c *Client) answerThrough(ctx context.Context, req *inboundRequest) (any, error) {
+	version, session := c.describe()
+	r := &Request{Method: req.method, ID: req.id, Params: req.params, ProtocolVersion: version, SessionID: session}
+	h := chain(c.cfg.inbound, func(ctx context.Context, _ *Request) (json.RawMessage, error) {
+		result, err := c.serveAsk(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return req.conn.marshalAnswer(req.method, result)
+	})
+	return rawAnswer(h(ctx, r))
+}
+
+// notificationThrough returns the queued run of an inbound notification
+// through the inbound middleware; h, the notification's handler, may be
+// nil, when the innermost handler does nothing. A middleware's error is
+// logged: a notification has no answer.
+func (c *conn) notificationThrough(method string, params json.RawMessage, h NotificationHandler) func() {
+	return func() {
+		version, session := c.describe()
+		r := &Request{Method: method, Params: params, ProtocolVersion: version, SessionID: session}
+		next := chain(c.cfg.inbound, func(ctx context.Context, r *Request) (json.RawMessage, error) {
+			if h != nil {
+				h(ctx, r.Params)
+			}
+			return nil, nil
+		})
+		if _, err := next(c.baseCtx, r); err != nil {
+			c.log.Debug("inbound middleware refused a notification", attrMethod, method, "err", err)
+		}
+	}
+}
+
+// serveAside serves a request on another goroutine and waits for it: the
+// reader's way to serve initialize before reading on, when middleware
+// (user code) must not run on the reader.
+func (c *conn) serveAside(ctx context.Context, in *inboundCall, req *inboundRequest) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.serveRequest(ctx, in, req)
+	}()
+	<-done
+}
+
+// callThrough makes an outbound call through the outbound middleware, once
+// for a logical call: inner makes it, with the params the chain passes on,
+// and the sends inside it are not wrapped again. The request's id is taken
+// now, so that the middleware sees the id the first send uses; the
+// engine's own _meta members are merged into the params at each send.
+// inner gets a copy of o, so that o itself stays on its caller's stack
+// when there is no middleware.
+func (c *conn) callThrough(ctx context.Context, method string, params json.RawMessage, o *callOptions, inner func(context.Context, string, json.RawMessage, *callOptions) (json.RawMessage, error)) (json.RawMessage, error) {
+	own := new(callOptions)
+	*own = *o
+	own.wrapped = true
+	if !own.id.IsValid() {
+		c.mu.Lock()
+		own.id = c.nextIDLocked()
+		c.mu.Unlock()
+	}
+	version, session := c.describe()
+	r := &Request{Method: method, ID: own.id, Params: params, ProtocolVersion: version, SessionID: session}
+	h := chain(c.cfg.outbound, func(ctx context.Context, r *Request) (json.RawMessage, error) {
+		return inner(ctx, method, r.Params, own)
+	})
+	return h(ctx, r)
+}
+
+// notifyThrough sends a notification through the outbound middleware. A
+// notification carries no context of its own: the middleware gets the
+// connection's.
+func (c *conn) notifyThrough(method string, params any, related ID, route any) error {
+	raw, err := marshalObject(params)
+	if err != nil {
+		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+	}
+	version, session := c.describe()
+	r := &Request{Method: method, Params: raw, ProtocolVersion: version, SessionID: session}
+	h := chain(c.cfg.outbound, func(_ context.Context, r *Request) (json.RawMessage, error) {
+		return nil, c.queueWrite(outgoing{data: encodeRequest(ID{}, method, r.Params), related: related, route: route}, mayWait)
+	})
+	_, err = h(c.baseCtx, r)
+	return err
+}
+
+// notifyBuilt sends a notification the caller built whole, msg, through
+// the outbound middleware: its params are cut out of it.
+func (c *conn) notifyBuilt(msg []byte, method string, related ID, route any) error {
+	var m wireMessage
+	if err := decodeEnvelope(msg, &m); err != nil {
+		recycleMessage(msg)
+		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+	}
+	params := bytes.Clone(m.Params)
+	recycleMessage(msg)
+	return c.notifyThrough(method, json.RawMessage(params), related, route)
 }

@@ -58,8 +58,9 @@ type config struct {
 	notifications     map[string]NotificationHandler
 	protocolVersion   string
 	extensions        map[string]json.RawMessage
-	inbound           []Middleware // WithInboundMiddleware; nil: none, no cost
-	outbound          []Middleware // WithOutboundMiddleware
+	inbound           []Middleware     // WithInboundMiddleware; nil: none, no cost
+	outbound          []Middleware     // WithOutboundMiddleware
+	sessionEnd        func(SessionEnd) // WithSessionEndHandler; nil: none
 
 	client clientConfig
 	server serverConfig
@@ -89,6 +90,22 @@ func newConfig() *config {
 // WithLogger sets the logger for the engine's own diagnostics: orphan
 // responses, shed notifications, failed sends, a child's standard error.
 // The default discards everything.
+//
+// At debug level the engine also logs each request it serves ("served a
+// request") and each it sends ("sent a request") once it is answered. Its
+// records name things with these attributes, those of the OpenTelemetry
+// semantic conventions for MCP where they have one:
+//
+//   - "mcp.method.name": the JSON-RPC method
+//   - "jsonrpc.request.id": the request's id
+//   - "mcp.session.id": the HTTP session, when there is one
+//   - "duration": how long the request took, a time.Duration
+//   - "outcome": "ok", "error", "cancelled" or "timeout"
+//   - "error.type": with "error", the JSON-RPC error code, or "tool_error"
+//     for a tool result with isError set
+//
+// Whether the logger takes debug records is asked once a request; when it
+// does not, the logging costs nothing more.
 // It configures either peer (NewClient or NewServer).
 func WithLogger(l *slog.Logger) Option {
 	return bothOption(func(c *config) {

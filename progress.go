@@ -31,6 +31,11 @@ type callOptions struct {
 	route   any
 	dl      *deadline // a deadline spanning several sends (MRTR rounds)
 	task    *taskAsk  // WithTask, or a tool that requires a task
+	// id, when valid, is the id of the next send, taken before the
+	// outbound middleware or the log saw it; the send clears it.
+	id ID
+	// wrapped: the outbound middleware runs around this call already.
+	wrapped bool
 }
 
 // WithProgress asks the peer to report progress on this call and delivers

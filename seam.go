@@ -52,10 +52,11 @@ type pushTransport interface {
 // pushSession makes a server session over HTTP streams, ready for the
 // handler to push messages into, acting for principal: the one the
 // handler's authorizer named (empty: anonymous), which binds the session's
-// 2026-07-28 requestStates and which its handlers see.
-func (s *Server) pushSession(t *streamTransport, mode connMode, principal string) (*serverSession, pushConn) {
+// 2026-07-28 requestStates and which its handlers see. sessionID is the
+// HTTP session's id, empty for none (a 2026-07-28 request's).
+func (s *Server) pushSession(t *streamTransport, mode connMode, principal, sessionID string) (*serverSession, pushConn) {
 	ss, c := s.newSession(t, mode)
-	ss.principal = principal
+	ss.principal, ss.sessionID = principal, sessionID
 	return ss, c
 }
 
@@ -64,9 +65,10 @@ func (s *Server) pushSession(t *streamTransport, mode connMode, principal string
 // in the initialized state, with no initialize. Its calls to the client
 // get ids that start with callPrefix, unique to this instance, so that an
 // answer relayed from another instance reaches no other waiter.
-func (s *Server) pushSharedSession(t *streamTransport, principal, callPrefix string, rec *SessionRecord) (*serverSession, pushConn) {
+// sessionID is the session's id.
+func (s *Server) pushSharedSession(t *streamTransport, principal, sessionID, callPrefix string, rec *SessionRecord) (*serverSession, pushConn) {
 	ss, c := s.newSession(t, 0)
-	ss.principal = principal
+	ss.principal, ss.sessionID = principal, sessionID
 	c.callPrefix = callPrefix
 	if rec != nil {
 		ss.initialized = true

@@ -128,6 +128,17 @@ func (r *RequestInfo) Principal() string {
 	return r.session.principal
 }
 
+// SessionID returns the HTTP session the request belongs to: the
+// Mcp-Session-Id of a legacy Streamable HTTP session (2025-11-25 and
+// older), or the session of the 2024-11-05 HTTP+SSE transport; empty over
+// other transports and on 2026-07-28, which has no sessions. Server only.
+func (r *RequestInfo) SessionID() string {
+	if r.session == nil {
+		return ""
+	}
+	return r.session.sessionID
+}
+
 // Server serves tools, resources and prompts to MCP clients. One Server can
 // serve many connections at once, each on either protocol era. Tools,
 // resources and prompts may be added and removed while it serves: connected
@@ -278,6 +289,9 @@ func (s *Server) newSession(t Transport, mode connMode) (*serverSession, *conn) 
 	ss := &serverSession{srv: s}
 	c := newConn(t, s.cfg, ss, mode)
 	ss.conn = c
+	if mode&oneRequest == 0 {
+		ss.watchEnd(c)
+	}
 	return ss, c
 }
 
@@ -326,6 +340,11 @@ type serverSession struct {
 	// principal is who the HTTP handler's authorizer says sent the
 	// session's requests; empty over other transports or without one.
 	principal string
+	// sessionID is the HTTP session's id, as the HTTP handler named it;
+	// empty over other transports and on 2026-07-28.
+	sessionID string
+	// started is when the session began, for WithSessionEndHandler.
+	started time.Time
 
 	mu          sync.Mutex
 	initialized bool
@@ -407,54 +426,90 @@ var legacyOnlyMethods = map[string]bool{
 
 func (ss *serverSession) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
 	var env requestEnvelope
+	err := ss.prepare(req, &env)
+	if ss.srv.cfg.inbound != nil {
+		return ss.serveThrough(ctx, req, env, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ss.serve(ctx, req, &env)
+}
+
+// prepare decodes the request's envelope and fills in its RequestInfo. The
+// error it returns is the request's answer: the request is not served.
+func (ss *serverSession) prepare(req *inboundRequest, env *requestEnvelope) error {
 	if len(req.params) > 0 {
-		if err := decodeRequestEnvelope(req.params, &env); err != nil {
-			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
+		if err := decodeRequestEnvelope(req.params, env); err != nil {
+			return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 		}
 	}
 	info := &req.RequestInfo // the request's own: no allocation
 	info.session = ss
 	if env.Meta.ProtocolVersion != nil {
-		return ss.handleModern(ctx, req, info, &env)
+		return ss.prepareModern(req, info, env)
+	}
+	switch req.method {
+	case "initialize":
+		return nil
+	case "server/discover":
+		return &Error{Code: CodeInvalidParams, Message: "Invalid params: server/discover needs _meta[\"" + metaProtocolVersion + "\"]"}
+	}
+	ss.mu.Lock()
+	initialized, version, caps, level := ss.initialized, ss.version, ss.clientCaps, ss.logLevel
+	ss.mu.Unlock()
+	if !initialized {
+		if req.method == "ping" {
+			return nil
+		}
+		return &Error{Code: CodeInvalidRequest, Message: "Invalid Request: the session is not initialized; send initialize first"}
+	}
+	info.version, info.caps, info.logLevel = version, caps, level
+	info.token = env.Meta.ProgressToken
+	return nil
+}
+
+// prepareModern checks a 2026-07-28 request's envelope and fills in its
+// RequestInfo from it.
+func (ss *serverSession) prepareModern(req *inboundRequest, info *RequestInfo, env *requestEnvelope) error {
+	v := *env.Meta.ProtocolVersion
+	if !isModernVersion(v) || !isSupportedVersion(v) || (ss.srv.cfg.protocolVersion != "" && v != ss.srv.cfg.protocolVersion) {
+		return NewError(CodeUnsupportedProtocolVersion, "Unsupported protocol version",
+			map[string]any{"supported": ss.srv.supportedVersions(), "requested": v})
+	}
+	if len(env.Meta.ClientCapabilities) == 0 {
+		return &Error{Code: CodeInvalidParams, Message: "Invalid params: missing required _meta[\"" + metaClientCapabilities + "\"]"}
+	}
+	if legacyOnlyMethods[req.method] {
+		return &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method + " is not part of protocol revision " + v}
+	}
+	info.version, info.modern = v, true
+	info.caps = newCapabilitySet(env.Meta.ClientCapabilities)
+	info.token = env.Meta.ProgressToken
+	info.logLevel = env.Meta.LogLevel
+	return nil
+}
+
+// serve serves a request that prepare let through.
+func (ss *serverSession) serve(ctx context.Context, req *inboundRequest, env *requestEnvelope) (any, error) {
+	info := &req.RequestInfo
+	if info.modern {
+		return ss.handleModern(ctx, req, info, env)
 	}
 	switch req.method {
 	case "initialize":
 		return ss.initialize(req.params)
 	case "ping":
 		return json.RawMessage("{}"), nil
-	case "server/discover":
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: server/discover needs _meta[\"" + metaProtocolVersion + "\"]"}
 	}
-	ss.mu.Lock()
-	initialized, version, caps, level := ss.initialized, ss.version, ss.clientCaps, ss.logLevel
-	ss.mu.Unlock()
-	if !initialized {
-		return nil, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: the session is not initialized; send initialize first"}
-	}
-	info.version, info.caps, info.logLevel = version, caps, level
-	info.token = env.Meta.ProgressToken
 	if mrtrMethods[req.method] {
 		return ss.runLegacyShim(ctx, req, info)
 	}
 	return ss.dispatch(ctx, req, info)
 }
 
+// handleModern serves a 2026-07-28 request.
 func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, info *RequestInfo, env *requestEnvelope) (any, error) {
-	v := *env.Meta.ProtocolVersion
-	if !isModernVersion(v) || !isSupportedVersion(v) || (ss.srv.cfg.protocolVersion != "" && v != ss.srv.cfg.protocolVersion) {
-		return nil, NewError(CodeUnsupportedProtocolVersion, "Unsupported protocol version",
-			map[string]any{"supported": ss.srv.supportedVersions(), "requested": v})
-	}
-	if len(env.Meta.ClientCapabilities) == 0 {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: missing required _meta[\"" + metaClientCapabilities + "\"]"}
-	}
-	if legacyOnlyMethods[req.method] {
-		return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method + " is not part of protocol revision " + v}
-	}
-	info.version, info.modern = v, true
-	info.caps = newCapabilitySet(env.Meta.ClientCapabilities)
-	info.token = env.Meta.ProgressToken
-	info.logLevel = env.Meta.LogLevel
 	var result any
 	var err error
 	switch {

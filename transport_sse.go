@@ -85,7 +85,7 @@ func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request, princip
 	id := rand.Text()
 	// The stream never finishes: it carries every message of the session.
 	st := newHTTPStream(nil, "", nil, h.log)
-	ss, c := h.srv.pushSession(&streamTransport{stream: st}, 0, principal)
+	ss, c := h.srv.pushSession(&streamTransport{stream: st}, 0, principal, id)
 	sess := &sseSession{stream: st, conn: c, principal: principal}
 	h.mu.Lock()
 	if h.stopped {
@@ -102,7 +102,7 @@ func (h *sseHandler) serveEvents(w http.ResponseWriter, r *http.Request, princip
 		delete(h.sessions, id)
 		h.mu.Unlock()
 		h.srv.removeSession(ss)
-		c.close(errors.New("the client closed the event stream"))
+		c.close(errEventStreamClosed)
 	}()
 	endpoint := (&url.URL{Path: r.URL.Path, RawQuery: "sessionId=" + url.QueryEscape(id)}).String()
 	gen := st.writer()
