@@ -173,11 +173,11 @@ func TestTraceAcrossTransports(t *testing.T) {
 
 // errorCase is a call that fails and how its spans say so.
 type errorCase struct {
-	name     string
-	call     func(ctx context.Context, cl *mcp.Client) error
-	span     string // the spans' name
-	errType  string // error.type on both spans
-	code     string // rpc.response.status_code; empty when none
+	name    string
+	call    func(ctx context.Context, cl *mcp.Client) error
+	span    string // the spans' name
+	errType string // error.type on both spans
+	code    string // rpc.response.status_code; empty when none
 }
 
 // TestFailuresSetErrorType: a tool result with isError, a protocol error
@@ -514,7 +514,9 @@ func TestAmbientSpanLinked(t *testing.T) {
 	srv := mcp.NewServer(mcp.Implementation{Name: "s", Version: "1"},
 		mcp.WithInboundMiddleware(withAmbient, sp.tel.Inbound()))
 	srv.AddTool(mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	cl := newClient(cp)
 	connect(t, "stdio", srv, cl)
 	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
