@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/e6ac58cb/mcp"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -529,5 +531,65 @@ func TestAmbientSpanLinked(t *testing.T) {
 	}
 	if links := server.Links(); len(links) != 1 || !links[0].SpanContext.Equal(ambient) {
 		t.Errorf("server span's links %v, want the ambient span %s", links, ambient.SpanID())
+	}
+}
+
+// TestDefaultsTouchNothing: with the global providers and nothing set up,
+// the middleware passes the very params on: no trace, nothing to carry.
+func TestDefaultsTouchNothing(t *testing.T) {
+	tel := New()
+	params := json.RawMessage(`{"name":"echo","_meta":{"progressToken":1}}`)
+	var sent *mcp.Request
+	h := tel.Outbound()(func(ctx context.Context, r *mcp.Request) (json.RawMessage, error) {
+		sent = r
+		return json.RawMessage(`{}`), nil
+	})
+	if _, err := h(context.Background(), &mcp.Request{Method: "tools/call", ID: mcp.Int64ID(1), Params: params}); err != nil {
+		t.Fatal(err)
+	}
+	if &sent.Params[0] != &params[0] {
+		t.Errorf("params sent %s, want the very params given", sent.Params)
+	}
+}
+
+// TestPropagatorCarriesBaggage: WithPropagator replaces W3C Trace Context
+// alone: a composite with baggage carries both in _meta, next to what was
+// there, and the receiver's handler gets both.
+func TestPropagatorCarriesBaggage(t *testing.T) {
+	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	cp, sp := newPeer(), newPeer()
+	client := New(WithTracerProvider(cp.tp), WithPropagator(prop))
+	server := New(WithTracerProvider(sp.tp), WithPropagator(prop))
+
+	member, _ := baggage.NewMember("user", "alice")
+	bag, _ := baggage.New(member)
+	ctx := baggage.ContextWithBaggage(context.Background(), bag)
+	var wire json.RawMessage
+	send := client.Outbound()(func(ctx context.Context, r *mcp.Request) (json.RawMessage, error) {
+		wire = r.Params
+		return json.RawMessage(`{}`), nil
+	})
+	if _, err := send(ctx, &mcp.Request{Method: "ping", ID: mcp.Int64ID(1), Params: json.RawMessage(`{"_meta":{"x":1}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if err := json.Unmarshal(wire, &got); err != nil || got.Meta["baggage"] != "user=alice" || got.Meta["traceparent"] == nil || got.Meta["x"] != float64(1) {
+		t.Fatalf("params sent %s, want baggage, traceparent and x in _meta", wire)
+	}
+	var user string
+	var parent trace.SpanContext
+	receive := server.Inbound()(func(ctx context.Context, r *mcp.Request) (json.RawMessage, error) {
+		user = baggage.FromContext(ctx).Member("user").Value()
+		parent = trace.SpanContextFromContext(ctx)
+		return json.RawMessage(`{}`), nil
+	})
+	if _, err := receive(context.Background(), &mcp.Request{Method: "ping", ID: mcp.Int64ID(1), Params: wire}); err != nil {
+		t.Fatal(err)
+	}
+	ping := cp.spans.one(t, "ping", trace.SpanKindClient)
+	if user != "alice" || parent.TraceID() != ping.SpanContext().TraceID() {
+		t.Errorf("handler got user %q in trace %s; want alice in %s", user, parent.TraceID(), ping.SpanContext().TraceID())
 	}
 }

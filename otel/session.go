@@ -11,7 +11,8 @@ import (
 
 // ClientSessionEnded records a client's session in
 // mcp.client.session.duration. Give it to [mcp.WithSessionEndHandler] on
-// the client. Client side.
+// the client: an [mcp.SessionEnd] does not say which side it comes from,
+// so each side has its method. Client side.
 func (t *Telemetry) ClientSessionEnded(e mcp.SessionEnd) { recordSession(t.clientSession, e) }
 
 // ServerSessionEnded records a server's session in

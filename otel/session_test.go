@@ -2,7 +2,9 @@ package mcpotel
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/e6ac58cb/mcp"
 )
@@ -49,4 +51,20 @@ func TestDurationMetrics(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSessionEndedWithError: a session that ends with an error carries its
+// class as error.type; one that ends normally carries none.
+func TestSessionEndedWithError(t *testing.T) {
+	p := newPeer()
+	p.tel.ServerSessionEnded(mcp.SessionEnd{ProtocolVersion: mcp.Version20251125, Duration: 3 * time.Second})
+	p.tel.ServerSessionEnded(mcp.SessionEnd{ProtocolVersion: mcp.Version20251125, Duration: time.Second,
+		Err: fmt.Errorf("%w: read: broken pipe", mcp.ErrClosed)})
+	p.tel.ClientSessionEnded(mcp.SessionEnd{Duration: time.Second, Err: context.DeadlineExceeded})
+	points := histogramPoints(t, p.metrics, "mcp.server.session.duration")
+	if dp := pointWith(t, points, "mcp.server.session.duration", map[string]string{"mcp.protocol.version": mcp.Version20251125}); dp.Sum != 3 {
+		t.Errorf("the normal session's duration %v, want 3", dp.Sum)
+	}
+	pointWith(t, points, "mcp.server.session.duration", map[string]string{"mcp.protocol.version": mcp.Version20251125, "error.type": "connection_closed"})
+	pointWith(t, histogramPoints(t, p.metrics, "mcp.client.session.duration"), "mcp.client.session.duration", map[string]string{"error.type": "timeout"})
 }
