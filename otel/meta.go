@@ -280,13 +280,9 @@ func skipValue(data []byte, i int) (int, bool) {
 		}
 		return 0, false
 	}
-	start := i
-	for i < len(data) {
-		switch data[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i, i > start
-		}
-		i++
+	n := bytes.IndexAny(data[i:], ",}] \t\n\r")
+	if n < 0 {
+		n = len(data) - i
 	}
-	return i, i > start
+	return i + n, n > 0
 }

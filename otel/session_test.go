@@ -14,43 +14,40 @@ import (
 // the side that sent it and the side that received it, with the method,
 // the tool and the revision, and each side's session with its revision.
 func TestDurationMetrics(t *testing.T) {
-	for _, transport := range []string{"stdio", "http"} {
-		t.Run(transport, func(t *testing.T) {
-			t.Parallel()
-			const v = mcp.Version20251125
-			cp, sp := newPeer(), newPeer()
-			srv := testServer(sp, nil)
-			cl := newClient(cp, mcp.WithProtocolVersion(v))
-			connect(t, transport, srv, cl)
-			if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
-				t.Fatal(err)
+	each(t, transports, func(t *testing.T, transport string) {
+		const v = mcp.Version20251125
+		cp, sp := newPeer(), newPeer()
+		srv := testServer(sp, nil)
+		cl := newClient(cp, mcp.WithProtocolVersion(v))
+		connect(t, transport, srv, cl)
+		if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+			t.Fatal(err)
+		}
+		tool := map[string]string{"mcp.method.name": "tools/call", "mcp.protocol.version": v,
+			"gen_ai.tool.name": "echo", "gen_ai.operation.name": "execute_tool"}
+		for _, m := range []struct {
+			p    *peer
+			name string
+		}{{cp, "mcp.client.operation.duration"}, {sp, "mcp.server.operation.duration"}} {
+			if dp := pointWith(t, histogramPoints(t, m.p.metrics, m.name), m.name, tool); dp.Count != 1 {
+				t.Errorf("%s: %d tools/call recorded, want 1", m.name, dp.Count)
 			}
-			tool := map[string]string{"mcp.method.name": "tools/call", "mcp.protocol.version": v,
-				"gen_ai.tool.name": "echo", "gen_ai.operation.name": "execute_tool"}
-			for _, m := range []struct {
-				p    *peer
-				name string
-			}{{cp, "mcp.client.operation.duration"}, {sp, "mcp.server.operation.duration"}} {
-				if dp := pointWith(t, histogramPoints(t, m.p.metrics, m.name), m.name, tool); dp.Count != 1 {
-					t.Errorf("%s: %d tools/call recorded, want 1", m.name, dp.Count)
-				}
+		}
+		if err := cl.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []struct {
+			p    *peer
+			name string
+		}{{cp, "mcp.client.session.duration"}, {sp, "mcp.server.session.duration"}} {
+			if e := <-m.p.ended; e.ProtocolVersion != v || e.Err != nil {
+				t.Errorf("%s: the session ended as %+v, want on %s without an error", m.name, e, v)
 			}
-			if err := cl.Close(); err != nil {
-				t.Fatal(err)
+			if dp := pointWith(t, histogramPoints(t, m.p.metrics, m.name), m.name, map[string]string{"mcp.protocol.version": v}); dp.Count != 1 {
+				t.Errorf("%s: %d sessions, want 1", m.name, dp.Count)
 			}
-			for _, m := range []struct {
-				p    *peer
-				name string
-			}{{cp, "mcp.client.session.duration"}, {sp, "mcp.server.session.duration"}} {
-				if e := <-m.p.ended; e.ProtocolVersion != v || e.Err != nil {
-					t.Errorf("%s: the session ended as %+v, want on %s without an error", m.name, e, v)
-				}
-				if dp := pointWith(t, histogramPoints(t, m.p.metrics, m.name), m.name, map[string]string{"mcp.protocol.version": v}); dp.Count != 1 {
-					t.Errorf("%s: %d sessions, want 1", m.name, dp.Count)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestSessionEndedWithError: a session that ends with an error carries its
