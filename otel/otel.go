@@ -3,6 +3,7 @@ package mcpotel
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/e6ac58cb/mcp"
@@ -147,6 +148,14 @@ func (t *Telemetry) Inbound() mcp.Middleware {
 				}
 			}
 			ctx, span := t.tracer.Start(ctx, op.spanName(), opts...)
+			defer func() {
+				// The engine answers a handler's panic as an internal
+				// error; the span ends as that answer says.
+				if p := recover(); p != nil {
+					t.end(ctx, span, &op, true, start, nil, fmt.Errorf("handler panicked: %v", p), t.serverOp)
+					panic(p)
+				}
+			}()
 			result, err := next(ctx, req)
 			t.end(ctx, span, &op, true, start, result, err, t.serverOp)
 			return result, err

@@ -44,6 +44,10 @@ func testServer(p *peer, started chan<- struct{}, more ...mcp.ServerOption) *mcp
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
+	srv.AddTool(mcp.Tool{Name: "panic", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			panic("the tool panicked")
+		})
 	srv.AddTool(mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			for _, key := range []string{"first", "second"} {
@@ -231,9 +235,9 @@ type errorCase struct {
 }
 
 // TestFailuresSetErrorType: a tool result with isError, a protocol error
-// (an unknown tool, a method the server does not have) each set the status
-// Error and error.type on the client span and the server span, and on
-// their duration metrics.
+// (an unknown tool, a handler's panic, a method the server does not have)
+// each set the status Error and error.type on the client span and the
+// server span, and on their duration metrics.
 func TestFailuresSetErrorType(t *testing.T) {
 	cases := []errorCase{
 		{name: "tool error", span: "tools/call fail", errType: "tool_error",
@@ -250,6 +254,15 @@ func TestFailuresSetErrorType(t *testing.T) {
 				var rpcErr *mcp.Error
 				if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeInvalidParams {
 					return fmt.Errorf("got %v, want -32602", err)
+				}
+				return nil
+			}},
+		{name: "panic", span: "tools/call panic", errType: "-32603", code: "-32603",
+			call: func(ctx context.Context, cl *mcp.Client) error {
+				_, err := cl.CallTool(ctx, "panic", nil)
+				var rpcErr *mcp.Error
+				if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeInternalError {
+					return fmt.Errorf("got %v, want -32603", err)
 				}
 				return nil
 			}},
