@@ -55,7 +55,7 @@
 //     cancelled, which gets no answer: "cancelled";
 //   - a connection that ended under the operation: "connection_closed";
 //   - on the receiving side, a handler's error that is not an *mcp.Error,
-//     which the peer gets as an internal error: "-32603";
+//     or its panic, which the peer gets as an internal error: "-32603";
 //   - anything else: "_OTHER".
 //
 // The conventions name only the first two. "timeout" is the example value
