@@ -251,29 +251,17 @@ func TestFailuresSetErrorType(t *testing.T) {
 		{name: "unknown tool", span: "tools/call nope", errType: "-32602", code: "-32602",
 			call: func(ctx context.Context, cl *mcp.Client) error {
 				_, err := cl.CallTool(ctx, "nope", nil)
-				var rpcErr *mcp.Error
-				if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeInvalidParams {
-					return fmt.Errorf("got %v, want -32602", err)
-				}
-				return nil
+				return wantCode(err, mcp.CodeInvalidParams)
 			}},
 		{name: "panic", span: "tools/call panic", errType: "-32603", code: "-32603",
 			call: func(ctx context.Context, cl *mcp.Client) error {
 				_, err := cl.CallTool(ctx, "panic", nil)
-				var rpcErr *mcp.Error
-				if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeInternalError {
-					return fmt.Errorf("got %v, want -32603", err)
-				}
-				return nil
+				return wantCode(err, mcp.CodeInternalError)
 			}},
 		{name: "unknown method", span: "no/such", errType: "-32601", code: "-32601",
 			call: func(ctx context.Context, cl *mcp.Client) error {
 				err := cl.SendRequest(ctx, "no/such", nil, nil)
-				var rpcErr *mcp.Error
-				if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeMethodNotFound {
-					return fmt.Errorf("got %v, want -32601", err)
-				}
-				return nil
+				return wantCode(err, mcp.CodeMethodNotFound)
 			}},
 	}
 	for _, v := range versions {
@@ -307,6 +295,15 @@ func TestFailuresSetErrorType(t *testing.T) {
 			})
 		}
 	}
+}
+
+// wantCode says what is wrong when err is not a JSON-RPC error of code.
+func wantCode(err error, code int) error {
+	var rpcErr *mcp.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != code {
+		return fmt.Errorf("got %v, want a JSON-RPC error %d", err, code)
+	}
+	return nil
 }
 
 // checkError checks a failed operation's span: status Error, error.type
