@@ -267,8 +267,9 @@ func (s *Server) callAsTask(ctx context.Context, st *serverTool, call *toolCall,
 
 // startTask creates a task for call, kept for ttl (0: no limit), and runs
 // its handler detached from the request, with a context of its own that
-// tasks/cancel and the TTL end. The task is in the store before startTask
-// returns it as created: working.
+// tasks/cancel and the TTL end; it keeps the request context's values (a
+// trace the inbound middleware started, say), not its end. The task is in
+// the store before startTask returns it as created: working.
 func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, info *RequestInfo, ttl time.Duration) (Task, error) {
 	now := time.Now()
 	id := newTaskID()
