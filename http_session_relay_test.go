@@ -743,3 +743,32 @@ func TestSharedSessionHolderKilledJoinWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedSessionTakeOverBounded: what other copies hand over while the
+// stream's replay is read waits for it, at most twice WithSessionBacklog's
+// count of messages: the newest.
+func TestSharedSessionTakeOverBounded(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 1, WithSessionBacklog(0, 2))
+	sid := legacySession(t, c.url(0), Version20251125)
+	s := c.handlers[0].session(sid)
+	s.hold(context.Background(), "elsewhere-0")
+	for _, b := range [][]string{{"m1", "m2", "m3"}, {"m4", "m5", "m6"}} {
+		var batch keptBatch
+		for _, id := range b {
+			batch.Messages = append(batch.Messages, keptMessage{ID: id, Data: json.RawMessage(`{}`)})
+		}
+		s.takeKept(batch)
+	}
+	s.mu.Lock()
+	var got []string
+	for _, b := range s.shared.handover.batches {
+		for _, w := range b.Messages {
+			got = append(got, w.ID)
+		}
+	}
+	s.mu.Unlock()
+	if want := []string{"m3", "m4", "m5", "m6"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("waiting for the replay: %v, want %v", got, want)
+	}
+}

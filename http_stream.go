@@ -214,6 +214,9 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 	}
 	s.next++
 	id, wide := relayIDOf(o.route)
+	if s.sess == nil || s.sess.shared == nil {
+		id = "" // named for the copies of a shared session only
+	}
 	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true, serverWide: wide, id: id}
 	if s.sse || s.standalone {
 		ev.compact() // it will be stored, or may wait long
