@@ -686,7 +686,7 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 		h.serveStream(w, r, st, gen, streamMode{sse: true, replay: replay})
 		return
 	}
-	st, gen, ok := h.attachStandalone(w, sess)
+	st, gen, ok := h.attachStandalone(w, r, sess)
 	if !ok {
 		return
 	}
@@ -698,7 +698,7 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 
 // attachStandalone attaches a GET to the session's standalone stream. It
 // answers the request itself and reports false when it cannot.
-func (h *httpHandler) attachStandalone(w http.ResponseWriter, sess *httpSession) (*httpStream, int64, bool) {
+func (h *httpHandler) attachStandalone(w http.ResponseWriter, r *http.Request, sess *httpSession) (*httpStream, int64, bool) {
 	if h.cfg.noStandalone {
 		h.methodNotAllowed(w)
 		return nil, 0, false
@@ -712,6 +712,11 @@ func (h *httpHandler) attachStandalone(w http.ResponseWriter, sess *httpSession)
 	if !ok {
 		writeHTTPError(w, http.StatusConflict, CodeInvalidRequest, ID{}, "Conflict: the session's GET stream is already open")
 		return nil, 0, false
+	}
+	// What other instances announce from now on reaches the stream, as a
+	// copy of a shared session made for this GET may have just joined.
+	if err := h.srv.awaitBroadcasts(r.Context(), sess.ss); err != nil {
+		h.log.Warn("a GET stream may miss what other instances announce", "session", sess.id, "err", err)
 	}
 	return st, gen, true
 }

@@ -117,8 +117,12 @@ type keptBatch struct {
 // stream over without loss or repetition; the session's mu guards it.
 type handoverState struct {
 	// holderThrough is what the holder last reported of its stream
-	// (deliveredNote.Through).
-	holderThrough int64
+	// (deliveredNote.Through). released is the holder that let the stream
+	// go last, and releasedThrough what it reported: what it was handed
+	// may be on its stream still unconfirmed.
+	holderThrough   int64
+	released        string
+	releasedThrough int64
 	// named counts the session's own messages named here.
 	named uint64
 	// While this copy holds the stream: assigned are the indexes of the
@@ -308,9 +312,10 @@ func (s *httpSession) deliver(data []byte) {
 			// unconfirmed; those handed to it may still be on their way,
 			// and are kept until it says it stored them, or handed over
 			// (by name: its stream has them, or will).
-			s.shared.holder = ""
+			ho := &s.shared.handover
+			ho.released, ho.releasedThrough = m.From, ho.holderThrough
+			s.shared.holder, ho.holderThrough = "", 0
 			s.shared.unconfirmed = slices.DeleteFunc(s.shared.unconfirmed, func(w keptMessage) bool { return w.Wide })
-			s.shared.handover.holderThrough = 0
 		}
 		s.mu.Unlock()
 	}
@@ -349,11 +354,12 @@ func (s *httpSession) learnHolder(instance string) {
 func (s *httpSession) handOver(instance, stream string) {
 	s.mu.Lock()
 	ho := &s.shared.handover
-	last := keptBatch{Holder: s.shared.holder, Through: ho.holderThrough, Messages: slices.Clone(s.shared.unconfirmed)}
+	last := s.keptLocked()
+	last.Messages = slices.Clone(last.Messages)
 	s.shared.holder = instance
 	s.shared.holding = false
 	s.shared.early = nil
-	ho.holderThrough = 0
+	ho.holderThrough, ho.released, ho.releasedThrough = 0, "", 0
 	ho.taking, ho.batches = false, nil
 	st := s.standalone
 	s.mu.Unlock()
@@ -390,6 +396,16 @@ func (s *httpSession) handOver(instance, stream string) {
 			}
 		}
 	}()
+}
+
+// keptLocked returns what this copy keeps for the holder of the GET
+// stream, or for the last one if it let it go; s.mu is held.
+func (s *httpSession) keptLocked() keptBatch {
+	ho := &s.shared.handover
+	if s.shared.holder == "" {
+		return keptBatch{Holder: ho.released, Through: ho.releasedThrough, Messages: s.shared.unconfirmed}
+	}
+	return keptBatch{Holder: s.shared.holder, Through: ho.holderThrough, Messages: s.shared.unconfirmed}
 }
 
 // nameLocked names a message of the session's own made here, for the
@@ -488,8 +504,12 @@ func (s *httpSession) dropUnconfirmedLocked(id string) bool {
 func (s *httpSession) confirmed(instance string, n deliveredNote) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.shared.holder == instance {
-		s.shared.handover.holderThrough = max(s.shared.handover.holderThrough, n.Through)
+	ho := &s.shared.handover
+	switch instance {
+	case s.shared.holder:
+		ho.holderThrough = max(ho.holderThrough, n.Through)
+	case ho.released:
+		ho.releasedThrough = max(ho.releasedThrough, n.Through)
 	}
 	for _, id := range n.IDs {
 		if s.dropUnconfirmedLocked(id) {
@@ -566,7 +586,7 @@ func (s *httpSession) hold(ctx context.Context, stream string) {
 	}
 	s.mu.Lock()
 	ho := &s.shared.handover
-	kept := keptBatch{Holder: s.shared.holder, Through: ho.holderThrough, Messages: s.shared.unconfirmed}
+	kept := s.keptLocked()
 	s.shared.holder = ""
 	s.shared.holding = true
 	s.shared.delivered = recentIDs{}
@@ -781,7 +801,7 @@ func (h *httpHandler) resumeElsewhere(w http.ResponseWriter, r *http.Request, se
 		}
 		return
 	}
-	st, gen, ok := h.attachStandalone(w, sess)
+	st, gen, ok := h.attachStandalone(w, r, sess)
 	if !ok {
 		return
 	}
