@@ -466,6 +466,27 @@ func updatesUntil(t *testing.T, p *sseParser, last string, n int, then func()) [
 	return got
 }
 
+// heldAtOne makes a session on instance 0, subscribed to at0 there and to
+// at2 on instance 2 (none for ""), whose copies then know of it; watches
+// its channel; and opens its GET stream on instance 1, read past its
+// priming event, whose id it returns.
+func heldAtOne(t *testing.T, c *sessionCluster, at0, at2 string) (sid string, watch <-chan relayMessage, p1 *sseParser, primed string, cancel1 context.CancelFunc) {
+	t.Helper()
+	sid = legacySession(t, c.url(0), Version20251125)
+	for i, uri := range []string{at0, "", at2} {
+		if uri != "" {
+			subscribeAt(t, c.url(i), sid, uri)
+		}
+	}
+	// After the copies on instances 0 and 2: the memory broadcaster
+	// delivers in the order of subscription, so what the watch sees they
+	// have seen.
+	watch = relayWatch(t, c, sid)
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 = getStream(t, ctx1, c.url(1), sid, "")
+	return sid, watch, p1, nextEvent(t, p1, true).id, cancel1
+}
+
 // TestSharedSessionHolderKilled: the instance holding a session's GET
 // stream dies without a word; what every session gets meanwhile is not
 // lost with it: the stream resumed on another instance replays what the
@@ -475,16 +496,7 @@ func TestSharedSessionHolderKilled(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 3)
 	addResources(c, "res://a", "res://b")
-	sid := legacySession(t, c.url(0), Version20251125)
-	subscribeAt(t, c.url(0), sid, "res://a")
-	subscribeAt(t, c.url(2), sid, "res://b")
-	// After the copies on instances 0 and 2: the memory broadcaster
-	// delivers in the order of subscription, so what the watch sees they
-	// have seen.
-	watch := relayWatch(t, c, sid)
-	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
-	p1 := getStream(t, ctx1, c.url(1), sid, "")
-	nextEvent(t, p1, true) // priming
+	sid, watch, p1, _, cancel1 := heldAtOne(t, c, "res://a", "res://b")
 	c.servers[2].ResourceUpdated("res://a")
 	e := nextEvent(t, p1, false)
 	if uri := field(t, string(e.data), "params.uri"); uri != "res://a" {
@@ -518,11 +530,7 @@ func TestSharedSessionHolderKilledJoined(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 3)
 	addResources(c, "res://a")
-	sid := legacySession(t, c.url(0), Version20251125)
-	watch := relayWatch(t, c, sid)
-	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
-	p1 := getStream(t, ctx1, c.url(1), sid, "")
-	nextEvent(t, p1, true) // priming
+	sid, watch, p1, _, cancel1 := heldAtOne(t, c, "", "")
 	subscribeAt(t, c.url(2), sid, "res://a")
 	awaitRelay(t, watch, relayHolding, c.handlers[1].instance)
 	c.servers[0].ResourceUpdated("res://a")
@@ -672,13 +680,7 @@ func TestSharedSessionHolderKilledLastInstant(t *testing.T) {
 			t.Parallel()
 			c := newSessionCluster(t, 3)
 			addResources(c, "res://a", "res://end")
-			sid := legacySession(t, c.url(0), Version20251125)
-			subscribeAt(t, c.url(0), sid, "res://a")
-			subscribeAt(t, c.url(2), sid, "res://end")
-			watch := relayWatch(t, c, sid)
-			ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
-			p1 := getStream(t, ctx1, c.url(1), sid, "")
-			last := nextEvent(t, p1, true).id // priming
+			sid, watch, p1, last, cancel1 := heldAtOne(t, c, "res://a", "res://end")
 			c.bc.kill(c.handlers[1].instance) // from now on its words are lost
 			c.servers[0].ResourceUpdated("res://a")
 			sayFrom(t, c, 0, sid, "made elsewhere")
@@ -720,11 +722,7 @@ func TestSharedSessionHolderKilledJoinWindow(t *testing.T) {
 			t.Parallel()
 			c := newSessionCluster(t, 4)
 			addResources(c, "res://a")
-			sid := legacySession(t, c.url(0), Version20251125)
-			watch := relayWatch(t, c, sid)
-			ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
-			p1 := getStream(t, ctx1, c.url(1), sid, "")
-			e := nextEvent(t, p1, true) // priming
+			sid, watch, _, primed, cancel1 := heldAtOne(t, c, "", "")
 			// Only the holder has a copy; it dies before the next is made.
 			c.handlers[0].session(sid).conn.close(errors.New("idle here"))
 			killHolder(c, 1, sid)
@@ -734,7 +732,7 @@ func TestSharedSessionHolderKilledJoinWindow(t *testing.T) {
 
 			ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel2()
-			p2 := getStream(t, ctx2, c.url(tc.resume), sid, e.id)
+			p2 := getStream(t, ctx2, c.url(tc.resume), sid, primed)
 			awaitConfirmed(t, watch, c.handlers[tc.resume].instance, 1)
 			sayFrom(t, c, tc.resume, sid, "end")
 			if got, want := eventsUntil(t, p2, "end"), []string{"res://a", "end"}; fmt.Sprint(got) != fmt.Sprint(want) {
