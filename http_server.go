@@ -679,7 +679,7 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 			return
 		}
 		if st.standalone {
-			sess.hold(r.Context(), st.id)
+			sess.hold(r.Context(), st, st.id)
 			defer sess.release()
 			sess.takeOver(st, index, replay)
 		}
@@ -690,7 +690,7 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 	if !ok {
 		return
 	}
-	sess.hold(r.Context(), "")
+	sess.hold(r.Context(), st, "")
 	defer sess.release()
 	sess.takeOver(st, 0, nil)
 	h.serveStream(w, r, st, gen, streamMode{sse: true, prime: sess.primes()})

@@ -60,7 +60,7 @@ const (
 	// that does.
 	relayEvent = "event"
 	// relayHold: From holds the session's GET stream from now on, opened
-	// fresh; the others hand it what waits in their backlogs.
+	// fresh (a holdNote); the others hand it what waits in their backlogs.
 	relayHold = "hold"
 	// relayResume: From holds the GET stream from now on, resumed from the
 	// event store (a holdNote names the stream): the instance whose stream
@@ -80,7 +80,8 @@ const (
 	// relayJoin: From made a copy of the session; the holder of the GET
 	// stream says so (relayHolding), as the copy missed its relayHold.
 	relayJoin = "join"
-	// relayHolding: From holds the GET stream, as it held it before.
+	// relayHolding: From holds the GET stream, as it held it before (a
+	// holdNote).
 	relayHolding = "holding"
 	// relayKept: the messages From kept for a holder that never confirmed
 	// them, or that waited in its backlog, handed to the new holder (a
@@ -90,9 +91,13 @@ const (
 	relayKept = "kept"
 )
 
-// holdNote is what relayResume carries: the stream the client resumed.
+// holdNote is what relayHold, relayResume and relayHolding carry: the
+// stream the client resumed, if it did, and the index of the holder's own
+// GET stream when it took the stream, after which it stored what it
+// carried since.
 type holdNote struct {
-	Stream string `json:"stream"`
+	Stream string `json:"stream,omitempty"`
+	From   int64  `json:"from"`
 }
 
 // deliveredNote is what relayDelivered carries: the ids of the messages
@@ -105,10 +110,13 @@ type deliveredNote struct {
 }
 
 // keptBatch is what relayKept carries: messages kept for Holder ("" when
-// none was known, as for a backlog) which had confirmed what it stored on
-// its GET stream through index Through.
+// none was known, as for a backlog), which took the stream after index
+// From of its own GET stream, and had confirmed what it stored on it
+// through index Through. A batch may have no messages: it names the last
+// holder, whose stream the client did not resume.
 type keptBatch struct {
 	Holder   string        `json:"holder,omitempty"`
+	From     int64         `json:"from,omitempty"`
 	Through  int64         `json:"through,omitempty"`
 	Messages []keptMessage `json:"messages"`
 }
@@ -123,6 +131,11 @@ type handoverState struct {
 	holderThrough   int64
 	released        string
 	releasedThrough int64
+	// holderFrom and releasedFrom are where their streams began to carry
+	// (holdNote.From); mine is this copy's own, and last says this copy
+	// held the stream last.
+	holderFrom, releasedFrom, mine int64
+	last                           bool
 	// named counts the session's own messages named here.
 	named uint64
 	// While this copy holds the stream: assigned are the indexes of the
@@ -140,9 +153,11 @@ type handoverState struct {
 	taking  bool
 	batches []keptBatch
 	// resumed is the stream the client resumed here; the ids of its events
-	// after scanned are among delivered.
+	// after scanned are among delivered. chained is the last holder whose
+	// own stream the client did not resume, read for it (chain).
 	resumed string
 	scanned int64
+	chained string
 }
 
 // storedForm is how an event that carries a message's id is kept in the
@@ -277,13 +292,17 @@ func (s *httpSession) deliver(data []byte) {
 	case relayJoin:
 		s.mu.Lock()
 		holding := s.shared.holding
+		note, _ := json.Marshal(holdNote{From: s.shared.handover.mine})
 		s.mu.Unlock()
 		if holding {
 			// Not from within a delivery, as for relayHold below.
-			go s.publish(s.ctx, relayHolding, nil)
+			go s.publish(s.ctx, relayHolding, note)
 		}
 	case relayHolding:
-		s.learnHolder(m.From)
+		var note holdNote
+		if json.Unmarshal(m.Message, &note) == nil {
+			s.learnHolder(m.From, note.From)
+		}
 	case relayKept:
 		var b keptBatch
 		if json.Unmarshal(m.Message, &b) == nil {
@@ -296,10 +315,10 @@ func (s *httpSession) deliver(data []byte) {
 		}
 	case relayHold, relayResume:
 		var note holdNote
-		if m.Kind == relayResume && json.Unmarshal(m.Message, &note) != nil {
+		if json.Unmarshal(m.Message, &note) != nil {
 			return
 		}
-		s.handOver(m.From, note.Stream)
+		s.handOver(m.From, note)
 	case relayState:
 		var change sessionChange
 		if json.Unmarshal(m.Message, &change) == nil && s.ss.apply(change) {
@@ -313,8 +332,8 @@ func (s *httpSession) deliver(data []byte) {
 			// and are kept until it says it stored them, or handed over
 			// (by name: its stream has them, or will).
 			ho := &s.shared.handover
-			ho.released, ho.releasedThrough = m.From, ho.holderThrough
-			s.shared.holder, ho.holderThrough = "", 0
+			ho.released, ho.releasedThrough, ho.releasedFrom = m.From, ho.holderThrough, ho.holderFrom
+			s.shared.holder, ho.holderThrough, ho.holderFrom = "", 0, 0
 			s.shared.unconfirmed = slices.DeleteFunc(s.shared.unconfirmed, func(w keptMessage) bool { return w.Wide })
 		}
 		s.mu.Unlock()
@@ -326,13 +345,13 @@ func (s *httpSession) deliver(data []byte) {
 // messages that wait in the backlog here, which came before the word,
 // are the holder's to deliver: they are kept for it, as those that come
 // after.
-func (s *httpSession) learnHolder(instance string) {
+func (s *httpSession) learnHolder(instance string, from int64) {
 	s.mu.Lock()
 	if s.shared.holding || s.shared.holder != "" {
 		s.mu.Unlock()
 		return
 	}
-	s.shared.holder = instance
+	s.shared.holder, s.shared.handover.holderFrom = instance, from
 	st := s.standalone
 	s.mu.Unlock()
 	if st == nil {
@@ -347,20 +366,28 @@ func (s *httpSession) learnHolder(instance string) {
 }
 
 // handOver takes word that instance holds the GET stream from now on,
-// resuming stream, or opened fresh when stream is "". What this copy kept
-// for the last holder, and what waits in its backlog (but for what the
-// replay of its own stream has), goes to the new one, and is kept until
-// it says it stored it.
-func (s *httpSession) handOver(instance, stream string) {
+// resuming note.Stream, or opened fresh. What this copy kept for the last
+// holder, and what waits in its backlog (but for what the replay of its
+// own stream has), goes to the new one, and is kept until it says it
+// stored it; and if the client resumed a stream other than the last
+// holder's own, the last holder is named, so that what it carried is
+// not lost.
+func (s *httpSession) handOver(instance string, note holdNote) {
+	stream := note.Stream
 	s.mu.Lock()
 	ho := &s.shared.handover
 	last := s.keptLocked()
 	last.Messages = slices.Clone(last.Messages)
+	if s.shared.holding || ho.last {
+		last.Holder, last.From = s.h.instance, ho.mine
+	}
+	chain := stream != "" && last.Holder != "" && stream != last.Holder+"-"+standaloneStreamID
 	s.shared.holder = instance
 	s.shared.holding = false
 	s.shared.early = nil
-	ho.holderThrough, ho.released, ho.releasedThrough = 0, "", 0
-	ho.taking, ho.batches = false, nil
+	ho.holderThrough, ho.holderFrom = 0, note.From
+	ho.released, ho.releasedThrough, ho.releasedFrom = "", 0, 0
+	ho.taking, ho.batches, ho.last = false, nil, false
 	st := s.standalone
 	s.mu.Unlock()
 	var waiting keptBatch
@@ -383,14 +410,14 @@ func (s *httpSession) handOver(instance, stream string) {
 		}
 		s.mu.Unlock()
 	}
-	if len(last.Messages) == 0 && len(waiting.Messages) == 0 {
+	if len(last.Messages) == 0 && len(waiting.Messages) == 0 && !chain {
 		return
 	}
 	// Not from within a delivery, which may hold up the Broadcaster's
 	// next one, this publication's among them.
 	go func() {
 		for _, b := range []keptBatch{last, waiting} {
-			if len(b.Messages) > 0 {
+			if len(b.Messages) > 0 || b.Holder != "" && chain {
 				data, _ := json.Marshal(b)
 				s.publish(s.ctx, relayKept, data)
 			}
@@ -403,9 +430,9 @@ func (s *httpSession) handOver(instance, stream string) {
 func (s *httpSession) keptLocked() keptBatch {
 	ho := &s.shared.handover
 	if s.shared.holder == "" {
-		return keptBatch{Holder: ho.released, Through: ho.releasedThrough, Messages: s.shared.unconfirmed}
+		return keptBatch{Holder: ho.released, From: ho.releasedFrom, Through: ho.releasedThrough, Messages: s.shared.unconfirmed}
 	}
-	return keptBatch{Holder: s.shared.holder, Through: ho.holderThrough, Messages: s.shared.unconfirmed}
+	return keptBatch{Holder: s.shared.holder, From: ho.holderFrom, Through: ho.holderThrough, Messages: s.shared.unconfirmed}
 }
 
 // nameLocked names a message of the session's own made here, for the
@@ -580,10 +607,11 @@ func (s *httpSession) publishConfirms() {
 // What they kept for the last holder, or that waits in their backlogs,
 // they hand over; it waits here, with what this copy kept, until the
 // replay is read (takeOver).
-func (s *httpSession) hold(ctx context.Context, stream string) {
+func (s *httpSession) hold(ctx context.Context, st *httpStream, stream string) {
 	if s.h.relay() == nil {
 		return
 	}
+	note := holdNote{Stream: stream, From: st.lastIndex()}
 	s.mu.Lock()
 	ho := &s.shared.handover
 	kept := s.keptLocked()
@@ -591,17 +619,17 @@ func (s *httpSession) hold(ctx context.Context, stream string) {
 	s.shared.holding = true
 	s.shared.delivered = recentIDs{}
 	s.shared.unconfirmed, s.shared.early = nil, nil
-	*ho = handoverState{named: ho.named, cap: math.MaxInt64, taking: true, resumed: stream}
-	if len(kept.Messages) > 0 {
+	*ho = handoverState{named: ho.named, cap: math.MaxInt64, taking: true, resumed: stream, mine: note.From, last: true}
+	if len(kept.Messages) > 0 || kept.Holder != "" {
 		ho.batches = []keptBatch{kept}
 	}
 	s.mu.Unlock()
-	kind, note := relayHold, []byte(nil)
+	kind := relayHold
 	if stream != "" {
 		kind = relayResume
-		note, _ = json.Marshal(holdNote{Stream: stream})
 	}
-	s.publish(ctx, kind, note)
+	data, _ := json.Marshal(note)
+	s.publish(ctx, kind, data)
 }
 
 // takeOver ends what hold began, once the events after index of the
@@ -674,6 +702,7 @@ func (s *httpSession) takeKept(b keptBatch) {
 // for b's holder, each once: those the client has already, or is
 // replayed, do not go again.
 func (s *httpSession) deliverKept(b keptBatch) {
+	s.chain(b)
 	s.skipStored(b)
 	for _, w := range b.Messages {
 		var route any = handedRoute{w.ID}
@@ -681,6 +710,40 @@ func (s *httpSession) deliverKept(b keptBatch) {
 			route = serverWideRoute{w.ID}
 		}
 		s.pushShared(outgoing{data: w.Data, route: route})
+	}
+}
+
+// chain puts on the GET stream held here what b's holder, the last one,
+// stored on its own stream since it took it, when the client resumed an
+// older stream: the client had none of it, as its last event came from
+// that one. Each holder's stream is read once.
+func (s *httpSession) chain(b keptBatch) {
+	if b.Holder == "" || b.Holder == s.h.instance || s.h.cfg.store == nil {
+		return
+	}
+	stream := b.Holder + "-" + standaloneStreamID
+	s.mu.Lock()
+	ho := &s.shared.handover
+	read := s.shared.holding && ho.resumed != "" && ho.resumed != stream && ho.chained != b.Holder
+	if read {
+		ho.chained = b.Holder
+	}
+	s.mu.Unlock()
+	if !read {
+		return
+	}
+	data, ok, err := s.h.cfg.store.After(s.ctx, s.id, stream, b.From)
+	if err != nil || !ok {
+		s.h.log.Warn("cannot read what the last holder of a GET stream stored; the client misses it", "session", s.id, "stream", stream, "err", err)
+		return
+	}
+	for _, d := range data {
+		var route any
+		id, msg := fromStored(d)
+		if id != "" {
+			route = handedRoute{id}
+		}
+		s.pushShared(outgoing{data: msg, route: route})
 	}
 }
 
@@ -807,7 +870,7 @@ func (h *httpHandler) resumeElsewhere(w http.ResponseWriter, r *http.Request, se
 	}
 	// Told first, so that what the others make from now on comes here
 	// live, and what they made before is in the store.
-	sess.hold(r.Context(), streamID)
+	sess.hold(r.Context(), st, streamID)
 	defer sess.release()
 	events, ok := h.readElsewhere(w, r, sess, streamID, index)
 	if !ok {

@@ -750,7 +750,7 @@ func TestSharedSessionTakeOverBounded(t *testing.T) {
 	c := newSessionCluster(t, 1, WithSessionBacklog(0, 2))
 	sid := legacySession(t, c.url(0), Version20251125)
 	s := c.handlers[0].session(sid)
-	s.hold(context.Background(), "elsewhere-0")
+	s.hold(context.Background(), s.standaloneStream(), "elsewhere-0")
 	for _, b := range [][]string{{"m1", "m2", "m3"}, {"m4", "m5", "m6"}} {
 		var batch keptBatch
 		for _, id := range b {
@@ -768,5 +768,49 @@ func TestSharedSessionTakeOverBounded(t *testing.T) {
 	s.mu.Unlock()
 	if want := []string{"m3", "m4", "m5", "m6"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("waiting for the replay: %v, want %v", got, want)
+	}
+}
+
+// TestSharedSessionResumedOlderStream: a client resumes its GET stream on
+// a second instance, which replays the first's stream and then carries
+// what comes live on its own, until the client goes before it read any of
+// that; it resumes on a third instance with the first stream's last event
+// id, and gets what the second stored meanwhile, once, whether the second
+// let the stream go or died.
+func TestSharedSessionResumedOlderStream(t *testing.T) {
+	t.Parallel()
+	for _, killed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("killed=%v", killed), func(t *testing.T) {
+			t.Parallel()
+			c := newSessionCluster(t, 3)
+			addResources(c, "res://a")
+			sid, watch, pa, _, cancelA := heldAtOne(t, c, "res://a", "res://a")
+			c.servers[0].ResourceUpdated("res://a")
+			e := nextEvent(t, pa, false)
+			cancelA()
+			awaitRelay(t, watch, relayRelease, c.handlers[1].instance)
+
+			ctxB, cancelB := context.WithTimeout(context.Background(), 10*time.Second)
+			getStream(t, ctxB, c.url(0), sid, e.id)
+			sayFrom(t, c, 0, sid, "unread")
+			sayFrom(t, c, 2, sid, "unread elsewhere")
+			awaitConfirmed(t, watch, c.handlers[0].instance, 1)
+			if killed {
+				killHolder(c, 0, sid)
+			}
+			cancelB()
+			if !killed {
+				awaitRelay(t, watch, relayRelease, c.handlers[0].instance)
+			}
+
+			ctxC, cancelC := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancelC()
+			pc := getStream(t, ctxC, c.url(2), sid, e.id)
+			awaitConfirmed(t, watch, c.handlers[2].instance, 1)
+			sayFrom(t, c, 2, sid, "end")
+			if got, want := eventsUntil(t, pc, "end"), []string{"unread", "unread elsewhere", "end"}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("resumed after %s on a third instance: %q, want %q", e.id, got, want)
+			}
+		})
 	}
 }
