@@ -33,6 +33,10 @@ import (
 // then gets what the others kept (relayKept). The events that carry such a
 // name are stored with it (storedForm), so that the new holder can tell
 // what the client has already, or is replayed: each message comes once.
+// A client whose last event came from an older stream than the last
+// holder's own (the holder replayed it) had nothing of what that holder
+// carried since it took the stream: the new holder reads it from the
+// holder's stream (chain).
 
 // relayMessage is one message on a session's channel.
 type relayMessage struct {
