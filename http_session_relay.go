@@ -400,8 +400,8 @@ func (s *httpSession) handOver(instance string, note holdNote) {
 		// which may wait for this delivery, reads the store to resume.
 		st.storeUpTo(s.ctx, st.lastIndex())
 		evs := st.takeBacklog()
-		if stream == st.id {
-			evs = nil // replayed
+		if stream == st.id || chain && last.Holder == s.h.instance {
+			evs = nil // replayed, or read from this stream by the new holder
 		}
 		s.mu.Lock()
 		for _, ev := range evs {
