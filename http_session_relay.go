@@ -104,6 +104,15 @@ type holdNote struct {
 	From   int64  `json:"from"`
 }
 
+// holdNoteOf reads a holdNote; none is one with nothing to say.
+func holdNoteOf(data json.RawMessage) (holdNote, bool) {
+	var note holdNote
+	if len(data) == 0 {
+		return note, true
+	}
+	return note, json.Unmarshal(data, &note) == nil
+}
+
 // deliveredNote is what relayDelivered carries: the ids of the messages
 // stored on the holder's GET stream, and an index of it through which
 // every message with an id it stored was confirmed, in this note or
@@ -303,8 +312,7 @@ func (s *httpSession) deliver(data []byte) {
 			go s.publish(s.ctx, relayHolding, note)
 		}
 	case relayHolding:
-		var note holdNote
-		if json.Unmarshal(m.Message, &note) == nil {
+		if note, ok := holdNoteOf(m.Message); ok {
 			s.learnHolder(m.From, note.From)
 		}
 	case relayKept:
@@ -318,11 +326,9 @@ func (s *httpSession) deliver(data []byte) {
 			s.confirmed(m.From, n)
 		}
 	case relayHold, relayResume:
-		var note holdNote
-		if json.Unmarshal(m.Message, &note) != nil {
-			return
+		if note, ok := holdNoteOf(m.Message); ok {
+			s.handOver(m.From, note)
 		}
-		s.handOver(m.From, note)
 	case relayState:
 		var change sessionChange
 		if json.Unmarshal(m.Message, &change) == nil && s.ss.apply(change) {
