@@ -742,12 +742,7 @@ func (s *httpSession) chain(b keptBatch) {
 	if !read {
 		return
 	}
-	data, ok, err := s.h.cfg.store.After(s.ctx, s.id, stream, b.From)
-	if err != nil || !ok {
-		s.h.log.Warn("cannot read what the last holder of a GET stream stored; the client misses it", "session", s.id, "stream", stream, "err", err)
-		return
-	}
-	for _, d := range data {
+	for _, d := range s.storedAfter(stream, b.From, "the client misses what the last holder stored") {
 		var route any
 		id, msg := fromStored(d)
 		if id != "" {
@@ -755,6 +750,21 @@ func (s *httpSession) chain(b keptBatch) {
 		}
 		s.pushShared(outgoing{data: msg, route: route})
 	}
+}
+
+// storedAfter reads the events of the session's stream after index from
+// the event store; when it cannot have them all, it logs why, and what
+// that costs, and returns none.
+func (s *httpSession) storedAfter(stream string, index int64, cost string) [][]byte {
+	data, ok, err := s.h.cfg.store.After(s.ctx, s.id, stream, index)
+	if err == nil && !ok {
+		err = errors.New("the store no longer holds them all")
+	}
+	if err != nil {
+		s.h.log.Warn("cannot read a GET stream's events from the event store: "+cost, "session", s.id, "stream", stream, "after", index, "err", err)
+		return nil
+	}
+	return data
 }
 
 // skipStored counts as delivered the messages of b that its holder, whose
@@ -774,11 +784,7 @@ func (s *httpSession) skipStored(b keptBatch) {
 	if !scan {
 		return
 	}
-	data, ok, err := s.h.cfg.store.After(s.ctx, s.id, stream, b.Through)
-	if err != nil || !ok {
-		s.h.log.Debug("cannot read what a dead holder stored; what it left may come twice", "session", s.id, "stream", stream, "err", err)
-		return
-	}
+	data := s.storedAfter(stream, b.Through, "what the dead holder left may come twice")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ho.resumed != stream {
