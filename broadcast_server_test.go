@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -358,4 +360,104 @@ func TestBroadcasterDown(t *testing.T) {
 	}
 	startTask(t, call, 2, "work")
 	close(rig.release)
+}
+
+// heldRoutes is an HTTP client transport that sends each 2026-07-28
+// subscriptions/listen to the next of backends in turn and everything else
+// to the first, as a balancer with no affinity might; while hold is set,
+// what the first listen stream carries is held up on its way to the
+// client, as at a balancer that buffers it.
+type heldRoutes struct {
+	backends []*httptest.Server
+	listens  atomic.Int32
+	hold     atomic.Bool
+	release  chan struct{} // closed: what was held goes on
+}
+
+func (h *heldRoutes) RoundTrip(r *http.Request) (*http.Response, error) {
+	target, n := 0, 0
+	if r.Header.Get("Mcp-Method") == "subscriptions/listen" {
+		n = int(h.listens.Add(1))
+		target = (n - 1) % len(h.backends)
+	}
+	out := r.Clone(r.Context())
+	out.URL.Host = strings.TrimPrefix(h.backends[target].URL, "http://")
+	out.Host = out.URL.Host
+	res, err := http.DefaultTransport.RoundTrip(out)
+	if err != nil || n != 1 {
+		return res, err
+	}
+	pr, pw := io.Pipe()
+	body := res.Body
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			k, err := body.Read(buf)
+			if k > 0 && h.hold.Load() {
+				select {
+				case <-h.release:
+				case <-r.Context().Done():
+					pw.CloseWithError(r.Context().Err())
+					body.Close()
+					return
+				}
+			}
+			if k > 0 {
+				if _, werr := pw.Write(buf[:k]); werr != nil {
+					body.Close()
+					return
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				body.Close()
+				return
+			}
+		}
+	}()
+	res.Body = pr
+	return res, nil
+}
+
+// TestListenReplacedInFlight: a 2026-07-28 client subscribes to a second
+// resource, and its listen stream is replaced by one on another instance,
+// while an update of the first resource, made before, is still on its way
+// on the stream being replaced: the update still reaches the client.
+// It fails, and is skipped until the client is changed: see the Known
+// gaps of docs/deploying.md.
+func TestListenReplacedInFlight(t *testing.T) {
+	t.Skip("known gap: the client drops what the replaced listen stream still carries (docs/deploying.md)")
+	c := newFanCluster(t, 2, featureServer)
+	routes := &heldRoutes{backends: c.backends, release: make(chan struct{})}
+	updates := make(chan string, 8)
+	cl := NewClient(Implementation{Name: "client", Version: "1"}, WithProtocolVersion(LatestVersion),
+		WithResourceUpdatedHandler(func(_ context.Context, uri string) { updates <- uri }))
+	if err := cl.Connect(context.Background(), NewHTTPTransport(c.proxy.URL, WithHTTPClient(&http.Client{Transport: routes}))); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.Subscribe(ctx, "test://static-text"); err != nil {
+		t.Fatal(err)
+	}
+	routes.hold.Store(true)
+	c.servers[0].ResourceUpdated("test://static-text") // on its way, held
+	if err := cl.Subscribe(ctx, "test://items/1"); err != nil {
+		t.Fatal(err)
+	}
+	close(routes.release)
+	c.servers[0].ResourceUpdated("test://items/1") // a marker
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != "test://items/1" {
+		select {
+		case uri := <-updates:
+			got = append(got, uri)
+		case <-ctx.Done():
+			t.Fatalf("updates %v, then nothing", got)
+		}
+	}
+	if want := []string{"test://static-text", "test://items/1"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("updates %v, want %v", got, want)
+	}
 }

@@ -679,26 +679,26 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 			return
 		}
 		if st.standalone {
-			sess.hold(r.Context(), true)
+			sess.hold(r.Context(), st, st.id)
 			defer sess.release()
+			sess.takeOver(st, index, replay)
 		}
 		h.serveStream(w, r, st, gen, streamMode{sse: true, replay: replay})
 		return
 	}
-	st, gen, ok := h.attachStandalone(w, sess, false)
+	st, gen, ok := h.attachStandalone(w, r, sess)
 	if !ok {
 		return
 	}
-	sess.hold(r.Context(), false)
+	sess.hold(r.Context(), st, "")
 	defer sess.release()
+	sess.takeOver(st, 0, nil)
 	h.serveStream(w, r, st, gen, streamMode{sse: true, prime: sess.primes()})
 }
 
-// attachStandalone attaches a GET to the session's standalone stream;
-// elsewhere: it resumes another instance's stream, whose replay has the
-// server-wide messages that wait here. It answers the request itself and
-// reports false when it cannot.
-func (h *httpHandler) attachStandalone(w http.ResponseWriter, sess *httpSession, elsewhere bool) (*httpStream, int64, bool) {
+// attachStandalone attaches a GET to the session's standalone stream. It
+// answers the request itself and reports false when it cannot.
+func (h *httpHandler) attachStandalone(w http.ResponseWriter, r *http.Request, sess *httpSession) (*httpStream, int64, bool) {
 	if h.cfg.noStandalone {
 		h.methodNotAllowed(w)
 		return nil, 0, false
@@ -708,13 +708,15 @@ func (h *httpHandler) attachStandalone(w http.ResponseWriter, sess *httpSession,
 		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: the session ended")
 		return nil, 0, false
 	}
-	if elsewhere {
-		st.dropServerWide()
-	}
 	gen, ok := st.attachFresh()
 	if !ok {
 		writeHTTPError(w, http.StatusConflict, CodeInvalidRequest, ID{}, "Conflict: the session's GET stream is already open")
 		return nil, 0, false
+	}
+	// What other instances announce from now on reaches the stream, as a
+	// copy of a shared session made for this GET may have just joined.
+	if err := h.srv.awaitBroadcasts(r.Context(), sess.ss); err != nil {
+		h.log.Warn("a GET stream may miss what other instances announce", "session", sess.id, "err", err)
 	}
 	return st, gen, true
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,7 +18,8 @@ func relayWatch(t *testing.T, c *sessionCluster, sid string) <-chan relayMessage
 	t.Helper()
 	got := make(chan relayMessage, 64)
 	stop, err := c.bc.MemoryBroadcaster.Subscribe(context.Background(), sessionChannel(sid), func(msg []byte) {
-		m := relayMessage{Kind: fmt.Sprint(fieldOrNil(string(msg), "kind")), From: fmt.Sprint(fieldOrNil(string(msg), "from"))}
+		var m relayMessage
+		json.Unmarshal(msg, &m)
 		select {
 		case got <- m:
 		default:
@@ -43,6 +45,24 @@ func awaitRelay(t *testing.T, got <-chan relayMessage, kind, from string) {
 			}
 		case <-timeout:
 			t.Fatalf("no %q from %s on the session's channel", kind, from)
+		}
+	}
+}
+
+// awaitConfirmed waits until instance from, which holds the GET stream,
+// has said that n messages are on it, counting repeats.
+func awaitConfirmed(t *testing.T, got <-chan relayMessage, from string, n int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for n > 0 {
+		select {
+		case m := <-got:
+			var note deliveredNote
+			if m.Kind == relayDelivered && m.From == from && json.Unmarshal(m.Message, &note) == nil {
+				n -= len(note.IDs)
+			}
+		case <-timeout:
+			t.Fatalf("%s did not confirm %d more messages", from, n)
 		}
 	}
 }
@@ -256,8 +276,9 @@ func TestSharedSessionGETElsewhere(t *testing.T) {
 
 // TestSharedSessionGETFreshElsewhere: what waited for the GET stream on
 // one instance while none was open is handed to the instance where the
-// client opens it fresh, once; a server-wide message, which that instance
-// has a copy of if it had the session then, is not.
+// client opens it fresh, once: a message of the session's own, and a
+// server-wide message, which that instance had no copy of (it made its
+// copy of the session with the GET).
 func TestSharedSessionGETFreshElsewhere(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 2)
@@ -270,20 +291,24 @@ func TestSharedSessionGETFreshElsewhere(t *testing.T) {
 	cancelA()
 	awaitRelay(t, watch, relayRelease, a)
 	c.handlers[0].session(sid).conn.(*conn).notify("notifications/message", map[string]string{"level": "info", "data": "waiting"}, ID{}, nil)
-	c.servers[0].AddPrompt(Prompt{Name: "everywhere"}, nil) // B has its own copy, or none
+	c.servers[0].AddPrompt(Prompt{Name: "everywhere"}, nil)
+	if c.handlers[1].session(sid) != nil {
+		t.Fatal("the second instance has a copy of the session already")
+	}
 
 	ctxB, cancelB := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelB()
 	pb := getStream(t, ctxB, c.url(1), sid, "")
-	if e := nextEvent(t, pb, false); field(t, string(e.data), "method") != "notifications/message" {
-		t.Fatalf("the waiting message: %s", e.data)
-	}
-	c.servers[1].AddTool(Tool{Name: "marker"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil })
-	if e := nextEvent(t, pb, false); field(t, string(e.data), "method") != "notifications/tools/list_changed" {
-		t.Fatalf("after the waiting message: %s", e.data)
+	// What is handed over comes after what is live meanwhile.
+	awaitConfirmed(t, watch, c.handlers[1].instance, 2)
+	sayFrom(t, c, 1, sid, "end")
+	for _, want := range []string{"notifications/message", "notifications/prompts/list_changed", "notifications/message"} {
+		if e := nextEvent(t, pb, false); field(t, string(e.data), "method") != want {
+			t.Fatalf("%s, want %s", e.data, want)
+		}
 	}
 	if st := c.handlers[0].session(sid).unsolicitedStream(); len(st.takeBacklog()) != 0 {
-		t.Fatal("the first instance still holds the message it handed on")
+		t.Fatal("the first instance still holds the messages it handed on")
 	}
 }
 
@@ -441,6 +466,27 @@ func updatesUntil(t *testing.T, p *sseParser, last string, n int, then func()) [
 	return got
 }
 
+// heldAtOne makes a session on instance 0, subscribed to at0 there and to
+// at2 on instance 2 (none for ""), whose copies then know of it; watches
+// its channel; and opens its GET stream on instance 1, read past its
+// priming event, whose id it returns.
+func heldAtOne(t *testing.T, c *sessionCluster, at0, at2 string) (sid string, watch <-chan relayMessage, p1 *sseParser, primed string, cancel1 context.CancelFunc) {
+	t.Helper()
+	sid = legacySession(t, c.url(0), Version20251125)
+	for i, uri := range []string{at0, "", at2} {
+		if uri != "" {
+			subscribeAt(t, c.url(i), sid, uri)
+		}
+	}
+	// After the copies on instances 0 and 2: the memory broadcaster
+	// delivers in the order of subscription, so what the watch sees they
+	// have seen.
+	watch = relayWatch(t, c, sid)
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 = getStream(t, ctx1, c.url(1), sid, "")
+	return sid, watch, p1, nextEvent(t, p1, true).id, cancel1
+}
+
 // TestSharedSessionHolderKilled: the instance holding a session's GET
 // stream dies without a word; what every session gets meanwhile is not
 // lost with it: the stream resumed on another instance replays what the
@@ -450,16 +496,7 @@ func TestSharedSessionHolderKilled(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 3)
 	addResources(c, "res://a", "res://b")
-	sid := legacySession(t, c.url(0), Version20251125)
-	subscribeAt(t, c.url(0), sid, "res://a")
-	subscribeAt(t, c.url(2), sid, "res://b")
-	// After the copies on instances 0 and 2: the memory broadcaster
-	// delivers in the order of subscription, so what the watch sees they
-	// have seen.
-	watch := relayWatch(t, c, sid)
-	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
-	p1 := getStream(t, ctx1, c.url(1), sid, "")
-	nextEvent(t, p1, true) // priming
+	sid, watch, p1, _, cancel1 := heldAtOne(t, c, "res://a", "res://b")
 	c.servers[2].ResourceUpdated("res://a")
 	e := nextEvent(t, p1, false)
 	if uri := field(t, string(e.data), "params.uri"); uri != "res://a" {
@@ -493,11 +530,7 @@ func TestSharedSessionHolderKilledJoined(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 3)
 	addResources(c, "res://a")
-	sid := legacySession(t, c.url(0), Version20251125)
-	watch := relayWatch(t, c, sid)
-	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
-	p1 := getStream(t, ctx1, c.url(1), sid, "")
-	nextEvent(t, p1, true) // priming
+	sid, watch, p1, _, cancel1 := heldAtOne(t, c, "", "")
 	subscribeAt(t, c.url(2), sid, "res://a")
 	awaitRelay(t, watch, relayHolding, c.handlers[1].instance)
 	c.servers[0].ResourceUpdated("res://a")
@@ -571,5 +604,216 @@ func TestSharedSessionHolderKilledNoCopy(t *testing.T) {
 	got := updatesUntil(t, p2, "res://end", 2, func() { c.servers[0].ResourceUpdated("res://end") })
 	if want := []string{"res://a", "res://b", "res://end"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("resumed where no copy was, after the holder died: %v, want %v", got, want)
+	}
+}
+
+// sayFrom sends session sid a log message of its own, carrying text, from
+// instance i's copy.
+func sayFrom(t *testing.T, c *sessionCluster, i int, sid, text string) {
+	t.Helper()
+	if err := c.handlers[i].session(sid).conn.(*conn).notify("notifications/message", map[string]string{"level": "info", "data": text}, ID{}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventsUntil reads p up to the first event that mentions last and
+// returns, for each event, its resource URI or its log message's text.
+func eventsUntil(t *testing.T, p *sseParser, last string) []string {
+	t.Helper()
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != last {
+		var m struct {
+			Params struct{ URI, Data string }
+		}
+		if err := json.Unmarshal(nextEvent(t, p, false).data, &m); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.Params.URI+m.Params.Data)
+	}
+	return got
+}
+
+// TestSharedSessionHolderKilledOwnMessage: a message of the session's own
+// made on an instance that does not hold the GET stream, handed to a
+// holder that died before it wrote it, is not lost: the instance that made
+// it keeps it until the holder says it stored it, and hands it to the
+// instance that takes the stream over.
+func TestSharedSessionHolderKilledOwnMessage(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 3)
+	sid := legacySession(t, c.url(0), Version20251125)
+	watch := relayWatch(t, c, sid)
+	ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+	p1 := getStream(t, ctx1, c.url(1), sid, "")
+	e := nextEvent(t, p1, true) // priming
+	killHolder(c, 1, sid)
+	cancel1()
+	sayFrom(t, c, 0, sid, "handed to the dead")
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	p2 := getStream(t, ctx2, c.url(2), sid, e.id)
+	// What is handed over comes after what is live meanwhile.
+	awaitConfirmed(t, watch, c.handlers[2].instance, 1)
+	sayFrom(t, c, 2, sid, "end")
+	if got, want := eventsUntil(t, p2, "end"), []string{"handed to the dead", "end"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("resumed after the holder died: %q, want %q", got, want)
+	}
+}
+
+// TestSharedSessionHolderKilledLastInstant: the holder writes and stores
+// a resource update and a message of the session's own made elsewhere,
+// then dies before it says so; the stream resumed on another instance has
+// each once, whether the client had read them (resumed after them) or not
+// (resumed before them, replayed from the store).
+func TestSharedSessionHolderKilledLastInstant(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		after int // how many of the two the client read before resuming
+		want  []string
+	}{
+		{"read", 2, []string{"res://end"}},
+		{"unread", 0, []string{"res://a", "made elsewhere", "res://end"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newSessionCluster(t, 3)
+			addResources(c, "res://a", "res://end")
+			sid, watch, p1, last, cancel1 := heldAtOne(t, c, "res://a", "res://end")
+			c.bc.kill(c.handlers[1].instance) // from now on its words are lost
+			c.servers[0].ResourceUpdated("res://a")
+			sayFrom(t, c, 0, sid, "made elsewhere")
+			for range 2 {
+				e := nextEvent(t, p1, false) // written, and stored first
+				if tc.after > 0 {
+					last = e.id
+				}
+			}
+			c.handlers[1].session(sid).conn.close(errors.New("killed"))
+			cancel1()
+
+			ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel2()
+			p2 := getStream(t, ctx2, c.url(2), sid, last)
+			// Both copies kept the update, one the message: each is
+			// confirmed once taken over, repeats skipped or not.
+			awaitConfirmed(t, watch, c.handlers[2].instance, 3)
+			c.servers[0].ResourceUpdated("res://end")
+			if got := eventsUntil(t, p2, "res://end"); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("resumed after %s: %q, want %q", last, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSharedSessionHolderKilledJoinWindow: a copy of the session made
+// after the GET stream was opened, whose holder died before it answered
+// the copy's 'join', keeps the server-wide messages that come meanwhile
+// for whoever takes the stream over: the instance that resumes it, with a
+// copy of its own or not.
+func TestSharedSessionHolderKilledJoinWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		resume int // the instance where the client resumes
+	}{{"at the copy", 2}, {"elsewhere", 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newSessionCluster(t, 4)
+			addResources(c, "res://a")
+			sid, watch, _, primed, cancel1 := heldAtOne(t, c, "", "")
+			// Only the holder has a copy; it dies before the next is made.
+			c.handlers[0].session(sid).conn.close(errors.New("idle here"))
+			killHolder(c, 1, sid)
+			cancel1()
+			subscribeAt(t, c.url(2), sid, "res://a")
+			c.servers[2].ResourceUpdated("res://a")
+
+			ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel2()
+			p2 := getStream(t, ctx2, c.url(tc.resume), sid, primed)
+			awaitConfirmed(t, watch, c.handlers[tc.resume].instance, 1)
+			sayFrom(t, c, tc.resume, sid, "end")
+			if got, want := eventsUntil(t, p2, "end"), []string{"res://a", "end"}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("resumed on instance %d: %q, want %q", tc.resume, got, want)
+			}
+		})
+	}
+}
+
+// TestSharedSessionTakeOverBounded: what other copies hand over while the
+// stream's replay is read waits for it, at most twice WithSessionBacklog's
+// count of messages: the newest.
+func TestSharedSessionTakeOverBounded(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 1, WithSessionBacklog(0, 2))
+	sid := legacySession(t, c.url(0), Version20251125)
+	s := c.handlers[0].session(sid)
+	s.hold(context.Background(), s.standaloneStream(), "elsewhere-0")
+	for _, b := range [][]string{{"m1", "m2", "m3"}, {"m4", "m5", "m6"}} {
+		var batch keptBatch
+		for _, id := range b {
+			batch.Messages = append(batch.Messages, keptMessage{ID: id, Data: json.RawMessage(`{}`)})
+		}
+		s.takeKept(batch)
+	}
+	s.mu.Lock()
+	var got []string
+	for _, b := range s.shared.handover.batches {
+		for _, w := range b.Messages {
+			got = append(got, w.ID)
+		}
+	}
+	s.mu.Unlock()
+	if want := []string{"m3", "m4", "m5", "m6"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("waiting for the replay: %v, want %v", got, want)
+	}
+}
+
+// TestSharedSessionResumedOlderStream: a client resumes its GET stream on
+// a second instance, which replays the first's stream and then carries
+// what comes live on its own, until the client goes before it read any of
+// that; it resumes on a third instance with the first stream's last event
+// id, and gets what the second stored meanwhile, once, whether the second
+// let the stream go (and kept what came after in its backlog) or died.
+func TestSharedSessionResumedOlderStream(t *testing.T) {
+	t.Parallel()
+	for _, killed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("killed=%v", killed), func(t *testing.T) {
+			t.Parallel()
+			c := newSessionCluster(t, 3)
+			addResources(c, "res://a")
+			sid, watch, pa, _, cancelA := heldAtOne(t, c, "res://a", "res://a")
+			c.servers[0].ResourceUpdated("res://a")
+			e := nextEvent(t, pa, false)
+			cancelA()
+			awaitRelay(t, watch, relayRelease, c.handlers[1].instance)
+
+			ctxB, cancelB := context.WithTimeout(context.Background(), 10*time.Second)
+			getStream(t, ctxB, c.url(0), sid, e.id)
+			sayFrom(t, c, 0, sid, "unread")
+			sayFrom(t, c, 2, sid, "unread elsewhere")
+			awaitConfirmed(t, watch, c.handlers[0].instance, 1)
+			if killed {
+				killHolder(c, 0, sid)
+			}
+			cancelB()
+			want := []string{"unread", "unread elsewhere", "end"}
+			if !killed {
+				awaitRelay(t, watch, relayRelease, c.handlers[0].instance)
+				sayFrom(t, c, 0, sid, "after")
+				want = []string{"unread", "unread elsewhere", "after", "end"}
+			}
+
+			ctxC, cancelC := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancelC()
+			pc := getStream(t, ctxC, c.url(2), sid, e.id)
+			awaitConfirmed(t, watch, c.handlers[2].instance, 1)
+			sayFrom(t, c, 2, sid, "end")
+			if got := eventsUntil(t, pc, "end"); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("resumed after %s on a third instance: %q, want %q", e.id, got, want)
+			}
+		})
 	}
 }

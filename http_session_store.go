@@ -102,29 +102,38 @@ type sharedState struct {
 	// holder is the instance that holds the session's GET stream, when
 	// another does ("": this one, or none known).
 	holder string
-	// unconfirmed are the server-wide messages that came while holder
-	// held the stream and that it has not said it delivered: should it die
-	// without a word, the copy that takes the stream over delivers them.
-	// early are the ids it confirmed before they came here. Both are
-	// bounded by WithSessionBacklog's count.
-	unconfirmed []wideMessage
+	// unconfirmed are the messages that came while holder held the stream
+	// and that it has not said it stored: the server-wide ones, which it
+	// has too, and the session's own made here and handed to it. Should it
+	// die without a word, the copy that takes the stream over gets them
+	// (relayKept). early are the ids it confirmed before they came here.
+	// Both are bounded by WithSessionBacklog's count.
+	unconfirmed []keptMessage
 	early       []string
-	// holding: this copy holds the GET stream, and confirms what
-	// server-wide messages it puts on it (confirms, while confirming).
-	// delivered are the ids of those it put there since it took the
-	// stream, so that each goes once, live or handed over (relayKept),
-	// at most twice WithSessionBacklog's count of them.
+	// holding: this copy holds the GET stream, and confirms what messages
+	// with an id it stores on it (confirms, while confirming). delivered
+	// are the ids of those on it since it took the stream, so that each
+	// goes once, live, replayed or handed over, at most twice
+	// WithSessionBacklog's count of them.
 	holding    bool
 	confirms   []string
 	confirming bool
 	delivered  recentIDs
+	// handover is the rest of what the relay keeps (http_session_relay.go).
+	handover handoverState
 }
 
-// wideMessage is a server-wide message kept by a copy of a shared session
-// that does not hold its GET stream; as JSON, an element of relayKept.
-type wideMessage struct {
+// keptMessage is a message a copy of a shared session hands to the
+// holder of its GET stream, or keeps for it until it says it stored it;
+// as JSON, a relayEvent or an element of relayKept. Wide: a server-wide
+// message, which every copy has; else one of the session's own, made on
+// one instance and named there. For names the holder a relayEvent is
+// for.
+type keptMessage struct {
 	ID   string          `json:"id"`
 	Data json.RawMessage `json:"message"`
+	Wide bool            `json:"wide,omitempty"`
+	For  string          `json:"for,omitempty"`
 }
 
 // recentIDs remembers the latest ids added, at most a limit of them.

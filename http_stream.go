@@ -31,6 +31,10 @@ type streamEvent struct {
 	// serverWide: a message every session gets, which every instance that
 	// shares the session has a copy of (see serverWideRoute).
 	serverWide bool
+	// id names the message among the copies of a shared session, if it
+	// has a name: a server-wide one, or one handed from copy to copy
+	// (http_session_relay.go). It is stored with the event.
+	id string
 }
 
 // compact gives ev a buffer of its own, fit to its length, to keep.
@@ -209,8 +213,11 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 		return 0, true
 	}
 	s.next++
-	_, wide := o.route.(serverWideRoute)
-	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true, serverWide: wide}
+	id, wide := relayIDOf(o.route)
+	if s.sess == nil || s.sess.shared == nil {
+		id = "" // named for the copies of a shared session only
+	}
+	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true, serverWide: wide, id: id}
 	if s.sse || s.standalone {
 		ev.compact() // it will be stored, or may wait long
 	}
@@ -292,38 +299,62 @@ func (s *httpStream) reportDropsLocked() {
 
 // takeBacklog empties the backlog of a standalone stream that no GET
 // holds here, as another instance took the GET stream over, and returns
-// what in it was made here only: the server-wide messages the other
-// instance has of its own.
-func (s *httpStream) takeBacklog() [][]byte {
+// it.
+func (s *httpStream) takeBacklog() []streamEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.attached {
 		return nil
 	}
-	var backlog [][]byte
-	for _, ev := range s.pending {
-		if !ev.serverWide {
-			backlog = append(backlog, ev.data)
-		}
-	}
-	clear(s.pending)
+	backlog := s.pending
 	s.pending, s.pendBytes = nil, 0
 	s.reportDropsLocked()
 	return backlog
 }
 
-// dropServerWide drops the server-wide messages from the backlog of a
-// standalone stream about to resume another instance's stream, whose
-// replay has them.
-func (s *httpStream) dropServerWide() {
+// takeServerWide takes from the backlog of a standalone stream that no GET
+// holds here the named server-wide messages, which another instance
+// holds the GET stream to deliver.
+func (s *httpStream) takeServerWide() []streamEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.attached {
+		return nil
+	}
+	var taken []streamEvent
+	s.pending = slices.DeleteFunc(s.pending, func(ev streamEvent) bool {
+		if ev.serverWide && ev.id != "" {
+			taken = append(taken, ev)
+			s.pendBytes -= len(ev.data)
+			return true
+		}
+		return false
+	})
+	return taken
+}
+
+// dropReplayed drops from the backlog of a standalone stream the messages
+// named ids, which the GET that took it replays from another instance's
+// stream, and returns the names of those left, which it writes.
+func (s *httpStream) dropReplayed(ids []string) (left []string) {
+	replayed := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		replayed[id] = true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending = slices.DeleteFunc(s.pending, func(ev streamEvent) bool {
-		if ev.serverWide {
-			s.pendBytes -= len(ev.data)
+		if ev.id == "" {
+			return false
 		}
-		return ev.serverWide
+		if replayed[ev.id] {
+			s.pendBytes -= len(ev.data)
+			return true
+		}
+		left = append(left, ev.id)
+		return false
 	})
+	return left
 }
 
 // beginInline records that the stream's request is about to run on the
@@ -432,7 +463,11 @@ func (s *httpStream) appendEvents(evs []streamEvent) (failed int64) {
 	}
 	defer sess.releaseStore()
 	for _, ev := range evs {
-		err := sess.h.cfg.store.Append(sess.ctx, sess.id, s.id, ev.index, ev.data)
+		data := ev.data
+		if ev.id != "" {
+			data = storedForm(ev.id, data)
+		}
+		err := sess.h.cfg.store.Append(sess.ctx, sess.id, s.id, ev.index, data)
 		if sess.ctx.Err() != nil {
 			return 0
 		}
@@ -658,7 +693,8 @@ func (s *httpStream) resume(ctx context.Context, index int64) ([]streamEvent, in
 	}
 	replay := make([]streamEvent, last-index) // later events come live
 	for i := range replay {
-		replay[i] = streamEvent{index: index + 1 + int64(i), data: data[i]}
+		id, msg := fromStored(data[i])
+		replay[i] = streamEvent{index: index + 1 + int64(i), data: msg, id: id}
 	}
 	return replay, gen, true
 }
