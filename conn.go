@@ -827,7 +827,7 @@ func (c *conn) queueError(id ID, e *Error, route any) {
 // to (zero for none).
 func (c *conn) notify(method string, params any, related ID, route any) error {
 	if c.cfg.outbound != nil {
-		return c.notifyThrough(method, params, related, route)
+		return c.notifyThrough(c.baseCtx, method, params, related, route)
 	}
 	if _, ok := rawJSONOf(params); ok || params == nil {
 		raw, err := marshalObject(params)

@@ -100,6 +100,9 @@ func (g *ClientGateway) Notify(method string, params any) error {
 	if g.req.task != nil {
 		return nil // a task has no request to relate a notification to
 	}
+	if ctx := g.req.ctx; ctx != nil && g.req.conn.cfg.outbound != nil {
+		return streamErr(g.req.conn.notifyThrough(ctx, method, params, g.req.id, g.req.route))
+	}
 	return streamErr(g.req.conn.notify(method, params, g.req.id, g.req.route))
 }
 
@@ -144,7 +147,11 @@ func (g *ClientGateway) Progress(progress, total float64, message string) error 
 	}
 	b = append(b, "}}"...)
 	if g.req.conn.cfg.outbound != nil {
-		return streamErr(g.req.conn.notifyBuilt(b, "notifications/progress", g.req.id, g.req.route))
+		ctx := g.req.ctx
+		if ctx == nil {
+			ctx = g.req.conn.baseCtx
+		}
+		return streamErr(g.req.conn.notifyBuilt(ctx, b, "notifications/progress", g.req.id, g.req.route))
 	}
 	return streamErr(g.req.conn.queueWrite(outgoing{data: b, related: g.req.id, route: g.req.route}, mayWait))
 }

@@ -67,7 +67,9 @@ func WithInboundMiddleware(mw ...Middleware) Option {
 
 // WithOutboundMiddleware wraps every request and notification the peer
 // sends: a client's calls (a call with input rounds on 2026-07-28 once, the
-// rounds inside), a server's asks and notifications. The first middleware
+// rounds inside), a server's asks and notifications. What a handler sends
+// through its gateway gets the context the inbound middleware gave the
+// handler; other notifications the connection's. The first middleware
 // given is the outermost; it runs on the sender's goroutine. It configures
 // either peer; options add to each other.
 func WithOutboundMiddleware(mw ...Middleware) Option {
@@ -153,6 +155,7 @@ func (t *inboundTurn) serve(ctx context.Context, _ *Request) (json.RawMessage, e
 	if t.prepared != nil {
 		return nil, t.prepared
 	}
+	t.req.RequestInfo.ctx = ctx
 	result, err := t.ss.serve(ctx, t.req, &t.env)
 	if err != nil {
 		return nil, err
@@ -264,7 +267,7 @@ func (t *outboundCall) send(ctx context.Context, r *Request) (json.RawMessage, e
 // notifyThrough sends a notification through the outbound middleware. A
 // notification carries no context of its own: the middleware gets the
 // connection's.
-func (c *conn) notifyThrough(method string, params any, related ID, route any) error {
+func (c *conn) notifyThrough(ctx context.Context, method string, params any, related ID, route any) error {
 	raw, err := marshalObject(params)
 	if err != nil {
 		return fmt.Errorf("mcp: the params of %s: %w", method, err)
@@ -274,13 +277,13 @@ func (c *conn) notifyThrough(method string, params any, related ID, route any) e
 	h := chain(c.cfg.outbound, func(_ context.Context, r *Request) (json.RawMessage, error) {
 		return nil, c.queueWrite(outgoing{data: encodeRequest(ID{}, method, r.Params), related: related, route: route}, mayWait)
 	})
-	_, err = h(c.baseCtx, r)
+	_, err = h(ctx, r)
 	return err
 }
 
 // notifyBuilt sends a notification the caller built whole, msg, through
 // the outbound middleware: its params are cut out of it.
-func (c *conn) notifyBuilt(msg []byte, method string, related ID, route any) error {
+func (c *conn) notifyBuilt(ctx context.Context, msg []byte, method string, related ID, route any) error {
 	var m wireMessage
 	if err := decodeEnvelope(msg, &m); err != nil {
 		recycleMessage(msg)
@@ -288,5 +291,5 @@ func (c *conn) notifyBuilt(msg []byte, method string, related ID, route any) err
 	}
 	params := bytes.Clone(m.Params)
 	recycleMessage(msg)
-	return c.notifyThrough(method, json.RawMessage(params), related, route)
+	return c.notifyThrough(ctx, method, json.RawMessage(params), related, route)
 }

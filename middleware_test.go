@@ -516,6 +516,48 @@ func TestMiddlewareContextReachesHandler(t *testing.T) {
 	}
 }
 
+// TestMiddlewareHandlerNotificationsKeepItsContext: what a handler sends
+// through its gateway (progress, log messages, notifications) reaches the
+// outbound middleware with the context the inbound middleware gave the
+// handler, so a trace's span can be their parent.
+func TestMiddlewareHandlerNotificationsKeepItsContext(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	srv := NewServer(Implementation{Name: "s", Version: "1"},
+		WithInboundMiddleware(func(next MethodHandler) MethodHandler {
+			return func(ctx context.Context, r *Request) (json.RawMessage, error) {
+				return next(context.WithValue(ctx, ctxKey{}, "handler of "+r.Method), r)
+			}
+		}),
+		WithOutboundMiddleware(func(next MethodHandler) MethodHandler {
+			return func(ctx context.Context, r *Request) (json.RawMessage, error) {
+				v, _ := ctx.Value(ctxKey{}).(string)
+				mu.Lock()
+				seen[r.Method] = v
+				mu.Unlock()
+				return next(ctx, r)
+			}
+		}))
+	srv.AddTool(Tool{Name: "talk"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		g := req.Gateway()
+		g.Progress(1, 1, "")
+		g.Log(LevelInfo, "", "hello")
+		g.Notify("notifications/custom", nil)
+		return &CallToolResult{}, nil
+	})
+	cl := pair(t, srv, WithProtocolVersion(Version20251125))
+	if _, err := cl.CallTool(context.Background(), "talk", nil, WithProgress(func(Progress) {})); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, m := range []string{"notifications/progress", "notifications/message", "notifications/custom"} {
+		if seen[m] != "handler of tools/call" {
+			t.Errorf("%s reached the outbound middleware with %q in its context", m, seen[m])
+		}
+	}
+}
+
 // noop is a middleware that does nothing but call on.
 func noop(next MethodHandler) MethodHandler {
 	return func(ctx context.Context, r *Request) (json.RawMessage, error) { return next(ctx, r) }

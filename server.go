@@ -111,6 +111,10 @@ type RequestInfo struct {
 	gateway  *ClientGateway
 	round    *inputRound // the asks and answers of a call that may need input
 	task     *serverTask // the task the handler runs in; nil when none
+	// ctx is the handler's context as the inbound middleware made it, for
+	// what the handler sends through the outbound middleware (a trace's
+	// parent span, say); nil without middleware.
+	ctx context.Context
 }
 
 // ProtocolVersion returns the protocol revision the request is served under.

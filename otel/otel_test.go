@@ -488,7 +488,8 @@ func TestServerAskTraced(t *testing.T) {
 
 // TestProgressKeptWithTraceContext: the trace context joins the _meta the
 // call already has: progress still reaches the caller, and the server's
-// progress notifications are CLIENT spans without a request id.
+// progress notifications are CLIENT spans without a request id, children
+// of the tool's server span.
 func TestProgressKeptWithTraceContext(t *testing.T) {
 	each(t, versions, func(t *testing.T, v string) {
 		cp, sp := newPeer(), newPeer()
@@ -506,12 +507,16 @@ func TestProgressKeptWithTraceContext(t *testing.T) {
 		if server.Parent().SpanID() != client.SpanContext().SpanID() {
 			t.Errorf("server span's parent %s, want the client span %s", server.Parent().SpanID(), client.SpanContext().SpanID())
 		}
-		// The gateway's notifications reach the outbound middleware
-		// with the connection's context, not the handler's: their
-		// spans are not yet the tool span's children.
+		// The handler's progress reports reach the outbound middleware
+		// with the handler's context: their spans are the tool span's
+		// children, in the call's trace.
 		for _, s := range sp.spans.wait(t, 2, "notifications/progress", trace.SpanKindClient) {
 			if a := attrs(s.Attributes()); a["jsonrpc.request.id"] != "" {
 				t.Errorf("a notification's span has jsonrpc.request.id %q", a["jsonrpc.request.id"])
+			}
+			if s.Parent().SpanID() != server.SpanContext().SpanID() || s.SpanContext().TraceID() != client.SpanContext().TraceID() {
+				t.Errorf("a progress span's parent %s in trace %s, want the tool's server span %s in trace %s",
+					s.Parent().SpanID(), s.SpanContext().TraceID(), server.SpanContext().SpanID(), client.SpanContext().TraceID())
 			}
 		}
 	})
