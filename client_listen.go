@@ -1,0 +1,196 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+)
+
+// The client's side of 2026-07-28 subscriptions/listen: one stream at a
+// time, replaced by a new one on each Subscribe and Unsubscribe.
+
+// listenForChanges opens the 2026-07-28 listen stream for the list changes
+// the client has handlers for (and the server announces), so that they
+// arrive without a Subscribe. Connect calls it once the revision is agreed;
+// a failure is only logged, since the connection works without it.
+func (c *Client) listenForChanges(ctx context.Context) {
+	c.mu.Lock()
+	modern := c.modern
+	c.mu.Unlock()
+	if !modern {
+		return
+	}
+	c.subs.changing.Lock()
+	defer c.subs.changing.Unlock()
+	if _, err := c.listen(ctx, c.subs.uris, nil); err != nil {
+		c.cfg.logger.Warn("cannot listen for list changes", "err", err)
+	}
+}
+
+// clientSubscriptions is the client's side of a 2026-07-28 listen stream.
+type clientSubscriptions struct {
+	// changing is held while the stream is being replaced, so that
+	// acknowledgements come one at a time: the one that arrives is the one
+	// awaited.
+	changing sync.Mutex
+	uris     []string // guarded by changing
+
+	mu      sync.Mutex
+	current *listenCall             // the open stream, if any
+	acks    chan SubscriptionFilter // where the awaited acknowledgement goes
+	// active is the subscription id of the newest acknowledged stream;
+	// notifications of an older one, still open while being replaced, are
+	// dropped so none is delivered twice.
+	active string
+}
+
+// replace makes call (nil: none) the open stream, listening for uris, and
+// ends the stream it replaces. The caller holds changing.
+func (s *clientSubscriptions) replace(call *listenCall, uris []string) {
+	s.mu.Lock()
+	old := s.current
+	s.current = call
+	s.mu.Unlock()
+	if old != nil {
+		old.end()
+	}
+	s.uris = uris
+}
+
+// listenCall is one subscriptions/listen call in flight.
+type listenCall struct {
+	stop  context.CancelFunc
+	ended chan struct{} // closed once the call returned, its cancellation queued
+}
+
+// end ends the call and waits until its cancellation is on its way, so
+// that the server sees it before anything the client sends next.
+func (l *listenCall) end() {
+	l.stop()
+	<-l.ended
+}
+
+// listen replaces the listen stream with one for uris and the list changes
+// the client has handlers for, and returns what the server agreed to send.
+// The new stream is acknowledged before the old one ends, so no
+// notification falls between the two. With nothing to listen for, it only
+// ends the old stream.
+func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (SubscriptionFilter, error) {
+	handlers := c.cfg.notifications
+	caps := c.ServerCapabilities()
+	filter := SubscriptionFilter{
+		ToolsListChanged:      handlers["notifications/tools/list_changed"] != nil && caps.Tools != nil && caps.Tools.ListChanged,
+		PromptsListChanged:    handlers["notifications/prompts/list_changed"] != nil && caps.Prompts != nil && caps.Prompts.ListChanged,
+		ResourcesListChanged:  handlers["notifications/resources/list_changed"] != nil && caps.Resources != nil && caps.Resources.ListChanged,
+		ResourceSubscriptions: uris,
+	}
+	subs := &c.subs
+	if len(uris) == 0 && !filter.ToolsListChanged && !filter.PromptsListChanged && !filter.ResourcesListChanged {
+		subs.replace(nil, nil)
+		return SubscriptionFilter{}, nil
+	}
+	acks := make(chan SubscriptionFilter, 1)
+	subs.mu.Lock()
+	subs.acks = acks
+	subs.mu.Unlock()
+	// The stream outlives this call: it ends when replaced, or with the
+	// connection. It has no timeout: it is meant to stay open.
+	streamCtx, stop := context.WithCancel(context.Background())
+	call := &listenCall{stop: stop, ended: make(chan struct{})}
+	result := make(chan error, 1)
+	go func() {
+		defer close(call.ended)
+		defer stop()
+		err := c.SendRequest(streamCtx, "subscriptions/listen", &listenParams{Notifications: filter}, nil, append(slices.Clip(opts), WithTimeout(0))...)
+		result <- err
+		subs.mu.Lock()
+		defer subs.mu.Unlock()
+		if subs.current == call {
+			// The server ended the stream, or the connection went: what it
+			// carried is lost until the next Subscribe.
+			subs.current = nil
+			level := slog.LevelWarn
+			if errors.Is(err, ErrClosed) {
+				level = slog.LevelDebug
+			}
+			c.cfg.logger.Log(context.Background(), level, "the subscriptions/listen stream ended", "err", err)
+		}
+	}()
+	var honoured SubscriptionFilter
+	select {
+	case honoured = <-acks:
+	case err := <-result:
+		if err == nil {
+			err = errors.New("mcp: the server ended subscriptions/listen without acknowledging it")
+		}
+		return SubscriptionFilter{}, err
+	case <-ctx.Done():
+		call.end()
+		return SubscriptionFilter{}, ctx.Err()
+	}
+	subs.replace(call, honoured.ResourceSubscriptions)
+	return honoured, nil
+}
+
+// acknowledged receives notifications/subscriptions/acknowledged and hands
+// it to the listen call waiting for it.
+func (c *Client) acknowledged(_ context.Context, params json.RawMessage) {
+	var p listenParams
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	c.subs.mu.Lock()
+	acks := c.subs.acks
+	c.subs.acks = nil
+	c.subs.mu.Unlock()
+	if acks != nil {
+		acks <- p.Notifications
+	}
+}
+
+// subscriptionIDOf returns the raw subscription id a notification carries
+// in its _meta, or "".
+func subscriptionIDOf(params json.RawMessage) string {
+	if !bytes.Contains(params, []byte(metaSubscriptionID)) {
+		return ""
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	return string(p.Meta[metaSubscriptionID])
+}
+
+// acceptNotification drops list-change and resource-update notifications
+// of a listen stream that a newer one has replaced. It runs on the reader,
+// in arrival order, so the switch to a new stream happens exactly at its
+// acknowledgement.
+func (c *Client) acceptNotification(method string, params json.RawMessage) bool {
+	switch method {
+	case "notifications/tasks/status":
+		c.taskStatusChanged(params)
+		return true
+	case "notifications/subscriptions/acknowledged":
+		c.subs.mu.Lock()
+		c.subs.active = subscriptionIDOf(params)
+		c.subs.mu.Unlock()
+		return true
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
+		"notifications/resources/list_changed", "notifications/resources/updated":
+	default:
+		return true
+	}
+	id := subscriptionIDOf(params)
+	if id == "" {
+		return true
+	}
+	c.subs.mu.Lock()
+	defer c.subs.mu.Unlock()
+	return c.subs.active == "" || id == c.subs.active
+}
