@@ -422,11 +422,9 @@ func (h *heldRoutes) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestListenReplacedInFlight: a 2026-07-28 client subscribes to a second
 // resource, and its listen stream is replaced by one on another instance,
 // while an update of the first resource, made before, is still on its way
-// on the stream being replaced: the update still reaches the client.
-// It fails, and is skipped until the client is changed: see the Known
-// gaps of docs/deploying.md.
+// on the stream being replaced: the update still reaches the client, once
+// (it names its announcement, which the client remembers).
 func TestListenReplacedInFlight(t *testing.T) {
-	t.Skip("known gap: the client drops what the replaced listen stream still carries (docs/deploying.md)")
 	c := newFanCluster(t, 2, featureServer)
 	routes := &heldRoutes{backends: c.backends, release: make(chan struct{})}
 	updates := make(chan string, 8)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 )
 
 // The client's side of 2026-07-28 subscriptions/listen: one stream at a
@@ -42,23 +43,38 @@ type clientSubscriptions struct {
 	mu      sync.Mutex
 	current *listenCall             // the open stream, if any
 	acks    chan SubscriptionFilter // where the awaited acknowledgement goes
-	// active is the subscription id of the newest acknowledged stream;
-	// notifications of an older one, still open while being replaced, are
-	// dropped so none is delivered twice.
-	active string
+	// active is the subscription id of the newest acknowledged stream.
+	// A notification that names its announcement is delivered once,
+	// whichever stream carries it first (announced remembers the latest);
+	// one that names none is dropped when an older stream, still open
+	// while being replaced, carries it, so that none comes twice.
+	active    string
+	announced recentIDs
+	// wants is what the open stream was agreed to carry: an older stream's
+	// notification of anything else is dropped (an unsubscribed URI).
+	wants SubscriptionFilter
 }
+
+// listenDrain is how long a listen stream the client ended is still read,
+// until the server ends it: an update announced before the stream that
+// replaces it listened is on the old one alone.
+const listenDrain = 10 * time.Second
+
+// maxAnnouncementsRemembered bounds the announcements a client remembers
+// to drop their repeats: a stream being replaced carries few.
+const maxAnnouncementsRemembered = 256
 
 // replace makes call (nil: none) the open stream, listening for uris, and
 // ends the stream it replaces. The caller holds changing.
-func (s *clientSubscriptions) replace(call *listenCall, uris []string) {
+func (s *clientSubscriptions) replace(call *listenCall, wants SubscriptionFilter) {
 	s.mu.Lock()
 	old := s.current
-	s.current = call
+	s.current, s.wants = call, wants
 	s.mu.Unlock()
 	if old != nil {
 		old.end()
 	}
-	s.uris = uris
+	s.uris = wants.ResourceSubscriptions
 }
 
 // listenCall is one subscriptions/listen call in flight.
@@ -90,7 +106,7 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 	}
 	subs := &c.subs
 	if len(uris) == 0 && !filter.ToolsListChanged && !filter.PromptsListChanged && !filter.ResourcesListChanged {
-		subs.replace(nil, nil)
+		subs.replace(nil, SubscriptionFilter{})
 		return SubscriptionFilter{}, nil
 	}
 	acks := make(chan SubscriptionFilter, 1)
@@ -132,7 +148,7 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 		call.end()
 		return SubscriptionFilter{}, ctx.Err()
 	}
-	subs.replace(call, honoured.ResourceSubscriptions)
+	subs.replace(call, honoured)
 	return honoured, nil
 }
 
@@ -155,16 +171,39 @@ func (c *Client) acknowledged(_ context.Context, params json.RawMessage) {
 // subscriptionIDOf returns the raw subscription id a notification carries
 // in its _meta, or "".
 func subscriptionIDOf(params json.RawMessage) string {
+	id, _, _ := listenMetaOf(params)
+	return id
+}
+
+// listenMetaOf returns the raw subscription id and announcement a listen
+// stream's notification carries in its _meta, "" for what it lacks, and
+// the URI of a resource update.
+func listenMetaOf(params json.RawMessage) (id, announcement, uri string) {
 	if !bytes.Contains(params, []byte(metaSubscriptionID)) {
-		return ""
+		return "", "", ""
 	}
 	var p struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
+		URI  string                     `json:"uri"`
 	}
 	if json.Unmarshal(params, &p) != nil {
-		return ""
+		return "", "", ""
 	}
-	return string(p.Meta[metaSubscriptionID])
+	return string(p.Meta[metaSubscriptionID]), string(p.Meta[metaAnnouncement]), p.URI
+}
+
+// wanted reports whether the open stream was agreed to carry a
+// notification of method (and uri, for a resource update).
+func (s *clientSubscriptions) wanted(method, uri string) bool {
+	switch method {
+	case "notifications/tools/list_changed":
+		return s.wants.ToolsListChanged
+	case "notifications/prompts/list_changed":
+		return s.wants.PromptsListChanged
+	case "notifications/resources/list_changed":
+		return s.wants.ResourcesListChanged
+	}
+	return slices.Contains(s.wants.ResourceSubscriptions, uri)
 }
 
 // acceptNotification drops list-change and resource-update notifications
@@ -177,8 +216,10 @@ func (c *Client) acceptNotification(method string, params json.RawMessage) bool 
 		c.taskStatusChanged(params)
 		return true
 	case "notifications/subscriptions/acknowledged":
+		var p listenParams
+		_ = json.Unmarshal(params, &p)
 		c.subs.mu.Lock()
-		c.subs.active = subscriptionIDOf(params)
+		c.subs.active, c.subs.wants = subscriptionIDOf(params), p.Notifications
 		c.subs.mu.Unlock()
 		return true
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
@@ -186,11 +227,21 @@ func (c *Client) acceptNotification(method string, params json.RawMessage) bool 
 	default:
 		return true
 	}
-	id := subscriptionIDOf(params)
+	id, announcement, uri := listenMetaOf(params)
 	if id == "" {
 		return true
 	}
 	c.subs.mu.Lock()
 	defer c.subs.mu.Unlock()
-	return c.subs.active == "" || id == c.subs.active
+	current := c.subs.active == "" || id == c.subs.active
+	if announcement == "" {
+		return current
+	}
+	// What a replaced stream still carries may be on it alone (announced
+	// before the new stream listened), or on both: it is delivered once,
+	// if the client still wants it.
+	if !current && !c.subs.wanted(method, uri) {
+		return false
+	}
+	return c.subs.announced.add(announcement, maxAnnouncementsRemembered)
 }

@@ -1125,7 +1125,13 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 // cancelled.
 func (c *conn) abandon(call *pendingCall, o *callOptions, reason string) {
 	if x, ok := c.t.(exchangeTransport); ok {
-		x.abortExchange(call.id)
+		if call.method == "subscriptions/listen" {
+			// Read on until the peer ends it: what it still carries
+			// may be on it alone (client_listen.go).
+			time.AfterFunc(listenDrain, func() { x.abortExchange(call.id) })
+		} else {
+			x.abortExchange(call.id)
+		}
 	}
 	if call.method == "initialize" {
 		return

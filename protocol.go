@@ -15,6 +15,10 @@ const (
 	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
 	metaLogLevel           = "io.modelcontextprotocol/logLevel"
 	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	// metaAnnouncement names, on a listen stream's notification, the change
+	// it announces, the same on every stream that carries it (this SDK's
+	// own, not the protocol's).
+	metaAnnouncement = "com.github.e6ac58cb.mcp/announcement"
 )
 
 // Meta is the _meta member of params and results: free-form metadata keyed by

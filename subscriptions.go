@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -167,8 +168,11 @@ func (s *Server) broadcast(method string, params json.RawMessage, id string, ses
 			}
 		}
 	}
+	if id == "" && len(streams) > 0 && method != "notifications/tasks" {
+		id = "local-" + strconv.FormatUint(s.localAnnounced.Add(1), 10)
+	}
 	for _, l := range streams {
-		l.send(method, params)
+		l.send(method, params, id)
 	}
 }
 
@@ -189,7 +193,11 @@ type listenStream struct {
 	mu sync.Mutex
 }
 
-func (l *listenStream) send(method string, params json.RawMessage) {
+// send sends a notification on the stream, named by its subscription id
+// and by the announcement it delivers (if any), which the same
+// notification carries on every stream: a client that replaces its stream
+// tells a repeat from what only one of them carries.
+func (l *listenStream) send(method string, params json.RawMessage, announcement string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	select {
@@ -197,7 +205,11 @@ func (l *listenStream) send(method string, params json.RawMessage) {
 		return
 	default:
 	}
-	params = withMeta(params, []metaEntry{{key: metaSubscriptionID, value: l.id.appendJSON(nil)}})
+	meta := []metaEntry{{key: metaSubscriptionID, value: l.id.appendJSON(nil)}}
+	if announcement != "" {
+		meta = append(meta, metaEntry{key: metaAnnouncement, value: appendJSONString(nil, announcement)})
+	}
+	params = withMeta(params, meta)
 	if err := l.conn.notify(method, params, l.id, l.route); err != nil {
 		l.conn.log.Debug("cannot notify a listen stream", "method", method, "err", err)
 	}

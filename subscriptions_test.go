@@ -102,9 +102,9 @@ func TestListenStreamOnTheWire(t *testing.T) {
 	// Prompts were not asked for: their change is not sent.
 	srv.AddPrompt(Prompt{Name: "p2"}, nil)
 	srv.AddTool(Tool{Name: "added"}, nil)
-	p.expect(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1"}}}`)
+	p.expect(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1","com.github.e6ac58cb.mcp/announcement":"local-1"}}}`)
 	srv.ResourceUpdated("test://static-text")
-	p.expect(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1"},"uri":"test://static-text"}}`)
+	p.expect(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1","com.github.e6ac58cb.mcp/announcement":"local-2"},"uri":"test://static-text"}}`)
 	// Cancelled, the stream ends without a response; the next message is
 	// the answer to the next request.
 	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub-1"}}`)
