@@ -60,6 +60,10 @@ type clientSubscriptions struct {
 // replaces it listened is on the old one alone.
 const listenDrain = 10 * time.Second
 
+// drainWhenEnded has a listen stream the client ended read for listenDrain
+// more: what it still carries may be on it alone.
+func drainWhenEnded(o *callOptions) { o.drain = listenDrain }
+
 // maxAnnouncementsRemembered bounds the announcements a client remembers
 // to drop their repeats: a stream being replaced carries few.
 const maxAnnouncementsRemembered = 256
@@ -121,7 +125,8 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 	go func() {
 		defer close(call.ended)
 		defer stop()
-		err := c.SendRequest(streamCtx, "subscriptions/listen", &listenParams{Notifications: filter}, nil, append(slices.Clip(opts), WithTimeout(0))...)
+		err := c.SendRequest(streamCtx, "subscriptions/listen", &listenParams{Notifications: filter}, nil,
+			append(slices.Clip(opts), WithTimeout(0), drainWhenEnded)...)
 		result <- err
 		subs.mu.Lock()
 		defer subs.mu.Unlock()

@@ -1125,10 +1125,9 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 // cancelled.
 func (c *conn) abandon(call *pendingCall, o *callOptions, reason string) {
 	if x, ok := c.t.(exchangeTransport); ok {
-		if call.method == "subscriptions/listen" {
-			// Read on until the peer ends it: what it still carries
-			// may be on it alone (client_listen.go).
-			time.AfterFunc(listenDrain, func() { x.abortExchange(call.id) })
+		if o.drain > 0 {
+			// Read on until the peer ends it, for a while.
+			time.AfterFunc(o.drain, func() { x.abortExchange(call.id) })
 		} else {
 			x.abortExchange(call.id)
 		}

@@ -36,6 +36,9 @@ type callOptions struct {
 	id ID
 	// wrapped: the outbound middleware runs around this call already.
 	wrapped bool
+	// drain: an abandoned call's exchange (HTTP stream) is still read
+	// this long, what it carries handled, unless the peer ends it first.
+	drain time.Duration
 }
 
 // WithProgress asks the peer to report progress on this call and delivers
