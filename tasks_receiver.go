@@ -149,6 +149,7 @@ func (r *taskReceiver) serve(ctx context.Context, method string, params json.Raw
 		status := r.endLocked(t, TaskCancelled, nil, nil)
 		r.mu.Unlock()
 		r.notify(status)
+		close(t.done)
 		return appendLegacyTaskOf(&status), nil, true
 	}
 	r.mu.Unlock()
@@ -248,6 +249,7 @@ func (r *taskReceiver) run(ctx context.Context, t *receivedTask, method string, 
 	final := r.endLocked(t, status, raw, rpcErr)
 	r.mu.Unlock()
 	r.notify(final)
+	close(t.done)
 }
 
 // asRPCError is err as a protocol error: itself if it is one.
@@ -259,12 +261,13 @@ func asRPCError(err error) *Error {
 	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
 }
 
-// endLocked makes t terminal with its outcome and wakes its waiters; it
-// returns the task as it now stands.
+// endLocked makes t terminal with its outcome and returns the task as it
+// now stands. The caller, which ended it, then tells the server and only
+// then closes t.done to wake the waiters: the status notification goes out
+// before the answer a waiting tasks/result gives.
 func (r *taskReceiver) endLocked(t *receivedTask, status TaskStatus, result json.RawMessage, err *Error) Task {
 	t.task.Status, t.task.LastUpdatedAt = status, time.Now()
 	t.result, t.err = result, err
-	close(t.done)
 	return t.task
 }
 
