@@ -833,24 +833,40 @@ func (t *HTTPTransport) Close() error {
 		t.mu.Unlock()
 		t.cancel()
 		if sid != "" {
-			ctx, cancel := context.WithTimeout(context.Background(), t.cfg.closeTimeout)
-			if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url, nil); err == nil {
-				for k, v := range t.cfg.header {
-					req.Header[k] = slices.Clone(v)
-				}
-				req.Header.Set(headerSessionID, sid)
-				if version != "" {
-					req.Header.Set(headerProtocolVersion, version)
-				}
-				if resp, err := t.client.Do(req); err == nil {
-					resp.Body.Close()
-				} else {
-					t.log.Debug("ending the HTTP session failed", "err", err)
-				}
-			}
-			cancel()
+			t.endSession(sid, version)
 		}
 		t.wg.Wait()
 	})
 	return nil
+}
+
+// endSession ends the session with a DELETE bounded by the close timeout.
+// A DELETE that fails for a reason not its own is sent once more: the
+// connection it was to go on may be one the exchanges just aborted took
+// down, which net/http reports as a cancellation.
+func (t *HTTPTransport) endSession(sid, version string) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.closeTimeout)
+	defer cancel()
+	for try := 1; ; try++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url, nil)
+		if err != nil {
+			return
+		}
+		for k, v := range t.cfg.header {
+			req.Header[k] = slices.Clone(v)
+		}
+		req.Header.Set(headerSessionID, sid)
+		if version != "" {
+			req.Header.Set(headerProtocolVersion, version)
+		}
+		resp, err := t.client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if try == 2 || ctx.Err() != nil {
+			t.log.Debug("ending the HTTP session failed", "err", err)
+			return
+		}
+	}
 }
