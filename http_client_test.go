@@ -605,9 +605,12 @@ func TestHTTPClientOpenEndedRequests(t *testing.T) {
 	if m := h.maxFlight.Load(); m > limit {
 		t.Fatalf("%d answer POSTs in flight at once, want at most %d", m, limit)
 	}
-	// initialize, notifications/initialized and the call, then the answers.
-	if c := h.conns.Load(); c > limit+3 {
-		t.Fatalf("%d connections, want at most %d", c, limit+3)
+	// initialize, notifications/initialized and the call, then the answers,
+	// and Close's DELETE, which finds no idle connection when Close took
+	// the others down with their exchanges (under load, 1 run in ~100 of
+	// the suite).
+	if c := h.conns.Load(); c > limit+4 {
+		t.Fatalf("%d connections, want at most %d", c, limit+4)
 	}
 	t.Logf("%d pings sent, %d answer POSTs, at most %d at once, %d connections; the call: %v", h.sent.Load(), h.answers.Load(), h.maxFlight.Load(), h.conns.Load(), err)
 	settleGoroutines(t, before)
