@@ -607,8 +607,7 @@ func TestHTTPClientOpenEndedRequests(t *testing.T) {
 	}
 	// initialize, notifications/initialized and the call, then the answers,
 	// and Close's DELETE, which finds no idle connection when Close took
-	// the others down with their exchanges (under load, 1 run in ~100 of
-	// the suite).
+	// the others down with their exchanges (seen once, under load).
 	if c := h.conns.Load(); c > limit+4 {
 		t.Fatalf("%d connections, want at most %d", c, limit+4)
 	}
