@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
-	"sync/atomic"
 )
 
 // A server given WithBroadcaster tells every instance, itself included,
@@ -51,13 +50,15 @@ const (
 // announce tells every instance of the server about a change, or only
 // this one's clients when there is no broadcaster. When the publication
 // fails, the reason is logged and this instance's clients are told
-// directly: they at least hear of a change made here.
+// directly: they at least hear of a change made here. Each announcement
+// has an id, the same on every instance and every stream that carries it.
 func (s *Server) announce(m serverMessage) {
 	if s.fan == nil {
+		m.ID = "local-" + strconv.FormatUint(s.announced.Add(1), 10)
 		s.deliverServerMessage(&m)
 		return
 	}
-	m.ID = s.fan.name + "-" + strconv.FormatUint(s.fan.announced.Add(1), 10)
+	m.ID = s.fan.name + "-" + strconv.FormatUint(s.announced.Add(1), 10)
 	msg, _ := json.Marshal(m)
 	if err := s.fan.b.Publish(context.Background(), serverChannel, msg); err != nil {
 		s.cfg.logger.Warn("cannot publish a change to the other instances; telling this one's clients only",
@@ -97,9 +98,9 @@ func (s *Server) deliverServerMessage(m *serverMessage) {
 type fanout struct {
 	b   Broadcaster
 	srv *Server
-	// name and announced make the ids of this instance's announcements.
-	name      string
-	announced atomic.Uint64
+	// name and the server's announced count make the ids of this
+	// instance's announcements.
+	name string
 
 	mu    sync.Mutex
 	feeds map[string]*feed

@@ -264,9 +264,8 @@ func (t *outboundCall) send(ctx context.Context, r *Request) (json.RawMessage, e
 	return t.inner(ctx, t.method, r.Params, &t.o)
 }
 
-// notifyThrough sends a notification through the outbound middleware. A
-// notification carries no context of its own: the middleware gets the
-// connection's.
+// notifyThrough sends a notification through the outbound middleware with
+// ctx: the handler's, for what a handler sends, else the connection's.
 func (c *conn) notifyThrough(ctx context.Context, method string, params any, related ID, route any) error {
 	raw, err := marshalObject(params)
 	if err != nil {

@@ -170,9 +170,8 @@ type Server struct {
 	tasks taskTable // the tasks running here
 	store TaskStore // every task, running or ended, until its TTL
 	fan   *fanout   // the subscriptions to WithBroadcaster's channels; nil without one
-	// localAnnounced numbers the changes announced on listen streams that
-	// no broadcaster named (broadcast).
-	localAnnounced atomic.Uint64
+	// announced numbers the changes this instance announced (announce).
+	announced atomic.Uint64
 
 	sessionsMu sync.Mutex
 	// sessions get every broadcast; each holds the server channel's

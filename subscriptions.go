@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"sync"
 )
 
@@ -167,9 +166,6 @@ func (s *Server) broadcast(method string, params json.RawMessage, id string, ses
 				s.cfg.logger.Debug("cannot notify a session", "method", method, "err", err)
 			}
 		}
-	}
-	if id == "" && len(streams) > 0 && method != "notifications/tasks" {
-		id = "local-" + strconv.FormatUint(s.localAnnounced.Add(1), 10)
 	}
 	for _, l := range streams {
 		l.send(method, params, id)

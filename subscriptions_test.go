@@ -3,8 +3,10 @@ package mcp
 import (
 	"context"
 	"maps"
+	"regexp"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -99,12 +101,27 @@ func TestListenStreamOnTheWire(t *testing.T) {
 	p := rawServer(t, srv)
 	p.send(`{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["test://static-text"]},` + modernMeta + `}}`)
 	p.expect(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["test://static-text"]},"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1"}}}`)
+	// Each change names its announcement, a new one each time.
+	announced := regexp.MustCompile(`"` + regexp.QuoteMeta(metaAnnouncement) + `":"(local-[0-9]+)"`)
+	seen := map[string]bool{}
+	expectAnnounced := func(want string) {
+		t.Helper()
+		got := p.recv()
+		m := announced.FindStringSubmatch(got)
+		if m == nil || seen[m[1]] {
+			t.Fatalf("no new announcement in %s", got)
+		}
+		seen[m[1]] = true
+		if got = strings.Replace(got, m[1], "ANN", 1); !jsonEqual(got, want) {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	}
 	// Prompts were not asked for: their change is not sent.
 	srv.AddPrompt(Prompt{Name: "p2"}, nil)
 	srv.AddTool(Tool{Name: "added"}, nil)
-	p.expect(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1","com.github.e6ac58cb.mcp/announcement":"local-1"}}}`)
+	expectAnnounced(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1","` + metaAnnouncement + `":"ANN"}}}`)
 	srv.ResourceUpdated("test://static-text")
-	p.expect(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1","com.github.e6ac58cb.mcp/announcement":"local-2"},"uri":"test://static-text"}}`)
+	expectAnnounced(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1","` + metaAnnouncement + `":"ANN"},"uri":"test://static-text"}}`)
 	// Cancelled, the stream ends without a response; the next message is
 	// the answer to the next request.
 	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub-1"}}`)
