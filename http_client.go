@@ -764,13 +764,21 @@ func (t *HTTPTransport) reconnect(ctx context.Context, st *clientStream) {
 
 // reconnectDelay is the wait before attempt n to resume a stream: the
 // server's retry hint, or 250ms, doubled for each failed attempt, at most
-// 30s.
+// 30s. The hint is capped before it is doubled, so a huge one cannot
+// overflow into no wait at all.
 func reconnectDelay(retry time.Duration, n int) time.Duration {
+	const most = 30 * time.Second
 	if retry <= 0 {
 		retry = 250 * time.Millisecond
 	}
-	d := retry << min(n, 16)
-	return min(d, 30*time.Second)
+	d := min(retry, most)
+	for range min(n, 16) {
+		if d >= most {
+			break
+		}
+		d *= 2
+	}
+	return min(d, most)
 }
 
 // get opens a GET stream, resuming after lastID when it is set.

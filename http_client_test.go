@@ -769,3 +769,19 @@ func TestHTTPClientAnnouncedResponsesCostNothing(t *testing.T) {
 		t.Fatalf("%d responses announcing %d bytes and sending none grew the heap by %d bytes", calls, DefaultMaxMessageSize, grew)
 	}
 }
+
+// A server's SSE retry hint is at most 2^31-1 ms; doubled for each failed
+// reconnect it once overflowed into a negative wait, and the client
+// reconnected in a tight loop.
+func TestReconnectDelayBounded(t *testing.T) {
+	for _, retry := range []time.Duration{0, -time.Second, time.Millisecond, (1<<31 - 1) * time.Millisecond} {
+		prev := time.Duration(0)
+		for n := range 40 {
+			d := reconnectDelay(retry, n)
+			if d <= 0 || d > 30*time.Second || d < prev {
+				t.Fatalf("reconnectDelay(%v, %d) = %v after %v: want a wait in (0, 30s] that never shrinks", retry, n, d, prev)
+			}
+			prev = d
+		}
+	}
+}

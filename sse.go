@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -118,14 +119,14 @@ func appendSSEData(b, data []byte) []byte {
 }
 
 // parseEventID splits an event id written by sseWriter into its stream and
-// index.
+// index. The index is one the stores can add 1 to without overflow.
 func parseEventID(id string) (string, int64, bool) {
 	i := strings.LastIndexByte(id, '_')
 	if i <= 0 {
 		return "", 0, false
 	}
 	n, err := strconv.ParseInt(id[i+1:], 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n == math.MaxInt64 { // stores look for n+1
 		return "", 0, false
 	}
 	return id[:i], n, true

@@ -3,6 +3,7 @@ package mcp
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -100,5 +101,14 @@ func TestSSEWriterFraming(t *testing.T) {
 		if string(e.data) != want || e.id != fmt.Sprintf("4_%d", i+1) {
 			t.Fatalf("event %d: %q id %q, want %q", i, e.data, e.id, want)
 		}
+	}
+}
+
+func TestParseEventIDLeavesRoomForTheNext(t *testing.T) {
+	if _, _, ok := parseEventID("s_9223372036854775807"); ok {
+		t.Fatal("an event index of MaxInt64 was accepted; a store adding 1 to it overflows")
+	}
+	if id, n, ok := parseEventID("s_9223372036854775806"); !ok || id != "s" || n != math.MaxInt64-1 {
+		t.Fatalf("parseEventID = %q %d %v", id, n, ok)
 	}
 }
