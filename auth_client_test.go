@@ -1306,3 +1306,30 @@ func TestOAuthLeavesNoGoroutine(t *testing.T) {
 	rig.res.srv.Close()
 	settleGoroutines(t, before)
 }
+
+// TestOAuthRefusesAPlainResourceMetadataURL: a challenge whose
+// resource_metadata is plain http on a host that is not loopback is
+// refused before anything is fetched from it; https and loopback are
+// fetched.
+func TestOAuthRefusesAPlainResourceMetadataURL(t *testing.T) {
+	t.Parallel()
+	for raw, ok := range map[string]bool{
+		"http://metadata.example/.well-known/oauth-protected-resource": false,
+		"http://10.0.0.1/prm":     false,
+		"ftp://metadata.example/": false,
+		"https://metadata.example/.well-known/oauth-protected-resource": true,
+		"http://127.0.0.1:1/prm": true,
+	} {
+		var fetched []string
+		o := NewOAuthTransport("http://127.0.0.1:1/mcp", nil, OAuthConfig{HTTPClient: &http.Client{
+			Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				fetched = append(fetched, r.URL.String())
+				return nil, errors.New("offline")
+			})}}).(*oauthTransport)
+		_, err := o.discoverResource(t.Context(), raw)
+		ae := authErrorOf(t, err)
+		if got := ae.Field == "resource_metadata" && len(fetched) == 0; got == ok {
+			t.Errorf("%s: %v, fetched %q", raw, err, fetched)
+		}
+	}
+}

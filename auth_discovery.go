@@ -99,9 +99,14 @@ func (o *oauthTransport) firstDocument(ctx context.Context, step, what string, u
 }
 
 // discoverResource fetches the protected resource metadata of the server
-// and checks that it describes this server.
+// and checks that it describes this server. A URL the challenge names must
+// be https, or on a loopback host, like every endpoint discovered.
 func (o *oauthTransport) discoverResource(ctx context.Context, fromChallenge string) (*ProtectedResourceMetadata, error) {
 	const step = "protected resource metadata"
+	if fromChallenge != "" && !secureEndpoint(fromChallenge) {
+		return nil, &AuthError{Step: step, URL: fromChallenge, Field: "resource_metadata",
+			Reason: "the challenge names a URL that is neither https nor on a loopback host"}
+	}
 	var m ProtectedResourceMetadata
 	u, err := o.firstDocument(ctx, step, "protected resource metadata", protectedResourceURLs(o.resource, fromChallenge), &m)
 	switch {
