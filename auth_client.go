@@ -49,9 +49,15 @@ type AuthorizationHandler interface {
 // Client side.
 type OAuthConfig struct {
 	// ClientID and ClientSecret are pre-registered credentials, used
-	// with every authorization server; empty, the client uses a client ID
-	// metadata document or registers itself.
+	// with every authorization server unless ClientIssuer is set; empty,
+	// the client uses a client ID metadata document or registers itself.
 	ClientID, ClientSecret string
+	// ClientIssuer pins ClientID, ClientSecret and PrivateKey to the
+	// authorization server with this issuer identifier: the client picks
+	// it when a resource lists it among others, and fails with an
+	// *AuthError at a resource that names only others, so that the
+	// credentials never reach another server.
+	ClientIssuer string
 	// ClientIDMetadataURL is the https URL of the client's metadata
 	// document, used as client_id where the server says it accepts one.
 	ClientIDMetadataURL string
@@ -176,6 +182,11 @@ func NewOAuthTransport(resource string, base http.RoundTripper, cfg OAuthConfig)
 	if o.http == nil {
 		o.http = &http.Client{Transport: base}
 	}
+	// What goes to the token and registration endpoints (secrets,
+	// assertions, codes) is not sent on to wherever they redirect.
+	post := *o.http
+	post.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	o.post = &post
 	if u, err := url.Parse(resource); err == nil && u.Host != "" {
 		o.origin = u
 	}
@@ -199,6 +210,7 @@ type oauthTransport struct {
 	base       http.RoundTripper
 	cfg        OAuthConfig
 	http       *http.Client
+	post       *http.Client // o.http, following no redirect
 	store      TokenStore
 	maxStepUps int
 	now        func() time.Time
@@ -432,7 +444,7 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 	var as *AuthorizationServerMetadata
 	switch {
 	case err == nil:
-		if as, err = o.discoverAuthServer(ctx, prm.AuthorizationServers[0], false); err != nil {
+		if as, err = o.discoverAuthServer(ctx, o.pickIssuer(prm.AuthorizationServers), false); err != nil {
 			return nil, err
 		}
 	case errors.Is(err, errNoMetadata) && ch.param("resource_metadata") == "":
@@ -498,6 +510,16 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 		return nil, err
 	}
 	return st, o.keep(ctx, st)
+}
+
+// pickIssuer chooses among the authorization servers a resource names:
+// the one a pre-registered client is pinned to when it is listed, else the
+// first.
+func (o *oauthTransport) pickIssuer(issuers []string) string {
+	if pin := o.cfg.ClientIssuer; o.cfg.ClientID != "" && pin != "" && slices.Contains(issuers, pin) {
+		return pin
+	}
+	return issuers[0]
 }
 
 // authorizationCode runs the authorization code grant with PKCE: the

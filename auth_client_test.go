@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -1222,33 +1221,6 @@ func TestResourceCovers(t *testing.T) {
 	} {
 		if got := resourceCovers(tc.resource, tc.server); got != tc.want {
 			t.Errorf("resourceCovers(%q, %q) = %v", tc.resource, tc.server, got)
-		}
-	}
-}
-
-// TestOAuthLegacyDiscovery: a server with no protected resource metadata
-// is its own authorization server, as on 2025-03-26: metadata at its
-// origin (whatever issuer it names), else the default endpoints.
-func TestOAuthLegacyDiscovery(t *testing.T) {
-	t.Parallel()
-	for _, noMetadata := range []bool{false, true} {
-		as := newFakeAS(t)
-		as.noMetadata = noMetadata
-		as.meta.Issuer += "/oauth"
-		as.srv.Start()
-		origin := as.srv.URL
-		o := NewOAuthTransport(origin+"/mcp", nil, OAuthConfig{}).(*oauthTransport)
-		prm, meta, err := o.legacyDiscovery(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := AuthorizationServerMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
-			RegistrationEndpoint: origin + "/register", CodeChallengeMethodsSupported: []string{"S256"}}
-		if !noMetadata {
-			want = as.meta
-		}
-		if !reflect.DeepEqual(*meta, want) || prm.Resource != origin+"/mcp" || !slices.Equal(prm.AuthorizationServers, []string{want.Issuer}) {
-			t.Fatalf("metadata %v: got %+v and %+v", !noMetadata, prm, meta)
 		}
 	}
 }

@@ -199,7 +199,7 @@ func (o *oauthTransport) requestToken(ctx context.Context, step, endpoint string
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	resp, err := o.http.Do(req)
+	resp, err := o.post.Do(req)
 	if err != nil {
 		return nil, &AuthError{Step: step, URL: endpoint, Reason: "request failed", Err: err}
 	}
