@@ -31,7 +31,8 @@ const DefaultMaxOAuthResponseBytes = 1 << 20
 const DefaultAuthorizationTimeout = 10 * time.Minute
 
 // expirySkew is how long before its expiry a token is refreshed, so that
-// it does not expire on its way to the server.
+// it does not expire on its way to the server; a short-lived token is
+// refreshed when a fraction of its lifetime remains (see Token.stale).
 const expirySkew = 30 * time.Second
 
 // AuthorizationHandler is the interactive step of the authorization code
@@ -269,7 +270,7 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	st, gen := o.state, o.gen
 	o.mu.Unlock()
 	var err error
-	if st != nil && st.token.RefreshToken != "" && st.token.expired(o.now(), expirySkew) {
+	if st != nil && st.token.RefreshToken != "" && st.token.stale(o.now()) {
 		if st, gen, err = o.renew(ctx, gen, renewal{refresh: true}); err != nil {
 			if req.Body != nil {
 				req.Body.Close() // a RoundTripper closes the body, even on errors
@@ -479,7 +480,7 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 		// it has expired.
 		t, err := o.store.LoadToken(ctx, st.key)
 		switch {
-		case err == nil && !t.expired(o.now(), expirySkew):
+		case err == nil && !t.stale(o.now()):
 			st.token, st.how = t, tokenStored
 			return st, nil
 		case err == nil && t.RefreshToken != "":

@@ -349,7 +349,10 @@ func (f *fakeResource) require(scopes ...string) { f.scopes.Store(&scopes) }
 
 // approve is the "browser" of the tests: it GETs the authorization URL
 // and returns where the server redirects, without going there.
-type approve struct{ calls atomic.Int32 }
+type approve struct {
+	calls atomic.Int32
+	rt    http.RoundTripper // nil: the default
+}
 
 func (h *approve) Authorize(ctx context.Context, authURL string) (string, error) {
 	h.calls.Add(1)
@@ -357,7 +360,7 @@ func (h *approve) Authorize(ctx context.Context, authURL string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := &http.Client{Transport: h.rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(req)
 	if err != nil {
 		return "", err
