@@ -71,7 +71,11 @@ type OAuthConfig struct {
 	// client_secret_post, private_key_jwt or none; empty, the client
 	// picks from what the server supports and what it has.
 	TokenEndpointAuthMethod string
-	// Scopes are asked for on top of those the server names.
+	// Scopes are asked for on top of those the server names. The client
+	// adds offline_access, for a refresh token, when the authorization
+	// server lists it in scopes_supported, and whenever it asks for
+	// offline_access it asks for the user's consent (prompt=consent), as
+	// OpenID Connect requires before it issues one.
 	Scopes []string
 	// Handler does the interactive step of the authorization code grant.
 	Handler AuthorizationHandler
@@ -552,6 +556,12 @@ func (o *oauthTransport) authorizationCode(ctx context.Context, as *Authorizatio
 	}
 	if len(st.scopes) > 0 {
 		q.Set("scope", strings.Join(st.scopes, " "))
+	}
+	if slices.Contains(st.scopes, "offline_access") {
+		// OpenID Connect (Core section 11) grants offline access only
+		// with the user's consent asked for now; a plain OAuth server
+		// ignores a parameter it does not know.
+		q.Set("prompt", "consent")
 	}
 	authURL := as.AuthorizationEndpoint
 	if strings.Contains(authURL, "?") {

@@ -779,7 +779,7 @@ func TestOAuthStepUpAsksForTheUnion(t *testing.T) {
 
 // TestOAuthScopeSelection: the challenge's scope, else the resource's
 // scopes_supported, else none; offline_access only when the authorization
-// server lists it.
+// server lists it, and then with prompt=consent.
 func TestOAuthScopeSelection(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -808,6 +808,10 @@ func TestOAuthScopeSelection(t *testing.T) {
 			}
 			if got := rig.as.authQuery(0).Get("scope"); got != tc.want {
 				t.Fatalf("scope %q, want %q", got, tc.want)
+			}
+			// offline_access goes with prompt=consent (OpenID Connect).
+			if got, want := rig.as.authQuery(0).Get("prompt"), strings.Contains(tc.want, "offline_access"); (got == "consent") != want || (got != "" && !want) {
+				t.Fatalf("prompt %q for scope %q", got, tc.want)
 			}
 		})
 	}
