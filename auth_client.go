@@ -31,7 +31,8 @@ const DefaultMaxOAuthResponseBytes = 1 << 20
 const DefaultAuthorizationTimeout = 10 * time.Minute
 
 // expirySkew is how long before its expiry a token is refreshed, so that
-// it does not expire on its way to the server.
+// it does not expire on its way to the server; a short-lived token is
+// refreshed when a fraction of its lifetime remains (see Token.stale).
 const expirySkew = 30 * time.Second
 
 // AuthorizationHandler is the interactive step of the authorization code
@@ -49,9 +50,15 @@ type AuthorizationHandler interface {
 // Client side.
 type OAuthConfig struct {
 	// ClientID and ClientSecret are pre-registered credentials, used
-	// with every authorization server; empty, the client uses a client ID
-	// metadata document or registers itself.
+	// with every authorization server unless ClientIssuer is set; empty,
+	// the client uses a client ID metadata document or registers itself.
 	ClientID, ClientSecret string
+	// ClientIssuer pins ClientID, ClientSecret and PrivateKey to the
+	// authorization server with this issuer identifier: the client picks
+	// it when a resource lists it among others, and fails with an
+	// *AuthError at a resource that names only others, so that the
+	// credentials never reach another server.
+	ClientIssuer string
 	// ClientIDMetadataURL is the https URL of the client's metadata
 	// document, used as client_id where the server says it accepts one.
 	ClientIDMetadataURL string
@@ -64,7 +71,11 @@ type OAuthConfig struct {
 	// client_secret_post, private_key_jwt or none; empty, the client
 	// picks from what the server supports and what it has.
 	TokenEndpointAuthMethod string
-	// Scopes are asked for on top of those the server names.
+	// Scopes are asked for on top of those the server names. The client
+	// adds offline_access, for a refresh token, when the authorization
+	// server lists it in scopes_supported, and whenever it asks for
+	// offline_access it asks for the user's consent (prompt=consent), as
+	// OpenID Connect requires before it issues one.
 	Scopes []string
 	// Handler does the interactive step of the authorization code grant.
 	Handler AuthorizationHandler
@@ -176,6 +187,11 @@ func NewOAuthTransport(resource string, base http.RoundTripper, cfg OAuthConfig)
 	if o.http == nil {
 		o.http = &http.Client{Transport: base}
 	}
+	// What goes to the token and registration endpoints (secrets,
+	// assertions, codes) is not sent on to wherever they redirect.
+	post := *o.http
+	post.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	o.post = &post
 	if u, err := url.Parse(resource); err == nil && u.Host != "" {
 		o.origin = u
 	}
@@ -199,6 +215,7 @@ type oauthTransport struct {
 	base       http.RoundTripper
 	cfg        OAuthConfig
 	http       *http.Client
+	post       *http.Client // o.http, following no redirect
 	store      TokenStore
 	maxStepUps int
 	now        func() time.Time
@@ -257,7 +274,7 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	st, gen := o.state, o.gen
 	o.mu.Unlock()
 	var err error
-	if st != nil && st.token.RefreshToken != "" && st.token.expired(o.now(), expirySkew) {
+	if st != nil && st.token.RefreshToken != "" && st.token.stale(o.now()) {
 		if st, gen, err = o.renew(ctx, gen, renewal{refresh: true}); err != nil {
 			if req.Body != nil {
 				req.Body.Close() // a RoundTripper closes the body, even on errors
@@ -432,7 +449,7 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 	var as *AuthorizationServerMetadata
 	switch {
 	case err == nil:
-		if as, err = o.discoverAuthServer(ctx, prm.AuthorizationServers[0], false); err != nil {
+		if as, err = o.discoverAuthServer(ctx, o.pickIssuer(prm.AuthorizationServers), false); err != nil {
 			return nil, err
 		}
 	case errors.Is(err, errNoMetadata) && ch.param("resource_metadata") == "":
@@ -467,7 +484,7 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 		// it has expired.
 		t, err := o.store.LoadToken(ctx, st.key)
 		switch {
-		case err == nil && !t.expired(o.now(), expirySkew):
+		case err == nil && !t.stale(o.now()):
 			st.token, st.how = t, tokenStored
 			return st, nil
 		case err == nil && t.RefreshToken != "":
@@ -500,6 +517,16 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 	return st, o.keep(ctx, st)
 }
 
+// pickIssuer chooses among the authorization servers a resource names:
+// the one a pre-registered client is pinned to when it is listed, else the
+// first.
+func (o *oauthTransport) pickIssuer(issuers []string) string {
+	if pin := o.cfg.ClientIssuer; o.cfg.ClientID != "" && pin != "" && slices.Contains(issuers, pin) {
+		return pin
+	}
+	return issuers[0]
+}
+
 // authorizationCode runs the authorization code grant with PKCE: the
 // user's step through the Handler, then the code exchange.
 func (o *oauthTransport) authorizationCode(ctx context.Context, as *AuthorizationServerMetadata, st *authState) (*Token, error) {
@@ -529,6 +556,12 @@ func (o *oauthTransport) authorizationCode(ctx context.Context, as *Authorizatio
 	}
 	if len(st.scopes) > 0 {
 		q.Set("scope", strings.Join(st.scopes, " "))
+	}
+	if slices.Contains(st.scopes, "offline_access") {
+		// OpenID Connect (Core section 11) grants offline access only
+		// with the user's consent asked for now; a plain OAuth server
+		// ignores a parameter it does not know.
+		q.Set("prompt", "consent")
 	}
 	authURL := as.AuthorizationEndpoint
 	if strings.Contains(authURL, "?") {

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -350,7 +349,10 @@ func (f *fakeResource) require(scopes ...string) { f.scopes.Store(&scopes) }
 
 // approve is the "browser" of the tests: it GETs the authorization URL
 // and returns where the server redirects, without going there.
-type approve struct{ calls atomic.Int32 }
+type approve struct {
+	calls atomic.Int32
+	rt    http.RoundTripper // nil: the default
+}
 
 func (h *approve) Authorize(ctx context.Context, authURL string) (string, error) {
 	h.calls.Add(1)
@@ -358,7 +360,7 @@ func (h *approve) Authorize(ctx context.Context, authURL string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := &http.Client{Transport: h.rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(req)
 	if err != nil {
 		return "", err
@@ -777,7 +779,7 @@ func TestOAuthStepUpAsksForTheUnion(t *testing.T) {
 
 // TestOAuthScopeSelection: the challenge's scope, else the resource's
 // scopes_supported, else none; offline_access only when the authorization
-// server lists it.
+// server lists it, and then with prompt=consent.
 func TestOAuthScopeSelection(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -806,6 +808,10 @@ func TestOAuthScopeSelection(t *testing.T) {
 			}
 			if got := rig.as.authQuery(0).Get("scope"); got != tc.want {
 				t.Fatalf("scope %q, want %q", got, tc.want)
+			}
+			// offline_access goes with prompt=consent (OpenID Connect).
+			if got, want := rig.as.authQuery(0).Get("prompt"), strings.Contains(tc.want, "offline_access"); (got == "consent") != want || (got != "" && !want) {
+				t.Fatalf("prompt %q for scope %q", got, tc.want)
 			}
 		})
 	}
@@ -1226,33 +1232,6 @@ func TestResourceCovers(t *testing.T) {
 	}
 }
 
-// TestOAuthLegacyDiscovery: a server with no protected resource metadata
-// is its own authorization server, as on 2025-03-26: metadata at its
-// origin (whatever issuer it names), else the default endpoints.
-func TestOAuthLegacyDiscovery(t *testing.T) {
-	t.Parallel()
-	for _, noMetadata := range []bool{false, true} {
-		as := newFakeAS(t)
-		as.noMetadata = noMetadata
-		as.meta.Issuer += "/oauth"
-		as.srv.Start()
-		origin := as.srv.URL
-		o := NewOAuthTransport(origin+"/mcp", nil, OAuthConfig{}).(*oauthTransport)
-		prm, meta, err := o.legacyDiscovery(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := AuthorizationServerMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
-			RegistrationEndpoint: origin + "/register", CodeChallengeMethodsSupported: []string{"S256"}}
-		if !noMetadata {
-			want = as.meta
-		}
-		if !reflect.DeepEqual(*meta, want) || prm.Resource != origin+"/mcp" || !slices.Equal(prm.AuthorizationServers, []string{want.Issuer}) {
-			t.Fatalf("metadata %v: got %+v and %+v", !noMetadata, prm, meta)
-		}
-	}
-}
-
 // TestOAuthRefusesInsecureEndpoints: authorization server URLs must be
 // https, or http on a loopback host.
 func TestOAuthRefusesInsecureEndpoints(t *testing.T) {
@@ -1305,4 +1284,31 @@ func TestOAuthLeavesNoGoroutine(t *testing.T) {
 	rig.as.srv.Close()
 	rig.res.srv.Close()
 	settleGoroutines(t, before)
+}
+
+// TestOAuthRefusesAPlainResourceMetadataURL: a challenge whose
+// resource_metadata is plain http on a host that is not loopback is
+// refused before anything is fetched from it; https and loopback are
+// fetched.
+func TestOAuthRefusesAPlainResourceMetadataURL(t *testing.T) {
+	t.Parallel()
+	for raw, ok := range map[string]bool{
+		"http://metadata.example/.well-known/oauth-protected-resource": false,
+		"http://10.0.0.1/prm":     false,
+		"ftp://metadata.example/": false,
+		"https://metadata.example/.well-known/oauth-protected-resource": true,
+		"http://127.0.0.1:1/prm": true,
+	} {
+		var fetched []string
+		o := NewOAuthTransport("http://127.0.0.1:1/mcp", nil, OAuthConfig{HTTPClient: &http.Client{
+			Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				fetched = append(fetched, r.URL.String())
+				return nil, errors.New("offline")
+			})}}).(*oauthTransport)
+		_, err := o.discoverResource(t.Context(), raw)
+		ae := authErrorOf(t, err)
+		if got := ae.Field == "resource_metadata" && len(fetched) == 0; got == ok {
+			t.Errorf("%s: %v, fetched %q", raw, err, fetched)
+		}
+	}
 }

@@ -99,9 +99,14 @@ func (o *oauthTransport) firstDocument(ctx context.Context, step, what string, u
 }
 
 // discoverResource fetches the protected resource metadata of the server
-// and checks that it describes this server.
+// and checks that it describes this server. A URL the challenge names must
+// be https, or on a loopback host, like every endpoint discovered.
 func (o *oauthTransport) discoverResource(ctx context.Context, fromChallenge string) (*ProtectedResourceMetadata, error) {
 	const step = "protected resource metadata"
+	if fromChallenge != "" && !secureEndpoint(fromChallenge) {
+		return nil, &AuthError{Step: step, URL: fromChallenge, Field: "resource_metadata",
+			Reason: "the challenge names a URL that is neither https nor on a loopback host"}
+	}
 	var m ProtectedResourceMetadata
 	u, err := o.firstDocument(ctx, step, "protected resource metadata", protectedResourceURLs(o.resource, fromChallenge), &m)
 	switch {
@@ -138,9 +143,12 @@ func resourceCovers(resource, serverURL string) bool {
 
 // discoverAuthServer fetches the metadata of the authorization server
 // issuer, trying each well-known place in turn, and checks that it is the
-// issuer's own: its issuer field must be exactly the one asked for, unless
-// legacy (2025-03-26 discovery, where the URL is the MCP server's origin
-// rather than an issuer).
+// issuer's own: its issuer field must be exactly the one asked for, the
+// URL its place was made from (RFC 8414 section 3.3). Legacy (2025-03-26
+// discovery, where what is asked for is the MCP server's origin, not an
+// issuer) it must be on that origin, which answers for no other. So
+// everything the client keeps for an issuer is sent only to the endpoints
+// of a document that the issuer's own origin served.
 func (o *oauthTransport) discoverAuthServer(ctx context.Context, issuer string, legacy bool) (*AuthorizationServerMetadata, error) {
 	const step = "authorization server metadata"
 	urls := authServerMetadataURLs(issuer)
@@ -152,7 +160,11 @@ func (o *oauthTransport) discoverAuthServer(ctx context.Context, issuer string, 
 	if err != nil {
 		return nil, err
 	}
-	if m.Issuer != issuer && !legacy {
+	switch {
+	case legacy && !onOrigin(m.Issuer, issuer):
+		return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "issuer",
+			Reason: "the document names issuer " + m.Issuer + ", which is not on the origin " + issuer + " that served it"}
+	case !legacy && m.Issuer != issuer:
 		return nil, &AuthError{Step: step, URL: u, Status: http.StatusOK, Field: "issuer",
 			Reason: "the document names issuer " + m.Issuer + ", but it was asked for " + issuer}
 	}
@@ -185,8 +197,11 @@ func secureEndpoint(raw string) bool {
 
 // legacyDiscovery is discovery as the 2025-03-26 revision had it, for a
 // server that publishes no protected resource metadata: its origin is the
-// authorization server, whose metadata is at the origin's well-known URLs,
-// or, without any, whose endpoints are /authorize, /token and /register.
+// authorization server, whose metadata is at the origin's well-known URLs
+// and names an issuer on that origin, or, without any, whose endpoints are
+// /authorize, /token and /register. A document there that names an issuer
+// elsewhere is refused: the server at the origin would otherwise be given
+// what the client keeps for that issuer.
 func (o *oauthTransport) legacyDiscovery(ctx context.Context) (*ProtectedResourceMetadata, *AuthorizationServerMetadata, error) {
 	u, err := url.Parse(o.resource)
 	if err != nil || u.Host == "" {
@@ -205,4 +220,14 @@ func (o *oauthTransport) legacyDiscovery(ctx context.Context) (*ProtectedResourc
 		prm.AuthorizationServers = []string{as.Issuer}
 	}
 	return prm, as, err
+}
+
+// onOrigin reports whether the URL raw is on origin (scheme://host:port),
+// with no user information, query or fragment.
+func onOrigin(raw, origin string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return false
+	}
+	return strings.EqualFold(u.Scheme+"://"+u.Host, origin)
 }

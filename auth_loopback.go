@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"net"
 	"net/http"
@@ -22,8 +23,9 @@ type LoopbackRedirect struct {
 	redirect string
 
 	turn    chan struct{}      // held by the Authorize under way
-	mu      sync.Mutex         // guards waiting
+	mu      sync.Mutex         // guards waiting and state
 	waiting chan string        // where the callback hands the URL
+	state   string             // the state the waiting Authorize sent; "" takes any return
 	closed  context.CancelFunc // ends every wait on Close
 	ctx     context.Context
 }
@@ -61,7 +63,10 @@ func (l *LoopbackRedirect) RedirectURL() string { return l.redirect }
 
 // Authorize opens authURL and returns the URL the browser came back to.
 // An error the authorization server sent back (access_denied, say) is an
-// *AuthError. One authorization runs at a time.
+// *AuthError. When authURL carries a state, only a return with that state
+// counts: any other gets an error page and the wait goes on, so that
+// whoever finds the port cannot end the sign-in. One authorization runs at
+// a time.
 func (l *LoopbackRedirect) Authorize(ctx context.Context, authURL string) (string, error) {
 	select {
 	case l.turn <- struct{}{}:
@@ -72,12 +77,16 @@ func (l *LoopbackRedirect) Authorize(ctx context.Context, authURL string) (strin
 	}
 	defer func() { <-l.turn }()
 	got := make(chan string, 1)
+	state := ""
+	if u, err := url.Parse(authURL); err == nil {
+		state = u.Query().Get("state")
+	}
 	l.mu.Lock()
-	l.waiting = got
+	l.waiting, l.state = got, state
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()
-		l.waiting = nil
+		l.waiting, l.state = nil, ""
 		l.mu.Unlock()
 	}()
 	if err := l.open(authURL); err != nil {
@@ -99,11 +108,20 @@ func (l *LoopbackRedirect) Authorize(ctx context.Context, authURL string) (strin
 }
 
 // callback takes the browser's return and hands its URL to the waiting
-// Authorize; a return nobody waits for is refused.
+// Authorize; a return nobody waits for, or with another state, is refused
+// and leaves the wait as it was.
 func (l *LoopbackRedirect) callback(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
 	got := l.waiting
-	l.waiting = nil
+	switch {
+	case got == nil:
+	case l.state != "" && subtle.ConstantTimeCompare([]byte(r.URL.Query().Get("state")), []byte(l.state)) != 1:
+		l.mu.Unlock()
+		http.Error(w, "this return does not belong to the sign-in in progress", http.StatusBadRequest)
+		return
+	default:
+		l.waiting = nil
+	}
 	l.mu.Unlock()
 	if got == nil {
 		http.Error(w, "no sign-in is in progress", http.StatusBadRequest)

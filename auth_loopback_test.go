@@ -169,3 +169,45 @@ func anyStrings(v any) []string {
 	}
 	return out
 }
+
+// TestLoopbackRedirectIgnoresAStrangersReturn: returns to the callback
+// with no state or another state, an error among them, get an error page
+// and leave the sign-in waiting; the browser's own return then completes
+// it.
+func TestLoopbackRedirectIgnoresAStrangersReturn(t *testing.T) {
+	t.Parallel()
+	consent := fakeConsent(t, url.Values{"code": {"c1"}})
+	b := newBrowser()
+	stranger := &http.Client{Transport: &http.Transport{}}
+	defer stranger.CloseIdleConnections()
+	var l *LoopbackRedirect
+	var statuses []int
+	open := func(u string) error {
+		for _, q := range []string{"error=access_denied", "state=guess&error=access_denied", "state=guess&code=evil", "code=evil"} {
+			resp, err := stranger.Get(l.RedirectURL() + "?" + q)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			statuses = append(statuses, resp.StatusCode)
+		}
+		return b.open(u)
+	}
+	l, err := NewLoopbackRedirect(open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	back, err := l.Authorize(t.Context(), authURLFor(consent.URL, l.RedirectURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := url.Parse(back); u.Query().Get("code") != "c1" || u.Query().Get("state") != "st" {
+		t.Fatalf("redirect %q", back)
+	}
+	for i, s := range statuses {
+		if s != http.StatusBadRequest {
+			t.Fatalf("stranger's return %d: %d, want 400", i, s)
+		}
+	}
+}

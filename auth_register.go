@@ -13,7 +13,7 @@ import (
 
 // clientFor returns how the authorization server knows the client, in the
 // spec's order of preference: the pre-registered client of the
-// configuration, the client ID metadata document URL when the server
+// configuration (only at its issuer, when it is pinned to one), the client ID metadata document URL when the server
 // accepts those, the registration kept for this issuer, or a new dynamic
 // registration (RFC 7591), kept for this issuer only. A registration is
 // not redone for a new loopback port: RFC 8252 has the server accept any.
@@ -22,6 +22,10 @@ func (o *oauthTransport) clientFor(ctx context.Context, as *AuthorizationServerM
 	supported := as.TokenEndpointAuthMethodsSupported
 	hasKey := cfg.PrivateKey != nil
 	if cfg.ClientID != "" {
+		if cfg.ClientIssuer != "" && cfg.ClientIssuer != as.Issuer {
+			return tokenClient{}, &AuthError{Step: "registration", URL: as.Issuer, Field: "client_id",
+				Reason: "the client is pinned to issuer " + cfg.ClientIssuer + " (OAuthConfig.ClientIssuer), and the resource names another"}
+		}
 		m := chooseAuthMethod(cfg.TokenEndpointAuthMethod, "", cfg.ClientSecret != "", hasKey, supported)
 		return tokenClient{id: cfg.ClientID, secret: cfg.ClientSecret, method: m, audience: as.Issuer}, nil
 	}
@@ -78,7 +82,7 @@ func (o *oauthTransport) register(ctx context.Context, as *AuthorizationServerMe
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	resp, err := o.http.Do(req)
+	resp, err := o.post.Do(req)
 	if err != nil {
 		return nil, &AuthError{Step: step, URL: as.RegistrationEndpoint, Reason: "request failed", Err: err}
 	}

@@ -22,11 +22,28 @@ type Token struct {
 	RefreshToken string    `json:"refresh_token,omitempty"`
 	Scope        string    `json:"scope,omitempty"`
 	Expiry       time.Time `json:"expiry,omitzero"`
+
+	lifetime time.Duration // the expires_in it came with; 0: not known
 }
 
-// expired reports whether t is expired at now, or will be within skew.
-func (t *Token) expired(now time.Time, skew time.Duration) bool {
-	return !t.Expiry.IsZero() && !now.Add(skew).Before(t.Expiry)
+// refreshFraction is the part of a short token's lifetime left when it is
+// renewed: a token that lives less than expirySkew times this is renewed
+// once that part of its life remains, not at every request.
+const refreshFraction = 4
+
+// stale reports whether t should be renewed at now: it has expired, or
+// less than expirySkew remains, or less than a quarter of its lifetime
+// when that is shorter. A token whose lifetime is not known (one a
+// TokenStore kept without it) gets the full skew.
+func (t *Token) stale(now time.Time) bool {
+	if t.Expiry.IsZero() {
+		return false
+	}
+	skew := expirySkew
+	if t.lifetime > 0 {
+		skew = min(skew, t.lifetime/refreshFraction)
+	}
+	return !now.Add(skew).Before(t.Expiry)
 }
 
 // ClientRegistration is what an authorization server knows the client by:
@@ -199,7 +216,7 @@ func (o *oauthTransport) requestToken(ctx context.Context, step, endpoint string
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	resp, err := o.http.Do(req)
+	resp, err := o.post.Do(req)
 	if err != nil {
 		return nil, &AuthError{Step: step, URL: endpoint, Reason: "request failed", Err: err}
 	}
@@ -243,7 +260,8 @@ func (o *oauthTransport) requestToken(ctx context.Context, step, endpoint string
 		if err != nil || secs < 0 {
 			return nil, &AuthError{Step: step, URL: endpoint, Status: resp.StatusCode, Field: "expires_in", Reason: fmt.Sprintf("%q is not a number of seconds", tr.ExpiresIn)}
 		}
-		t.Expiry = o.now().Add(time.Duration(secs) * time.Second)
+		t.lifetime = peerDuration(secs, time.Second)
+		t.Expiry = o.now().Add(t.lifetime)
 	}
 	return t, nil
 }
