@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,9 +36,15 @@ type IntrospectionConfig struct {
 	// ClientID and ClientSecret authenticate this resource server to the
 	// endpoint (HTTP Basic, RFC 6749 §2.3.1).
 	ClientID, ClientSecret string
-	// Audience is this resource's canonical URL: when the response has
-	// aud, it must name it. Required.
+	// Audience is this resource's canonical URL: the response's aud must
+	// name it. Required.
 	Audience string
+	// AllowNoAudience also accepts a response without aud, for an
+	// authorization server that knowingly issues tokens without an
+	// audience, when its token_type says it is an access token (a refresh
+	// token's response often has neither). A response whose aud names
+	// only other resources is refused all the same.
+	AllowNoAudience bool
 	// Issuer, when set, must be the response's iss when it has one.
 	Issuer string
 	// HTTPClient calls the endpoint; nil means http.DefaultClient.
@@ -89,8 +96,9 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	return &IntrospectionVerifier{cfg: cfg, client: cmp.Or(cfg.HTTPClient, http.DefaultClient), cache: map[[sha256.Size]byte]introspected{}}, nil
 }
 
-// VerifyToken asks the endpoint about token: it must be active, for this
-// audience, and not expired. A token the server calls inactive (or
+// VerifyToken asks the endpoint about token: it must be active, a bearer
+// access token (never a refresh token), for this audience, and not
+// expired. A token the server calls inactive (or
 // refuses) gets an error wrapping ErrInvalidToken; a failure to ask gets
 // another error. Server side.
 func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (*TokenInfo, error) {
@@ -152,8 +160,18 @@ func (v *IntrospectionVerifier) check(claims map[string]any, now time.Time) (*To
 	if active, _ := claims["active"].(bool); !active {
 		return nil, fmt.Errorf("%w: introspection: the token is not active", ErrInvalidToken)
 	}
-	if aud, ok := claims["aud"]; ok && !audienceHas(aud, v.cfg.Audience) {
+	access, err := accessTokenKind(claims)
+	if err != nil {
+		return nil, err
+	}
+	aud, ok := claims["aud"]
+	switch {
+	case ok && !audienceHas(aud, v.cfg.Audience):
 		return nil, fmt.Errorf("%w: introspection field aud: does not name this resource %q", ErrInvalidToken, v.cfg.Audience)
+	case !ok && !v.cfg.AllowNoAudience:
+		return nil, fmt.Errorf("%w: introspection field aud: missing, the token must name this resource %q", ErrInvalidToken, v.cfg.Audience)
+	case !ok && !access:
+		return nil, fmt.Errorf("%w: introspection fields aud and token_type: missing, nothing says this is an access token for this resource", ErrInvalidToken)
 	}
 	if iss, ok := claims["iss"].(string); ok && v.cfg.Issuer != "" && iss != v.cfg.Issuer {
 		return nil, fmt.Errorf("%w: introspection field iss: %q is not the issuer %q", ErrInvalidToken, iss, v.cfg.Issuer)
@@ -163,6 +181,38 @@ func (v *IntrospectionVerifier) check(claims map[string]any, now time.Time) (*To
 		return nil, fmt.Errorf("%w: introspection field exp: the token expired at %s", ErrInvalidToken, exp.UTC().Format(time.RFC3339))
 	}
 	return tokenInfoOf(claims, exp, "introspection fields")
+}
+
+// accessTokenKind refuses a response that describes anything but a bearer
+// access token, as the fields authorization servers use say it:
+// token_type (RFC 7662: Bearer; a refresh token's is refresh_token or
+// absent; DPoP is bound to a key), token_use (access_token or access), typ
+// (Bearer or at+jwt), and cnf, which binds the token to a key a bearer
+// request cannot prove. It reports whether a field said access token.
+func accessTokenKind(claims map[string]any) (bool, error) {
+	if _, ok := claims["cnf"]; ok {
+		return false, fmt.Errorf("%w: introspection field cnf: the token is bound to a key, which a bearer request does not prove", ErrInvalidToken)
+	}
+	said := false
+	for _, f := range []struct {
+		name   string
+		accept []string
+	}{
+		{"token_type", []string{"bearer", "access_token", "urn:ietf:params:oauth:token-type:access_token"}},
+		{"token_use", []string{"access_token", "access"}},
+		{"typ", []string{"bearer", "at+jwt", "application/at+jwt"}},
+	} {
+		v, ok := claims[f.name]
+		if !ok {
+			continue
+		}
+		s, _ := v.(string)
+		if !slices.Contains(f.accept, strings.ToLower(s)) {
+			return false, fmt.Errorf("%w: introspection field %s: %q is not a bearer access token's", ErrInvalidToken, f.name, s)
+		}
+		said = true
+	}
+	return said, nil
 }
 
 // cached returns a remembered result still good at now.
