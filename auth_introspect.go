@@ -24,8 +24,17 @@ const (
 	// introspection is reused (never past the token's expiry).
 	DefaultIntrospectionCacheTTL = time.Minute
 	// DefaultIntrospectionCacheSize bounds the tokens whose introspection
-	// is remembered.
+	// is remembered, accepted and refused ones each.
 	DefaultIntrospectionCacheSize = 1024
+	// DefaultIntrospectionRefusalTTL is how long a refused token's
+	// introspection is reused.
+	DefaultIntrospectionRefusalTTL = 10 * time.Second
+	// DefaultIntrospectionTimeout bounds one call to the endpoint, the
+	// wait for a free call slot included.
+	DefaultIntrospectionTimeout = 10 * time.Second
+	// DefaultMaxIntrospectionCalls bounds the calls to the endpoint under
+	// way at once.
+	DefaultMaxIntrospectionCalls = 16
 )
 
 // IntrospectionConfig configures [NewIntrospectionVerifier]. Server side.
@@ -47,8 +56,19 @@ type IntrospectionConfig struct {
 	AllowNoAudience bool
 	// Issuer, when set, must be the response's iss when it has one.
 	Issuer string
-	// HTTPClient calls the endpoint; nil means http.DefaultClient.
+	// HTTPClient calls the endpoint; nil means http.DefaultClient. Its
+	// own timeout, if any, applies besides Timeout.
 	HTTPClient *http.Client
+	// Timeout bounds one call to the endpoint, from the moment it is
+	// needed: the wait for a call slot (see MaxConcurrentCalls) and the
+	// exchange. Zero means DefaultIntrospectionTimeout.
+	Timeout time.Duration
+	// MaxConcurrentCalls bounds the calls to the endpoint under way at
+	// once; zero means DefaultMaxIntrospectionCalls. Past it a call waits
+	// for a slot, within its Timeout and only while a request still waits
+	// for its answer; one that times out is the server's failure (503),
+	// not the token's.
+	MaxConcurrentCalls int
 	// MaxTokenBytes bounds a token's length, checked before it is sent;
 	// zero means DefaultMaxTokenBytes.
 	MaxTokenBytes int
@@ -57,27 +77,53 @@ type IntrospectionConfig struct {
 	MaxResponseBytes int64
 	// CacheTTL is how long an active token's result is reused, never past
 	// its exp; zero means DefaultIntrospectionCacheTTL, a negative value
-	// no cache. CacheSize bounds the tokens remembered; zero means
-	// DefaultIntrospectionCacheSize.
+	// no cache. CacheSize bounds the tokens remembered, accepted and
+	// refused ones each; zero means DefaultIntrospectionCacheSize.
 	CacheTTL  time.Duration
 	CacheSize int
+	// RefusalTTL is how long a refused token's result (inactive, or not
+	// an access token for this resource) is reused, so that a token sent
+	// again and again costs one call; zero means
+	// DefaultIntrospectionRefusalTTL, a negative value no cache. A failure
+	// to ask is never remembered.
+	RefusalTTL time.Duration
 }
 
 // IntrospectionVerifier verifies opaque (or any) access tokens by asking
-// the authorization server (RFC 7662 token introspection). It is a
+// the authorization server (RFC 7662 token introspection). Requests that
+// present the same token at the same time share one call; results are
+// cached, refusals briefly; calls are bounded in number and time, and a
+// call no request waits for any more is cancelled. It is a
 // [TokenVerifier]; safe for concurrent use. Server side.
 type IntrospectionVerifier struct {
 	cfg    IntrospectionConfig
 	client *http.Client
+	slots  chan struct{} // one per call under way
 
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]introspected
+	mu      sync.Mutex
+	cache   map[tokenHash]introspected    // accepted tokens
+	refused map[tokenHash]introspected    // refused tokens
+	calls   map[tokenHash]*introspectCall // under way, by token
 }
 
-// introspected is a remembered active token.
+// tokenHash is a token's SHA-256: the verifier keeps no token itself.
+type tokenHash = [sha256.Size]byte
+
+// introspected is a remembered result: info, or the refusal err.
 type introspected struct {
 	info  *TokenInfo
+	err   error
 	until time.Time
+}
+
+// introspectCall is one call to the endpoint, which every request
+// presenting its token at the same time waits for.
+type introspectCall struct {
+	done    chan struct{} // closed when info and err are set
+	cancel  context.CancelFunc
+	waiters int // requests waiting; guarded by the verifier's mu
+	info    *TokenInfo
+	err     error
 }
 
 // NewIntrospectionVerifier returns a verifier calling cfg.Endpoint.
@@ -92,34 +138,98 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	cfg.MaxTokenBytes = cmp.Or(cfg.MaxTokenBytes, DefaultMaxTokenBytes)
 	cfg.MaxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxIntrospectionBytes)
 	cfg.CacheTTL = cmp.Or(cfg.CacheTTL, DefaultIntrospectionCacheTTL)
-	cfg.CacheSize = cmp.Or(cfg.CacheSize, DefaultIntrospectionCacheSize)
-	return &IntrospectionVerifier{cfg: cfg, client: cmp.Or(cfg.HTTPClient, http.DefaultClient), cache: map[[sha256.Size]byte]introspected{}}, nil
+	cfg.CacheSize = max(cmp.Or(cfg.CacheSize, DefaultIntrospectionCacheSize), 1)
+	cfg.RefusalTTL = cmp.Or(cfg.RefusalTTL, DefaultIntrospectionRefusalTTL)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultIntrospectionTimeout)
+	cfg.MaxConcurrentCalls = max(cmp.Or(cfg.MaxConcurrentCalls, DefaultMaxIntrospectionCalls), 1)
+	return &IntrospectionVerifier{
+		cfg: cfg, client: cmp.Or(cfg.HTTPClient, http.DefaultClient), slots: make(chan struct{}, cfg.MaxConcurrentCalls),
+		cache: map[tokenHash]introspected{}, refused: map[tokenHash]introspected{}, calls: map[tokenHash]*introspectCall{},
+	}, nil
 }
 
 // VerifyToken asks the endpoint about token: it must be active, a bearer
 // access token (never a refresh token), for this audience, and not
-// expired. A token the server calls inactive (or
-// refuses) gets an error wrapping ErrInvalidToken; a failure to ask gets
-// another error. Server side.
+// expired. A token the server calls inactive (or refuses) gets an error
+// wrapping ErrInvalidToken; a failure to ask gets another error, and so
+// does ctx ending first, which leaves the call to the requests still
+// waiting for it (or cancels it when there are none). Server side.
 func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (*TokenInfo, error) {
 	if len(token) > v.cfg.MaxTokenBytes {
 		return nil, fmt.Errorf("%w: the token is longer than %d bytes", ErrInvalidToken, v.cfg.MaxTokenBytes)
 	}
 	key := sha256.Sum256([]byte(token))
+	v.mu.Lock()
+	if r, ok := v.cachedLocked(key, time.Now()); ok {
+		v.mu.Unlock()
+		return r.info, r.err
+	}
+	c := v.calls[key]
+	if c == nil {
+		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.cfg.Timeout)
+		c = &introspectCall{done: make(chan struct{}), cancel: cancel}
+		v.calls[key] = c
+		go v.call(callCtx, c, key, token)
+	}
+	c.waiters++
+	v.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.info, c.err
+	case <-ctx.Done():
+		v.mu.Lock()
+		if c.waiters--; c.waiters == 0 {
+			c.cancel() // nobody waits for the answer any more
+			if v.calls[key] == c {
+				delete(v.calls, key)
+			}
+		}
+		v.mu.Unlock()
+		return nil, fmt.Errorf("mcp: token introspection: %w", context.Cause(ctx))
+	}
+}
+
+// call runs one call to the endpoint for its waiters, in a free slot, and
+// remembers the result when it is an answer.
+func (v *IntrospectionVerifier) call(ctx context.Context, c *introspectCall, key tokenHash, token string) {
+	defer c.cancel()
+	info, err := v.ask(ctx, token)
+	v.mu.Lock()
+	if v.calls[key] == c {
+		delete(v.calls, key)
+	}
 	now := time.Now()
-	if info := v.cached(key, now); info != nil {
-		return info, nil
+	switch {
+	case err == nil && v.cfg.CacheTTL > 0:
+		until := now.Add(v.cfg.CacheTTL)
+		if !info.Expiry.IsZero() && info.Expiry.Before(until) {
+			until = info.Expiry
+		}
+		rememberLocked(v.cache, v.cfg.CacheSize, key, introspected{info: info, until: until}, now)
+	case errors.Is(err, ErrInvalidToken) && v.cfg.RefusalTTL > 0:
+		rememberLocked(v.refused, v.cfg.CacheSize, key, introspected{err: err, until: now.Add(v.cfg.RefusalTTL)}, now)
+	}
+	c.info, c.err = info, err
+	v.mu.Unlock()
+	close(c.done)
+}
+
+// ask waits for a call slot, calls the endpoint and checks its answer.
+func (v *IntrospectionVerifier) ask(ctx context.Context, token string) (*TokenInfo, error) {
+	select {
+	case v.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("mcp: token introspection: %s: no call slot came free (%d calls under way): %w", v.cfg.Endpoint, cap(v.slots), context.Cause(ctx))
+	}
+	defer func() { <-v.slots }()
+	if ctx.Err() != nil { // the slot and the end came at once
+		return nil, fmt.Errorf("mcp: token introspection: %w", context.Cause(ctx))
 	}
 	claims, err := v.introspect(ctx, token)
 	if err != nil {
 		return nil, err
 	}
-	info, err := v.check(claims, now)
-	if err != nil {
-		return nil, err
-	}
-	v.remember(key, info, now)
-	return info, nil
+	return v.check(claims, time.Now())
 }
 
 // introspect POSTs the token and decodes the response.
@@ -215,49 +325,34 @@ func accessTokenKind(claims map[string]any) (bool, error) {
 	return said, nil
 }
 
-// cached returns a remembered result still good at now.
-func (v *IntrospectionVerifier) cached(key [sha256.Size]byte, now time.Time) *TokenInfo {
-	if v.cfg.CacheTTL < 0 {
-		return nil
+// cachedLocked returns the remembered result for key still good at now.
+func (v *IntrospectionVerifier) cachedLocked(key tokenHash, now time.Time) (introspected, bool) {
+	for _, m := range []map[tokenHash]introspected{v.cache, v.refused} {
+		if r, ok := m[key]; ok {
+			if now.Before(r.until) {
+				return r, true
+			}
+			delete(m, key)
+		}
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	e, ok := v.cache[key]
-	if !ok {
-		return nil
-	}
-	if !now.Before(e.until) {
-		delete(v.cache, key)
-		return nil
-	}
-	return e.info
+	return introspected{}, false
 }
 
-// remember keeps an active token's result until its expiry or the TTL,
-// whichever is first; at the size bound it drops the expired results,
-// else one of the others.
-func (v *IntrospectionVerifier) remember(key [sha256.Size]byte, info *TokenInfo, now time.Time) {
-	if v.cfg.CacheTTL < 0 {
-		return
-	}
-	until := now.Add(v.cfg.CacheTTL)
-	if !info.Expiry.IsZero() && info.Expiry.Before(until) {
-		until = info.Expiry
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.cache) >= v.cfg.CacheSize {
-		for k, e := range v.cache {
+// rememberLocked keeps r under key in m; at the size bound it drops the
+// results that have run out, else one of the others.
+func rememberLocked(m map[tokenHash]introspected, size int, key tokenHash, r introspected, now time.Time) {
+	if len(m) >= size {
+		for k, e := range m {
 			if !now.Before(e.until) {
-				delete(v.cache, k)
+				delete(m, k)
 			}
 		}
-		for k := range v.cache {
-			if len(v.cache) < v.cfg.CacheSize {
+		for k := range m {
+			if len(m) < size {
 				break
 			}
-			delete(v.cache, k)
+			delete(m, k)
 		}
 	}
-	v.cache[key] = introspected{info: info, until: until}
+	m[key] = r
 }

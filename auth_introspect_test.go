@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -267,4 +271,294 @@ func TestBearerAuthIntrospection(t *testing.T) {
 			t.Errorf("%s: %d %q", token, r.status, r.header.Get("WWW-Authenticate"))
 		}
 	}
+}
+
+// slowIntrospection is an introspection endpoint on loopback that answers
+// no request until released (or until its caller leaves), counting the
+// requests it saw and the most under way at once.
+type slowIntrospection struct {
+	*httptest.Server
+	arrived          chan struct{} // one per request
+	release          chan struct{} // closed: answer the waiting requests
+	calls, now, most atomic.Int32
+	cancelled        atomic.Int32 // requests whose caller left
+	answer           map[string]any
+}
+
+func newSlowIntrospection(t testing.TB, answer map[string]any) *slowIntrospection {
+	s := &slowIntrospection{arrived: make(chan struct{}, 10000), release: make(chan struct{}), answer: answer}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm() // the body read, the server notices a caller that leaves
+		s.calls.Add(1)
+		n := s.now.Add(1)
+		defer s.now.Add(-1)
+		for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+		}
+		s.arrived <- struct{}{}
+		select {
+		case <-s.release:
+			json.NewEncoder(w).Encode(s.answer)
+		case <-r.Context().Done():
+			s.cancelled.Add(1)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// pollUntil polls cond for at most 10 s, failing the test then.
+func pollUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestIntrospectionBogusFlood: 300 requests with distinct bogus tokens
+// against an endpoint that does not answer make at most
+// MaxConcurrentCalls calls, and once the requests leave, the calls are
+// cancelled and no goroutine remains a second later. (Before: one call per
+// request, each open until the endpoint answered.)
+func TestIntrospectionBogusFlood(t *testing.T) {
+	const requests, limit = 300, 8
+	as := newSlowIntrospection(t, map[string]any{"active": false})
+	v, err := NewIntrospectionVerifier(IntrospectionConfig{Endpoint: as.URL, Audience: testResource, MaxConcurrentCalls: limit,
+		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	ctx, leave := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, requests)
+	for i := range requests {
+		wg.Go(func() {
+			_, err := v.VerifyToken(ctx, fmt.Sprintf("bogus-%d", i))
+			errs <- err
+		})
+	}
+	for range limit {
+		<-as.arrived
+	}
+	pollUntil(t, "every request to wait", func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return len(v.calls) == requests
+	})
+	peak, calls, most := runtime.NumGoroutine()-before, as.calls.Load(), as.most.Load()
+	leave()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("a request that left: %v", err)
+		}
+	}
+	deadline := time.Now().Add(time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	left := runtime.NumGoroutine() - before
+	t.Logf("%d requests: %d calls (at most %d at once), %d goroutines at the peak, %d left 1 s after the requests left",
+		requests, calls, most, peak, max(left, 0))
+	if calls != limit {
+		t.Errorf("%d calls while the requests waited, want the limit %d", calls, limit)
+	}
+	if most > limit {
+		t.Errorf("%d calls at once, want at most %d", most, limit)
+	}
+	if left > 0 {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines remain a second after the requests left:\n%s", left, buf[:runtime.Stack(buf, true)])
+	}
+	// As the requests leave, a queued call may take a slot freed by a
+	// cancelled one before its own request is seen to have left: it is
+	// cancelled too.
+	pollUntil(t, "the endpoint to see the calls cancelled", func() bool { return as.cancelled.Load() == as.calls.Load() })
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.calls) != 0 || len(v.refused) != 0 || len(v.slots) != 0 {
+		t.Fatalf("left behind: %d calls, %d refusals, %d slots", len(v.calls), len(v.refused), len(v.slots))
+	}
+}
+
+// TestIntrospectionSingleFlight: 1,000 concurrent requests with one
+// inactive token make one call, and 1,000 more within RefusalTTL none.
+// (Before: 1,000 calls.)
+func TestIntrospectionSingleFlight(t *testing.T) {
+	t.Parallel()
+	as := newSlowIntrospection(t, map[string]any{"active": false})
+	v, _ := NewIntrospectionVerifier(IntrospectionConfig{Endpoint: as.URL, Audience: testResource})
+	const requests = 1000
+	var wg sync.WaitGroup
+	var refused atomic.Int32
+	for range requests {
+		wg.Go(func() {
+			if _, err := v.VerifyToken(context.Background(), "inactive"); errors.Is(err, ErrInvalidToken) {
+				refused.Add(1)
+			}
+		})
+	}
+	<-as.arrived
+	pollUntil(t, "every request to wait", func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		for _, c := range v.calls {
+			return c.waiters == requests
+		}
+		return false
+	})
+	close(as.release)
+	wg.Wait()
+	for range requests {
+		if _, err := v.VerifyToken(context.Background(), "inactive"); errors.Is(err, ErrInvalidToken) {
+			refused.Add(1)
+		}
+	}
+	if n, r := as.calls.Load(), refused.Load(); n != 1 || r != 2*requests {
+		t.Fatalf("%d calls for %d requests (%d refused), want 1", n, 2*requests, r)
+	}
+}
+
+// blockingIntrospection is an introspection endpoint without a network:
+// each call blocks until released or until its context ends, so that a
+// synctest bubble sees who waits.
+type blockingIntrospection struct {
+	mu      sync.Mutex
+	calls   int
+	ended   int // calls whose context ended
+	release chan struct{}
+	answer  string
+}
+
+func (b *blockingIntrospection) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	b.calls++
+	b.mu.Unlock()
+	select {
+	case <-b.release:
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(b.answer)), Request: r}, nil
+	case <-r.Context().Done():
+		b.mu.Lock()
+		b.ended++
+		b.mu.Unlock()
+		return nil, context.Cause(r.Context())
+	}
+}
+
+func (b *blockingIntrospection) counts() (calls, ended int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calls, b.ended
+}
+
+// TestIntrospectionCancel: a request that leaves stops waiting at once; a
+// call shared by requests goes on while one of them waits and is
+// cancelled when the last leaves; a call no one leaves ends at Timeout,
+// the wait for a slot included, as the server's failure (not the
+// token's).
+func TestIntrospectionCancel(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		rt := &blockingIntrospection{release: make(chan struct{})}
+		v, _ := NewIntrospectionVerifier(IntrospectionConfig{Endpoint: "https://as.example.com/introspect", Audience: testResource,
+			HTTPClient: &http.Client{Transport: rt}, Timeout: 5 * time.Second, MaxConcurrentCalls: 1})
+		verify := func(ctx context.Context, token string) chan error {
+			done := make(chan error, 1)
+			go func() { _, err := v.VerifyToken(ctx, token); done <- err }()
+			return done
+		}
+		ctx1, leave1 := context.WithCancel(context.Background())
+		ctx2, leave2 := context.WithCancel(context.Background())
+		first, second := verify(ctx1, "t"), verify(ctx2, "t")
+		synctest.Wait()
+		leave1()
+		if err := <-first; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the request that left: %v", err)
+		}
+		synctest.Wait()
+		if calls, ended := rt.counts(); calls != 1 || ended != 0 {
+			t.Fatalf("one of two left: %d calls, %d cancelled; want the call to go on", calls, ended)
+		}
+		leave2()
+		<-second
+		synctest.Wait()
+		if calls, ended := rt.counts(); calls != 1 || ended != 1 {
+			t.Fatalf("both left: %d calls, %d cancelled; want the call cancelled", calls, ended)
+		}
+
+		// Nobody leaves: the call ends at Timeout, and so does one that
+		// waited all that time for the one slot.
+		start := time.Now()
+		slow := verify(context.Background(), "slow")
+		synctest.Wait()
+		queued := verify(context.Background(), "queued")
+		for _, c := range []struct {
+			done chan error
+			want string
+		}{{slow, "deadline exceeded"}, {queued, "no call slot came free (1 calls under way)"}} {
+			err := <-c.done
+			if err == nil || errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("%v, want a failure (not ErrInvalidToken) with %q", err, c.want)
+			}
+			if d := time.Since(start); d != 5*time.Second {
+				t.Fatalf("failed after %v, want the Timeout", d)
+			}
+		}
+		if calls, _ := rt.counts(); calls != 2 {
+			t.Fatalf("%d calls, want 2 (the queued token never called)", calls)
+		}
+		// A failure to ask is not remembered: the next request asks again.
+		close(rt.release)
+		rt.answer = `{"active":true,"sub":"alice","aud":"` + testResource + `"}`
+		if _, err := v.VerifyToken(context.Background(), "slow"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestIntrospectionRefusalCache remembers a refusal for RefusalTTL, and
+// refusals and accepted tokens each up to CacheSize, so that bogus tokens
+// do not push the accepted ones out.
+func TestIntrospectionRefusalCache(t *testing.T) {
+	t.Parallel()
+	responses := map[string]map[string]any{"good": {"active": true, "sub": "a", "aud": testResource}}
+	ts, calls := introspectionServer(t, responses) // outside the bubble: see TestJWKSUnknownKey
+	synctest.Test(t, func(t *testing.T) {
+		v, _ := NewIntrospectionVerifier(IntrospectionConfig{Endpoint: ts.URL, ClientID: "rs id", ClientSecret: "s3cret:/", Audience: testResource,
+			CacheSize: 2, HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
+		ctx := context.Background()
+		if _, err := v.VerifyToken(ctx, "good"); err != nil {
+			t.Fatal(err)
+		}
+		for range 100 {
+			if _, err := v.VerifyToken(ctx, "bogus"); !errors.Is(err, ErrInvalidToken) {
+				t.Fatal(err)
+			}
+		}
+		if n := calls.Load(); n != 2 {
+			t.Fatalf("%d calls, want 2 (the refusal remembered)", n)
+		}
+		time.Sleep(DefaultIntrospectionRefusalTTL)
+		v.VerifyToken(ctx, "bogus")
+		if n := calls.Load(); n != 3 {
+			t.Fatalf("%d calls, want 3 (the refusal forgotten after RefusalTTL)", n)
+		}
+		for i := range 10 {
+			v.VerifyToken(ctx, fmt.Sprint("bogus-", i))
+		}
+		if _, err := v.VerifyToken(ctx, "good"); err != nil {
+			t.Fatal(err)
+		}
+		v.mu.Lock()
+		sizes := [2]int{len(v.cache), len(v.refused)}
+		v.mu.Unlock()
+		if n := calls.Load(); n != 13 || sizes != [2]int{1, 2} {
+			t.Fatalf("%d calls, cache sizes %v; want 13 (the good token still cached) and [1 2]", n, sizes)
+		}
+	})
 }
