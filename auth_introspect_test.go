@@ -570,3 +570,58 @@ func TestIntrospectionRefusalCache(t *testing.T) {
 		}
 	})
 }
+
+// TestBearerAuthIntrospectionFlood: through WithBearerAuth, 300 requests
+// with bogus tokens against an endpoint that does not answer make at most
+// MaxConcurrentCalls calls, and the requests leaving ends every goroutine
+// within a second. They are GETs: net/http cancels a request's context
+// when its client leaves only once the body has been read, which the
+// bearer check comes before, so a POST that leaves waits out the
+// verifier's Timeout.
+func TestBearerAuthIntrospectionFlood(t *testing.T) {
+	const requests, limit = 300, 8
+	as := newSlowIntrospection(t, map[string]any{"active": false})
+	v, _ := NewIntrospectionVerifier(IntrospectionConfig{Endpoint: as.URL, Audience: testResource, MaxConcurrentCalls: limit,
+		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
+	ts := serveHTTP(t, newTestServer(), WithBearerAuth(BearerAuth{Verifier: v, ResourceMetadataURL: testPRM}))
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	before := runtime.NumGoroutine()
+	ctx, leave := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range requests {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL, nil)
+			req.Header.Set("Accept", "text/event-stream")
+			req.Header.Set("Authorization", fmt.Sprintf("Bearer bogus-%d", i))
+			if res, err := client.Do(req); err == nil {
+				res.Body.Close()
+				t.Errorf("answered: %d", res.StatusCode)
+			}
+		})
+	}
+	for range limit {
+		<-as.arrived
+	}
+	pollUntil(t, "every request to wait", func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return len(v.calls) == requests
+	})
+	peak, calls, most := runtime.NumGoroutine()-before, as.calls.Load(), as.most.Load()
+	leave()
+	wg.Wait()
+	deadline := time.Now().Add(time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	left := runtime.NumGoroutine() - before
+	t.Logf("%d requests: %d calls (at most %d at once), %d goroutines at the peak, %d left 1 s after the requests left",
+		requests, calls, most, peak, max(left, 0))
+	if calls != limit || most > limit {
+		t.Errorf("%d calls, %d at once; want %d", calls, most, limit)
+	}
+	if left > 0 {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines remain a second after the requests left:\n%s", left, buf[:runtime.Stack(buf, true)])
+	}
+}
