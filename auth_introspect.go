@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,8 +24,17 @@ const (
 	// introspection is reused (never past the token's expiry).
 	DefaultIntrospectionCacheTTL = time.Minute
 	// DefaultIntrospectionCacheSize bounds the tokens whose introspection
-	// is remembered.
+	// is remembered, accepted and refused ones each.
 	DefaultIntrospectionCacheSize = 1024
+	// DefaultIntrospectionRefusalTTL is how long a refused token's
+	// introspection is reused.
+	DefaultIntrospectionRefusalTTL = 10 * time.Second
+	// DefaultIntrospectionTimeout bounds one call to the endpoint, the
+	// wait for a free call slot included.
+	DefaultIntrospectionTimeout = 10 * time.Second
+	// DefaultMaxIntrospectionCalls bounds the calls to the endpoint under
+	// way at once.
+	DefaultMaxIntrospectionCalls = 16
 )
 
 // IntrospectionConfig configures [NewIntrospectionVerifier]. Server side.
@@ -35,13 +45,30 @@ type IntrospectionConfig struct {
 	// ClientID and ClientSecret authenticate this resource server to the
 	// endpoint (HTTP Basic, RFC 6749 §2.3.1).
 	ClientID, ClientSecret string
-	// Audience is this resource's canonical URL: when the response has
-	// aud, it must name it. Required.
+	// Audience is this resource's canonical URL: the response's aud must
+	// name it. Required.
 	Audience string
+	// AllowNoAudience also accepts a response without aud, for an
+	// authorization server that knowingly issues tokens without an
+	// audience, when its token_type says it is an access token (a refresh
+	// token's response often has neither). A response whose aud names
+	// only other resources is refused all the same.
+	AllowNoAudience bool
 	// Issuer, when set, must be the response's iss when it has one.
 	Issuer string
-	// HTTPClient calls the endpoint; nil means http.DefaultClient.
+	// HTTPClient calls the endpoint; nil means http.DefaultClient. Its
+	// own timeout, if any, applies besides Timeout.
 	HTTPClient *http.Client
+	// Timeout bounds one call to the endpoint, from the moment it is
+	// needed: the wait for a call slot (see MaxConcurrentCalls) and the
+	// exchange. Zero means DefaultIntrospectionTimeout.
+	Timeout time.Duration
+	// MaxConcurrentCalls bounds the calls to the endpoint under way at
+	// once; zero means DefaultMaxIntrospectionCalls. Past it a call waits
+	// for a slot, within its Timeout and only while a request still waits
+	// for its answer; one that times out is the server's failure (503),
+	// not the token's.
+	MaxConcurrentCalls int
 	// MaxTokenBytes bounds a token's length, checked before it is sent;
 	// zero means DefaultMaxTokenBytes.
 	MaxTokenBytes int
@@ -50,27 +77,53 @@ type IntrospectionConfig struct {
 	MaxResponseBytes int64
 	// CacheTTL is how long an active token's result is reused, never past
 	// its exp; zero means DefaultIntrospectionCacheTTL, a negative value
-	// no cache. CacheSize bounds the tokens remembered; zero means
-	// DefaultIntrospectionCacheSize.
+	// no cache. CacheSize bounds the tokens remembered, accepted and
+	// refused ones each; zero means DefaultIntrospectionCacheSize.
 	CacheTTL  time.Duration
 	CacheSize int
+	// RefusalTTL is how long a refused token's result (inactive, or not
+	// an access token for this resource) is reused, so that a token sent
+	// again and again costs one call; zero means
+	// DefaultIntrospectionRefusalTTL, a negative value no cache. A failure
+	// to ask is never remembered.
+	RefusalTTL time.Duration
 }
 
 // IntrospectionVerifier verifies opaque (or any) access tokens by asking
-// the authorization server (RFC 7662 token introspection). It is a
+// the authorization server (RFC 7662 token introspection). Requests that
+// present the same token at the same time share one call; results are
+// cached, refusals briefly; calls are bounded in number and time, and a
+// call no request waits for any more is cancelled. It is a
 // [TokenVerifier]; safe for concurrent use. Server side.
 type IntrospectionVerifier struct {
 	cfg    IntrospectionConfig
 	client *http.Client
+	slots  chan struct{} // one per call under way
 
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]introspected
+	mu      sync.Mutex
+	cache   map[tokenHash]introspected    // accepted tokens
+	refused map[tokenHash]introspected    // refused tokens
+	calls   map[tokenHash]*introspectCall // under way, by token
 }
 
-// introspected is a remembered active token.
+// tokenHash is a token's SHA-256: the verifier keeps no token itself.
+type tokenHash = [sha256.Size]byte
+
+// introspected is a remembered result: info, or the refusal err.
 type introspected struct {
 	info  *TokenInfo
+	err   error
 	until time.Time
+}
+
+// introspectCall is one call to the endpoint, which every request
+// presenting its token at the same time waits for.
+type introspectCall struct {
+	done    chan struct{} // closed when info and err are set
+	cancel  context.CancelFunc
+	waiters int // requests waiting; guarded by the verifier's mu
+	info    *TokenInfo
+	err     error
 }
 
 // NewIntrospectionVerifier returns a verifier calling cfg.Endpoint.
@@ -85,33 +138,98 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	cfg.MaxTokenBytes = cmp.Or(cfg.MaxTokenBytes, DefaultMaxTokenBytes)
 	cfg.MaxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxIntrospectionBytes)
 	cfg.CacheTTL = cmp.Or(cfg.CacheTTL, DefaultIntrospectionCacheTTL)
-	cfg.CacheSize = cmp.Or(cfg.CacheSize, DefaultIntrospectionCacheSize)
-	return &IntrospectionVerifier{cfg: cfg, client: cmp.Or(cfg.HTTPClient, http.DefaultClient), cache: map[[sha256.Size]byte]introspected{}}, nil
+	cfg.CacheSize = max(cmp.Or(cfg.CacheSize, DefaultIntrospectionCacheSize), 1)
+	cfg.RefusalTTL = cmp.Or(cfg.RefusalTTL, DefaultIntrospectionRefusalTTL)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultIntrospectionTimeout)
+	cfg.MaxConcurrentCalls = max(cmp.Or(cfg.MaxConcurrentCalls, DefaultMaxIntrospectionCalls), 1)
+	return &IntrospectionVerifier{
+		cfg: cfg, client: cmp.Or(cfg.HTTPClient, http.DefaultClient), slots: make(chan struct{}, cfg.MaxConcurrentCalls),
+		cache: map[tokenHash]introspected{}, refused: map[tokenHash]introspected{}, calls: map[tokenHash]*introspectCall{},
+	}, nil
 }
 
-// VerifyToken asks the endpoint about token: it must be active, for this
-// audience, and not expired. A token the server calls inactive (or
-// refuses) gets an error wrapping ErrInvalidToken; a failure to ask gets
-// another error. Server side.
+// VerifyToken asks the endpoint about token: it must be active, a bearer
+// access token (never a refresh token), for this audience, and not
+// expired. A token the server calls inactive (or refuses) gets an error
+// wrapping ErrInvalidToken; a failure to ask gets another error, and so
+// does ctx ending first, which leaves the call to the requests still
+// waiting for it (or cancels it when there are none). Server side.
 func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (*TokenInfo, error) {
 	if len(token) > v.cfg.MaxTokenBytes {
 		return nil, fmt.Errorf("%w: the token is longer than %d bytes", ErrInvalidToken, v.cfg.MaxTokenBytes)
 	}
 	key := sha256.Sum256([]byte(token))
+	v.mu.Lock()
+	if r, ok := v.cachedLocked(key, time.Now()); ok {
+		v.mu.Unlock()
+		return r.info, r.err
+	}
+	c := v.calls[key]
+	if c == nil {
+		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.cfg.Timeout)
+		c = &introspectCall{done: make(chan struct{}), cancel: cancel}
+		v.calls[key] = c
+		go v.call(callCtx, c, key, token)
+	}
+	c.waiters++
+	v.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.info, c.err
+	case <-ctx.Done():
+		v.mu.Lock()
+		if c.waiters--; c.waiters == 0 {
+			c.cancel() // nobody waits for the answer any more
+			if v.calls[key] == c {
+				delete(v.calls, key)
+			}
+		}
+		v.mu.Unlock()
+		return nil, fmt.Errorf("mcp: token introspection: %w", context.Cause(ctx))
+	}
+}
+
+// call runs one call to the endpoint for its waiters, in a free slot, and
+// remembers the result when it is an answer.
+func (v *IntrospectionVerifier) call(ctx context.Context, c *introspectCall, key tokenHash, token string) {
+	defer c.cancel()
+	info, err := v.ask(ctx, token)
+	v.mu.Lock()
+	if v.calls[key] == c {
+		delete(v.calls, key)
+	}
 	now := time.Now()
-	if info := v.cached(key, now); info != nil {
-		return info, nil
+	switch {
+	case err == nil && v.cfg.CacheTTL > 0:
+		until := now.Add(v.cfg.CacheTTL)
+		if !info.Expiry.IsZero() && info.Expiry.Before(until) {
+			until = info.Expiry
+		}
+		rememberLocked(v.cache, v.cfg.CacheSize, key, introspected{info: info, until: until}, now)
+	case errors.Is(err, ErrInvalidToken) && v.cfg.RefusalTTL > 0:
+		rememberLocked(v.refused, v.cfg.CacheSize, key, introspected{err: err, until: now.Add(v.cfg.RefusalTTL)}, now)
+	}
+	c.info, c.err = info, err
+	v.mu.Unlock()
+	close(c.done)
+}
+
+// ask waits for a call slot, calls the endpoint and checks its answer.
+func (v *IntrospectionVerifier) ask(ctx context.Context, token string) (*TokenInfo, error) {
+	select {
+	case v.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("mcp: token introspection: %s: no call slot came free (%d calls under way): %w", v.cfg.Endpoint, cap(v.slots), context.Cause(ctx))
+	}
+	defer func() { <-v.slots }()
+	if ctx.Err() != nil { // the slot and the end came at once
+		return nil, fmt.Errorf("mcp: token introspection: %w", context.Cause(ctx))
 	}
 	claims, err := v.introspect(ctx, token)
 	if err != nil {
 		return nil, err
 	}
-	info, err := v.check(claims, now)
-	if err != nil {
-		return nil, err
-	}
-	v.remember(key, info, now)
-	return info, nil
+	return v.check(claims, time.Now())
 }
 
 // introspect POSTs the token and decodes the response.
@@ -152,8 +270,18 @@ func (v *IntrospectionVerifier) check(claims map[string]any, now time.Time) (*To
 	if active, _ := claims["active"].(bool); !active {
 		return nil, fmt.Errorf("%w: introspection: the token is not active", ErrInvalidToken)
 	}
-	if aud, ok := claims["aud"]; ok && !audienceHas(aud, v.cfg.Audience) {
+	access, err := accessTokenKind(claims)
+	if err != nil {
+		return nil, err
+	}
+	aud, ok := claims["aud"]
+	switch {
+	case ok && !audienceHas(aud, v.cfg.Audience):
 		return nil, fmt.Errorf("%w: introspection field aud: does not name this resource %q", ErrInvalidToken, v.cfg.Audience)
+	case !ok && !v.cfg.AllowNoAudience:
+		return nil, fmt.Errorf("%w: introspection field aud: missing, the token must name this resource %q", ErrInvalidToken, v.cfg.Audience)
+	case !ok && !access:
+		return nil, fmt.Errorf("%w: introspection fields aud and token_type: missing, nothing says this is an access token for this resource", ErrInvalidToken)
 	}
 	if iss, ok := claims["iss"].(string); ok && v.cfg.Issuer != "" && iss != v.cfg.Issuer {
 		return nil, fmt.Errorf("%w: introspection field iss: %q is not the issuer %q", ErrInvalidToken, iss, v.cfg.Issuer)
@@ -165,49 +293,66 @@ func (v *IntrospectionVerifier) check(claims map[string]any, now time.Time) (*To
 	return tokenInfoOf(claims, exp, "introspection fields")
 }
 
-// cached returns a remembered result still good at now.
-func (v *IntrospectionVerifier) cached(key [sha256.Size]byte, now time.Time) *TokenInfo {
-	if v.cfg.CacheTTL < 0 {
-		return nil
+// accessTokenKind refuses a response that describes anything but a bearer
+// access token, as the fields authorization servers use say it:
+// token_type (RFC 7662: Bearer; a refresh token's is refresh_token or
+// absent; DPoP is bound to a key), token_use (access_token or access), typ
+// (Bearer or at+jwt), and cnf, which binds the token to a key a bearer
+// request cannot prove. It reports whether a field said access token.
+func accessTokenKind(claims map[string]any) (bool, error) {
+	if _, ok := claims["cnf"]; ok {
+		return false, fmt.Errorf("%w: introspection field cnf: the token is bound to a key, which a bearer request does not prove", ErrInvalidToken)
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	e, ok := v.cache[key]
-	if !ok {
-		return nil
+	said := false
+	for _, f := range []struct {
+		name   string
+		accept []string
+	}{
+		{"token_type", []string{"bearer", "access_token", "urn:ietf:params:oauth:token-type:access_token"}},
+		{"token_use", []string{"access_token", "access"}},
+		{"typ", []string{"bearer", "at+jwt", "application/at+jwt"}},
+	} {
+		v, ok := claims[f.name]
+		if !ok {
+			continue
+		}
+		s, _ := v.(string)
+		if !slices.Contains(f.accept, strings.ToLower(s)) {
+			return false, fmt.Errorf("%w: introspection field %s: %q is not a bearer access token's", ErrInvalidToken, f.name, s)
+		}
+		said = true
 	}
-	if !now.Before(e.until) {
-		delete(v.cache, key)
-		return nil
-	}
-	return e.info
+	return said, nil
 }
 
-// remember keeps an active token's result until its expiry or the TTL,
-// whichever is first; at the size bound it drops the expired results,
-// else one of the others.
-func (v *IntrospectionVerifier) remember(key [sha256.Size]byte, info *TokenInfo, now time.Time) {
-	if v.cfg.CacheTTL < 0 {
-		return
+// cachedLocked returns the remembered result for key still good at now.
+func (v *IntrospectionVerifier) cachedLocked(key tokenHash, now time.Time) (introspected, bool) {
+	for _, m := range []map[tokenHash]introspected{v.cache, v.refused} {
+		if r, ok := m[key]; ok {
+			if now.Before(r.until) {
+				return r, true
+			}
+			delete(m, key)
+		}
 	}
-	until := now.Add(v.cfg.CacheTTL)
-	if !info.Expiry.IsZero() && info.Expiry.Before(until) {
-		until = info.Expiry
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.cache) >= v.cfg.CacheSize {
-		for k, e := range v.cache {
+	return introspected{}, false
+}
+
+// rememberLocked keeps r under key in m; at the size bound it drops the
+// results that have run out, else one of the others.
+func rememberLocked(m map[tokenHash]introspected, size int, key tokenHash, r introspected, now time.Time) {
+	if len(m) >= size {
+		for k, e := range m {
 			if !now.Before(e.until) {
-				delete(v.cache, k)
+				delete(m, k)
 			}
 		}
-		for k := range v.cache {
-			if len(v.cache) < v.cfg.CacheSize {
+		for k := range m {
+			if len(m) < size {
 				break
 			}
-			delete(v.cache, k)
+			delete(m, k)
 		}
 	}
-	v.cache[key] = introspected{info: info, until: until}
+	m[key] = r
 }

@@ -35,7 +35,7 @@ func TestJWKSUnknownKey(t *testing.T) {
 		}
 		time.Sleep(time.Minute) // the next miss may fetch
 		_, rotated, _ := ed25519.GenerateKey(rand.Reader)
-		unknown, _ := signJWT(rotated, "rotated", iss.claims(nil))
+		unknown, _ := signAccessToken(rotated, "rotated", iss.claims(nil))
 		_, err := v.VerifyToken(ctx, unknown)
 		if !errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), `kid "rotated" names no key`) {
 			t.Fatalf("unknown kid: %v", err)
@@ -206,7 +206,7 @@ func TestJWKSFailures(t *testing.T) {
 		w.Write([]byte(body.Load().(string)))
 	}))
 	defer ts.Close()
-	tok, _ := signJWT(testKeys()[algES256], "k", map[string]any{})
+	tok, _ := signAccessToken(testKeys()[algES256], "k", map[string]any{})
 	try := func(cfg JWTVerifierConfig) error {
 		cfg.Issuer, cfg.Audience, cfg.JWKSURL, cfg.MinRefreshInterval = "https://as.example.com", testResource, ts.URL+"/jwks", time.Nanosecond
 		v, err := NewJWTVerifier(cfg)

@@ -54,11 +54,16 @@ func jwtAlgorithm(key crypto.Signer) (string, error) {
 // claims, signed by key (see jwtAlgorithm); kid, when not empty, names the
 // key in the header.
 func signJWT(key crypto.Signer, kid string, claims any) (string, error) {
+	return signJWTType(key, kid, "JWT", claims)
+}
+
+// signJWTType is signJWT with typ in the header.
+func signJWTType(key crypto.Signer, kid, typ string, claims any) (string, error) {
 	alg, err := jwtAlgorithm(key)
 	if err != nil {
 		return "", err
 	}
-	header := map[string]string{"alg": alg, "typ": "JWT"}
+	header := map[string]string{"alg": alg, "typ": typ}
 	if kid != "" {
 		header["kid"] = kid
 	}
@@ -121,6 +126,7 @@ func ecdsaRawSignature(der []byte) ([]byte, error) {
 // signature over signingInput. Nothing in it is trusted until verified.
 type jwtToken struct {
 	alg, kid     string
+	typ          *string // the header's typ; nil when it has none
 	claims       map[string]any
 	signingInput string
 	sig          []byte
@@ -150,6 +156,7 @@ func parseJWT(token string, maxBytes int) (*jwtToken, error) {
 	var header struct {
 		Alg  *string         `json:"alg"`
 		Kid  *string         `json:"kid"`
+		Typ  *string         `json:"typ"`
 		Crit json.RawMessage `json:"crit"`
 	}
 	if err := json.Unmarshal(hb, &header); err != nil || header.Alg == nil {
@@ -175,7 +182,7 @@ func parseJWT(token string, maxBytes int) (*jwtToken, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: signature: not base64url", ErrInvalidToken)
 	}
-	t := &jwtToken{alg: *header.Alg, claims: claims, signingInput: token[:len(h)+1+len(p)], sig: sig}
+	t := &jwtToken{alg: *header.Alg, typ: header.Typ, claims: claims, signingInput: token[:len(h)+1+len(p)], sig: sig}
 	if header.Kid != nil {
 		t.kid = *header.Kid
 	}
@@ -250,6 +257,11 @@ type JWTVerifierConfig struct {
 	// FetchTimeout bounds one fetch of the keys, shared by the requests
 	// that wait for it; zero means DefaultJWKSFetchTimeout.
 	FetchTimeout time.Duration
+	// AllowGenericType also accepts tokens whose header typ is "JWT" or
+	// absent, as issuers that predate RFC 9068 send them. By default typ
+	// must be "at+jwt", so that another JWT of the issuer (an ID token, a
+	// logout token) is not taken for an access token.
+	AllowGenericType bool
 }
 
 // JWTVerifier verifies JWT access tokens (RFC 9068) signed with RS256,
@@ -259,6 +271,7 @@ type JWTVerifier struct {
 	issuer, audience string
 	leeway           time.Duration
 	maxTokenBytes    int
+	genericType      bool
 	keys             *jwksCache
 }
 
@@ -281,20 +294,24 @@ func NewJWTVerifier(cfg JWTVerifierConfig) (*JWTVerifier, error) {
 	v := &JWTVerifier{
 		issuer: cfg.Issuer, audience: cfg.Audience,
 		leeway: cmp.Or(cfg.Leeway, DefaultTokenLeeway), maxTokenBytes: cmp.Or(cfg.MaxTokenBytes, DefaultMaxTokenBytes),
-		keys: newJWKSCache(cfg),
+		genericType: cfg.AllowGenericType, keys: newJWKSCache(cfg),
 	}
 	v.leeway = max(v.leeway, 0)
 	return v, nil
 }
 
-// VerifyToken parses token, checks its signature with the issuer's key it
-// names and its claims: iss, aud, exp, nbf, iat. A token that fails any
+// VerifyToken parses token, checks its type (typ at+jwt, see
+// JWTVerifierConfig.AllowGenericType), its signature with the issuer's key
+// it names and its claims: iss, aud, exp, nbf, iat. A token that fails any
 // check gets an error wrapping ErrInvalidToken; a failure to fetch the
 // keys gets another error. Server side.
 func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*TokenInfo, error) {
 	t, err := parseJWT(token, v.maxTokenBytes)
 	if err != nil {
 		return nil, err
+	}
+	if err := v.checkType(t.typ); err != nil {
+		return nil, err // before any key is looked up: a refusal costs no fetch
 	}
 	key, err := v.keys.key(ctx, t.kid, t.alg)
 	if err != nil {
@@ -304,6 +321,24 @@ func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*TokenInfo
 		return nil, err
 	}
 	return v.checkClaims(t.claims, time.Now())
+}
+
+// checkType accepts the typ of an access token (RFC 9068 §2.1): at+jwt,
+// with or without the "application/" prefix (RFC 7515 §4.1.9), in any
+// case; with genericType also JWT, or no typ.
+func (v *JWTVerifier) checkType(typ *string) error {
+	if typ == nil {
+		if v.genericType {
+			return nil
+		}
+		return fmt.Errorf("%w: header: typ is missing, an access token's is at+jwt (RFC 9068)", ErrInvalidToken)
+	}
+	t := strings.ToLower(*typ)
+	t = strings.TrimPrefix(t, "application/")
+	if t == "at+jwt" || (v.genericType && t == "jwt") {
+		return nil
+	}
+	return fmt.Errorf("%w: header: typ %q is not at+jwt (RFC 9068)", ErrInvalidToken, *typ)
 }
 
 // checkClaims checks a verified token's claims at now and reads what a

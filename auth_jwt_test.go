@@ -64,6 +64,12 @@ func TestSignJWT(t *testing.T) {
 	}
 }
 
+// signAccessToken signs claims as a JWT access token of RFC 9068 (typ
+// at+jwt).
+func signAccessToken(key crypto.Signer, kid string, claims any) (string, error) {
+	return signJWTType(key, kid, "at+jwt", claims)
+}
+
 // testKeys are the issuer's signing keys of these tests, made once: an
 // RSA key is slow to make.
 var testKeys = sync.OnceValue(func() map[string]crypto.Signer {
@@ -157,7 +163,7 @@ func (iss *testIssuer) token(t testing.TB, kid string, claims map[string]any) st
 	if key == nil {
 		key = testKeys()[kid]
 	}
-	tok, err := signJWT(key, kid, claims)
+	tok, err := signAccessToken(key, kid, claims)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +234,7 @@ func TestJWTVerifier(t *testing.T) {
 			{"wrong issuer", iss.token(t, alg, iss.claims(map[string]any{"iss": "https://evil.example.com"})), "claim iss"},
 			{"nobody", iss.token(t, alg, iss.claims(map[string]any{"sub": nil, "client_id": nil})), "names nobody"},
 			{"bad signature", func() string {
-				tok, _ := signJWT(other[alg], alg, iss.claims(nil)) // the kid of the issuer's key
+				tok, _ := signAccessToken(other[alg], alg, iss.claims(nil)) // the kid of the issuer's key
 				return tok
 			}(), "signature: does not verify"},
 			{"tampered claims", func() string {
@@ -245,7 +251,7 @@ func TestJWTVerifier(t *testing.T) {
 		// The algorithm a token claims must be its key's.
 		for _, wrong := range []string{algRS256, algES256, algEdDSA} {
 			if wrong != alg {
-				tok, _ := signJWT(testKeys()[wrong], alg, iss.claims(nil))
+				tok, _ := signAccessToken(testKeys()[wrong], alg, iss.claims(nil))
 				cases = append(cases, struct{ name, token, want string }{"alg " + wrong + " for a key of " + alg, tok, "does not match key"})
 			}
 		}
@@ -267,6 +273,69 @@ func TestJWTVerifier(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestJWTType refuses a JWT whose typ is not at+jwt (RFC 9068 §2.1), such
+// as an ID token of the same issuer, before looking up its key; with
+// AllowGenericType it also takes typ JWT or none.
+func TestJWTType(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t)
+	strict := iss.verifier(t, JWTVerifierConfig{})
+	generic := iss.verifier(t, JWTVerifierConfig{AllowGenericType: true})
+	signed := func(typ string) string {
+		tok, err := signJWTType(testKeys()[algES256], algES256, typ, iss.claims(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	noTyp := func() string {
+		h, _ := json.Marshal(map[string]string{"alg": algES256, "kid": algES256})
+		c, _ := json.Marshal(iss.claims(nil))
+		input := b64.EncodeToString(h) + "." + b64.EncodeToString(c)
+		digest := sha256.Sum256([]byte(input))
+		der, _ := testKeys()[algES256].Sign(rand.Reader, digest[:], crypto.SHA256)
+		sig, _ := ecdsaRawSignature(der)
+		return input + "." + b64.EncodeToString(sig)
+	}()
+	for _, c := range []struct {
+		name, token     string
+		strict, generic bool // accepted by each
+	}{
+		{"at+jwt", signed("at+jwt"), true, true},
+		{"application/at+jwt", signed("application/at+jwt"), true, true},
+		{"AT+JWT", signed("AT+JWT"), true, true},
+		{"JWT", signed("JWT"), false, true},
+		{"application/jwt", signed("application/jwt"), false, true},
+		{"none", noTyp, false, true},
+		{"ID token", signed("id_token+jwt"), false, false},
+		{"logout token", signed("logout+jwt"), false, false},
+		{"at+jwt with a suffix", signed("at+jwtx"), false, false},
+	} {
+		for _, v := range []struct {
+			name   string
+			v      *JWTVerifier
+			accept bool
+		}{{"default", strict, c.strict}, {"AllowGenericType", generic, c.generic}} {
+			info, err := v.v.VerifyToken(context.Background(), c.token)
+			switch {
+			case v.accept && (err != nil || info.Principal != "alice"):
+				t.Errorf("%s, %s: %v", c.name, v.name, err)
+			case !v.accept && (!errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), "header: typ")):
+				t.Errorf("%s, %s: %v, want a refusal naming typ", c.name, v.name, err)
+			}
+		}
+	}
+	// A refused typ costs no key fetch, even with a kid nobody knows.
+	before := iss.fetches.Load()
+	tok, _ := signJWTType(testKeys()[algES256], "unknown", "JWT", iss.claims(nil))
+	for range 100 {
+		strict.VerifyToken(context.Background(), tok)
+	}
+	if n := iss.fetches.Load() - before; n != 0 {
+		t.Errorf("%d key fetches for tokens refused by typ", n)
 	}
 }
 

@@ -69,7 +69,7 @@ func TestBearerAuth(t *testing.T) {
 	}
 	for _, alg := range []string{algRS256, algES256, algEdDSA} {
 		otherAlg := map[string]string{algRS256: algES256, algES256: algEdDSA, algEdDSA: algRS256}[alg]
-		other, _ := signJWT(testKeys()[otherAlg], alg, iss.claims(nil))
+		other, _ := signAccessToken(testKeys()[otherAlg], alg, iss.claims(nil))
 		cases := []struct {
 			name          string
 			authorization string
@@ -132,7 +132,7 @@ func resign(t testing.TB, alg string, claims map[string]any) string {
 	} else {
 		_, key, _ = ed25519.GenerateKey(rand.Reader)
 	}
-	tok, err := signJWT(key, alg, claims)
+	tok, err := signAccessToken(key, alg, claims)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestBearerAuthUnknownKey(t *testing.T) {
 		t.Fatalf("valid token: %d %s", r.status, r.body)
 	}
 	before := iss.fetches.Load()
-	unknown, _ := signJWT(testKeys()[algES256], "retired", iss.claims(nil))
+	unknown, _ := signAccessToken(testKeys()[algES256], "retired", iss.claims(nil))
 	r := callTool(t, ts.URL, "whoami", "Bearer "+unknown)
 	want := `Bearer error="invalid_token", error_description="invalid token: header: kid 'retired' names no key of the issuer's key set", resource_metadata="` + testPRM + `", scope="mcp:read"`
 	if r.status != 401 || r.header.Get("WWW-Authenticate") != want {
