@@ -417,24 +417,11 @@ func WithMaxAnswerPosts(n int) HTTPTransportOption {
 // session expiry and caps on live sessions; an idle session holds no
 // goroutine. See the HTTPOptions for each.
 //
-// A slow client is the http.Server's to cut off; these timeouts suit the
-// handler:
-//
-//	&http.Server{
-//		Handler:           handler,
-//		ReadHeaderTimeout: 10 * time.Second,  // headers that trickle in (slowloris)
-//		ReadTimeout:       time.Minute,       // a whole request, body included
-//		IdleTimeout:       2 * time.Minute,   // keep-alive connections between requests
-//		MaxHeaderBytes:    64 << 10,
-//	}
-//
-// ReadTimeout does not cut SSE answers: the handler lifts the read
-// deadline once a body is read (a GET has none). Leave WriteTimeout 0: it
-// would cut every SSE stream that outlives it, while the handler already
-// bounds each write with [WithWriteTimeout]. A body over the cap is
-// refused with 413 without being read when its length is announced; any
-// other is read as it arrives, so that a client holds only as much memory
-// as it has sent.
+// A slow client is the http.Server's to cut off: serve the handler with
+// [NewHTTPServer], whose timeouts suit it. A body over the cap is refused
+// with 413 without being read when its length is announced; any other is
+// read as it arrives, so that a client holds only as much memory as it has
+// sent.
 func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 	h := &httpHandler{srv: s, cfg: handlerConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
 	if !h.cfg.storeSet {
@@ -447,6 +434,28 @@ func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 		context.AfterFunc(h.cfg.ctx, h.shutdown)
 	}
 	return h
+}
+
+// NewHTTPServer returns an http.Server that serves handler (a
+// [NewHTTPHandler], alone or in a mux) on addr, with timeouts that cut off
+// clients that send too slowly and never an MCP stream. Server side.
+//
+// ReadHeaderTimeout ends a connection whose headers trickle in (slowloris),
+// ReadTimeout one whose body does, and IdleTimeout a kept-alive connection
+// that carries no request; MaxHeaderBytes caps the headers. ReadTimeout does
+// not cut SSE answers or GET streams: the MCP handler lifts the read
+// deadline once a body is read (a GET has none). WriteTimeout stays 0, as it
+// would cut every stream that outlives it; the handler bounds each write
+// itself ([WithWriteTimeout]). The fields may be changed before serving.
+func NewHTTPServer(addr string, handler http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
 }
 
 // NewHTTPTransport returns a client Transport for the Streamable HTTP
