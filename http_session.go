@@ -106,21 +106,32 @@ func refuseSession(w http.ResponseWriter, id ID, err error) {
 }
 
 // reserveSession counts a session of principal about to be created, or
-// reports the cap it would exceed; nothing is made for a refused one.
+// reports the cap it would exceed; nothing is made for a refused one. At
+// the handler's cap it first evicts the idle session used least recently
+// (evictIdle); a principal at its own cap evicts nothing.
 func (h *httpHandler) reserveSession(principal string) error {
+	for range maxEvictionRounds {
+		if err := h.tryReserveSession(principal); err != errTooManySessions || !h.evictIdle() {
+			return err
+		}
+	}
+	return errTooManySessions
+}
+
+func (h *httpHandler) tryReserveSession(principal string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
 		return errHandlerStopped
 	}
+	held := h.perPrincipal[principal]
+	if n := h.cfg.maxPerUser; principal != "" && n > 0 && held >= n {
+		return errTooManyPrincipalSessions
+	}
 	if n := h.cfg.maxSessions; n > 0 && h.sessionsLive >= n {
 		return errTooManySessions
 	}
 	if principal != "" {
-		held := h.perPrincipal[principal]
-		if n := h.cfg.maxPerUser; n > 0 && held >= n {
-			return errTooManyPrincipalSessions
-		}
 		putEntry(&h.perPrincipal, principal, held+1)
 	}
 	h.sessionsLive++
@@ -240,6 +251,8 @@ type httpSession struct {
 	standalone *httpStream
 	nextStream int64
 	active     int // HTTP requests in progress
+	uses       int // HTTP requests begun, the initialize included
+	evicted    bool
 	lastActive time.Time
 	expiry     *time.Timer
 	closed     bool
@@ -259,6 +272,11 @@ type httpSession struct {
 	// deleted: the session ended everywhere (DELETE), not only its copy
 	// here, so the event store may drop its events.
 	deleted atomic.Bool
+
+	// The session's place among the idle ones, while it has no request in
+	// progress (http_session_evict.go); guarded by h.idle.mu.
+	idlePrev, idleNext *httpSession
+	idleIn             *sessionList
 }
 
 // close ends the session; the connection's transport calls it when the
@@ -278,6 +296,7 @@ func (s *httpSession) close() {
 		streams = append(streams, s.standalone)
 	}
 	s.streams = nil
+	s.h.idle.drop(s)
 	if s.expiry != nil {
 		s.expiry.Stop()
 	}
@@ -327,10 +346,14 @@ func (s *httpSession) releaseStore() {
 func (s *httpSession) begin() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.evicted {
 		return false
 	}
+	if s.active == 0 {
+		s.h.idle.drop(s)
+	}
 	s.active++
+	s.uses++
 	return true
 }
 
@@ -341,7 +364,11 @@ func (s *httpSession) end() {
 	defer s.mu.Unlock()
 	s.active--
 	s.lastActive = time.Now()
-	if s.active == 0 && s.expiry != nil && !s.closed {
+	if s.active > 0 || s.closed {
+		return
+	}
+	s.h.idle.add(s, s.uses > 1)
+	if s.expiry != nil {
 		s.expiry.Reset(s.h.cfg.sessionTimeout)
 	}
 }

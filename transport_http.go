@@ -267,9 +267,16 @@ func WithAuthorizer(a Authorizer) HTTPHandlerOption {
 
 // WithMaxSessions caps the live legacy sessions (2025-03-26 … 2025-11-25)
 // of a [NewHTTPHandler] (default 10,000; 0 means no cap, a negative n is
-// ignored). An initialize beyond the cap creates nothing and gets 503
-// Service Unavailable with a JSON-RPC error and a Retry-After header; a
-// session frees its place when the client deletes it or it expires (see
+// ignored). At the cap an initialize evicts the idle session used least
+// recently, one with no request in progress and no open stream, those
+// that served nothing after their initialize first, so that a flood of
+// initialize cannot lock out a client that uses its session; the evicted
+// session's client gets 404 on its next request and starts a new one. With
+// a [SessionStore] only this instance's copy is evicted: the record stays,
+// and the session's next request loads it again. When every session is
+// busy, an initialize creates nothing and gets 503 Service Unavailable with
+// a JSON-RPC error and a Retry-After header; a session also frees its
+// place when the client deletes it or it expires (see
 // [WithSessionTimeout]). 2026-07-28 requests keep no session and are not
 // counted, nor are the sessions of [NewSSEHandler], which live only as long
 // as their GET stream. Handler only.
