@@ -35,6 +35,9 @@ const (
 	// [WithSessionBacklog].
 	DefaultSessionBacklogBytes    = 256 << 10
 	DefaultSessionBacklogMessages = 256
+	// DefaultSessionBacklogBudget bounds what the standalone GET streams of
+	// all legacy sessions hold together; see [WithSessionBacklogBudget].
+	DefaultSessionBacklogBudget = 64 << 20
 	// DefaultMaxAnswerPosts bounds the answers to the server a client
 	// transport POSTs at once; see [WithMaxAnswerPosts].
 	DefaultMaxAnswerPosts = 4
@@ -105,6 +108,7 @@ type httpConfig struct {
 	// stream backlog (WithSessionBacklog).
 	backlogBytes    int
 	backlogMessages int
+	backlogBudget   int // WithSessionBacklogBudget
 	// hostAllowed is the last Host header a loopback server found allowed
 	// (a loopback name or address, or listed), which is allowed on any
 	// server: a client sends the same Host with every request, which then
@@ -134,6 +138,7 @@ func newHTTPConfig() *httpConfig {
 		header:         make(http.Header),
 	}
 	c.backlogBytes, c.backlogMessages = DefaultSessionBacklogBytes, DefaultSessionBacklogMessages
+	c.backlogBudget = DefaultSessionBacklogBudget
 	return c
 }
 
@@ -344,6 +349,21 @@ func WithSessionBacklog(maxBytes, maxMessages int) HTTPHandlerOption {
 		}
 		if maxMessages > 0 {
 			c.backlogMessages = maxMessages
+		}
+	})
+}
+
+// WithSessionBacklogBudget bounds what the backlogs of [WithSessionBacklog]
+// hold together, over all the legacy sessions of a handler (default
+// DefaultSessionBacklogBudget; 0 or less keeps the default): a server-wide
+// message goes to every session that ever opened a GET stream, so the
+// per-session bound alone grows with the sessions. Past the budget the
+// oldest messages of any session are dropped first, and each session's
+// count is logged as WithSessionBacklog's are. Handler only.
+func WithSessionBacklogBudget(maxBytes int) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		if maxBytes > 0 {
+			c.backlogBudget = maxBytes
 		}
 	})
 }
