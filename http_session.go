@@ -186,6 +186,9 @@ func (h *httpHandler) newSession(principal string) (*httpSession, error) {
 // when rec is not nil. It is not registered yet.
 func (h *httpHandler) makeSession(id, principal string, rec *SessionRecord) *httpSession {
 	s := &httpSession{h: h, id: id, principal: principal}
+	if rec != nil {
+		s.uses = 1 // its initialize was served elsewhere: it counts as used from its first request here
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.storeHolds.Store(1) // the session's own, until it closes
 	t := &streamTransport{sess: s}

@@ -139,3 +139,23 @@ func TestHTTPSessionFlood(t *testing.T) {
 		t.Fatalf("a new client's call after the flood: %v", err)
 	}
 }
+
+// TestSharedSessionEvictionKeepsCopies: a copy of a shared session loaded
+// for a request counts as used, so an initialize at the cap evicts a
+// session that served nothing since its initialize before it.
+func TestSharedSessionEvictionKeepsCopies(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 2, WithMaxSessions(2))
+	first := legacySession(t, c.url(0), Version20251125)
+	if r := doHTTP(t, "POST", c.url(1), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, postHeaders("Mcp-Session-Id", first)); r.status != 200 {
+		t.Fatalf("ping on instance 1: %d %s", r.status, r.body)
+	}
+	for i := range 2 { // the second evicts the first
+		if r := doHTTP(t, "POST", c.url(1), initBody, postHeaders()); r.status != 200 {
+			t.Fatalf("initialize %d on instance 1: %d %s", i, r.status, r.body)
+		}
+	}
+	if n := c.holders(first); n != 2 {
+		t.Fatalf("%d copies of the session in use, want 2", n)
+	}
+}
