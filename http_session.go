@@ -107,35 +107,38 @@ func refuseSession(w http.ResponseWriter, id ID, err error) {
 
 // reserveSession counts a session of principal about to be created, or
 // reports the cap it would exceed; nothing is made for a refused one. At
-// the handler's cap it first evicts the idle session used least recently
-// (evictIdle); a principal at its own cap evicts nothing.
+// the handler's cap it evicts the idle session used least recently
+// (evictIdle), having taken the place that frees already, so that no other
+// initialize takes it meanwhile; a principal at its own cap evicts nothing.
 func (h *httpHandler) reserveSession(principal string) error {
-	for range maxEvictionRounds {
-		if err := h.tryReserveSession(principal); err != errTooManySessions || !h.evictIdle() {
-			return err
-		}
+	full, err := h.tryReserveSession(principal)
+	if err != nil || !full || h.evictIdle() {
+		return err
 	}
+	h.mu.Lock()
+	h.releaseSessionLocked(principal)
+	h.mu.Unlock()
 	return errTooManySessions
 }
 
-func (h *httpHandler) tryReserveSession(principal string) error {
+// tryReserveSession counts a session of principal unless a cap refuses it;
+// full reports that it was counted beyond the handler's cap, which an
+// eviction must make up for.
+func (h *httpHandler) tryReserveSession(principal string) (full bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
-		return errHandlerStopped
+		return false, errHandlerStopped
 	}
 	held := h.perPrincipal[principal]
 	if n := h.cfg.maxPerUser; principal != "" && n > 0 && held >= n {
-		return errTooManyPrincipalSessions
-	}
-	if n := h.cfg.maxSessions; n > 0 && h.sessionsLive >= n {
-		return errTooManySessions
+		return false, errTooManyPrincipalSessions
 	}
 	if principal != "" {
 		putEntry(&h.perPrincipal, principal, held+1)
 	}
 	h.sessionsLive++
-	return nil
+	return h.cfg.maxSessions > 0 && h.sessionsLive > h.cfg.maxSessions, nil
 }
 
 // releaseSessionLocked gives back what reserveSession counted.

@@ -9,10 +9,6 @@ import (
 // the session cap; its client's next request gets 404 and starts afresh.
 var errSessionEvicted = errors.New("the session was idle the longest when the server needed room for a new one")
 
-// maxEvictionRounds bounds how many idle sessions one initialize evicts in
-// turn when others take the places it freed.
-const maxEvictionRounds = 4
-
 // idleSessions orders the legacy sessions with no HTTP request in progress
 // (so no open stream and no request awaiting its answer) by their last use,
 // for eviction at the session cap. Sessions that have served nothing since
