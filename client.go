@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -20,11 +19,15 @@ const (
 	// DefaultMaxInputRounds bounds the rounds of a 2026-07-28 call that
 	// needs input; see [WithMaxInputRounds].
 	DefaultMaxInputRounds = 10
+	// DefaultMaxBarrenPages bounds the pages in a row that bring nothing
+	// new to a list iterator; see [WithMaxBarrenPages].
+	DefaultMaxBarrenPages = 8
 )
 
 type clientConfig struct {
 	discoverTimeout time.Duration
 	maxInputRounds  int
+	maxBarrenPages  int // WithMaxBarrenPages
 
 	elicitation     ElicitationHandler
 	elicitURL       bool
@@ -810,62 +813,6 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel, opts .
 	}
 	c.mu.Unlock()
 	return c.SendRequest(ctx, "logging/setLevel", map[string]LoggingLevel{"level": level}, nil, opts...)
-}
-
-// Tools iterates over the server's tools, fetching pages as it goes. An
-// error ends the iteration, yielded with a nil tool.
-func (c *Client) Tools(ctx context.Context, opts ...CallOption) iter.Seq2[*Tool, error] {
-	return pages(ctx, opts, c.ListTools, func(r *ListToolsResult) ([]*Tool, string) { return r.Tools, r.NextCursor })
-}
-
-// Resources iterates over the server's resources; see [Client.Tools].
-func (c *Client) Resources(ctx context.Context, opts ...CallOption) iter.Seq2[*Resource, error] {
-	return pages(ctx, opts, c.ListResources, func(r *ListResourcesResult) ([]*Resource, string) { return r.Resources, r.NextCursor })
-}
-
-// ResourceTemplates iterates over the server's resource templates; see
-// [Client.Tools].
-func (c *Client) ResourceTemplates(ctx context.Context, opts ...CallOption) iter.Seq2[*ResourceTemplate, error] {
-	return pages(ctx, opts, c.ListResourceTemplates, func(r *ListResourceTemplatesResult) ([]*ResourceTemplate, string) {
-		return r.ResourceTemplates, r.NextCursor
-	})
-}
-
-// Prompts iterates over the server's prompts; see [Client.Tools].
-func (c *Client) Prompts(ctx context.Context, opts ...CallOption) iter.Seq2[*Prompt, error] {
-	return pages(ctx, opts, c.ListPrompts, func(r *ListPromptsResult) ([]*Prompt, string) { return r.Prompts, r.NextCursor })
-}
-
-// pages follows a list's cursors, fetching each page with list when the
-// iteration reaches it; items picks out a page's items and next cursor. A
-// server that hands back the cursor it was given would loop forever; that
-// ends the iteration with an error.
-func pages[R, T any](ctx context.Context, opts []CallOption, list func(context.Context, string, ...CallOption) (*R, error), items func(*R) ([]T, string)) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		var zero T
-		cursor := ""
-		for {
-			res, err := list(ctx, cursor, opts...)
-			if err != nil {
-				yield(zero, err)
-				return
-			}
-			page, next := items(res)
-			for _, item := range page {
-				if !yield(item, nil) {
-					return
-				}
-			}
-			if next == "" {
-				return
-			}
-			if next == cursor {
-				yield(zero, fmt.Errorf("mcp: the server repeated the cursor %q", cursor))
-				return
-			}
-			cursor = next
-		}
-	}
 }
 
 // Subscribe asks the server to tell the client when the resource at uri

@@ -76,18 +76,6 @@ func (pipeAddr) String() string  { return "pipe" }
 // pipeURL is the URL of a handler served on a pipeNet.
 const pipeURL = "http://mcp.test/mcp"
 
-// recommendedHTTPServer is an http.Server with the timeouts that
-// NewHTTPHandler's documentation recommends.
-func recommendedHTTPServer(h http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
-}
-
 // servePipe serves h with hs on a fresh pipeNet until the test ends; it
 // returns the network and a client for it.
 func servePipe(t *testing.T, hs *http.Server) (*pipeNet, *http.Client) {
@@ -187,7 +175,7 @@ func TestHTTPSlowClients(t *testing.T) {
 		})
 		var resumed atomic.Int32
 		inner := NewHTTPHandler(srv)
-		hs := recommendedHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hs := NewHTTPServer("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Last-Event-ID") != "" {
 				resumed.Add(1)
 			}

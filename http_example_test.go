@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"net/http"
-	"time"
 
 	"github.com/e6ac58cb/mcp"
 )
@@ -14,19 +12,13 @@ import (
 // A production server: the handler behind an http.Server whose timeouts
 // cut off clients that send too slowly, without cutting the long SSE
 // answers of MCP (the handler bounds each of its writes itself).
-func ExampleNewHTTPHandler_serverTimeouts() {
+func ExampleNewHTTPServer() {
 	srv := mcp.NewServer(mcp.Implementation{Name: "greeter", Version: "1.0.0"})
 	srv.AddTool(mcp.Tool{Name: "greet"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("hello")}}, nil
 	})
-	httpServer := &http.Server{
-		Handler:           mcp.NewHTTPHandler(srv, mcp.WithMaxBodyBytes(1<<20)),
-		ReadHeaderTimeout: 10 * time.Second, // headers that trickle in (slowloris)
-		ReadTimeout:       time.Minute,      // a whole request, body included; lifted once it is read
-		IdleTimeout:       2 * time.Minute,  // keep-alive connections between requests
-		MaxHeaderBytes:    64 << 10,
-		// WriteTimeout stays 0: mcp.WithWriteTimeout bounds each write.
-	}
+	// Timeouts that cut off slow clients and never an SSE stream.
+	httpServer := mcp.NewHTTPServer("", mcp.NewHTTPHandler(srv, mcp.WithMaxBodyBytes(1<<20)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0") // loopback: the Host check guards against DNS rebinding
 	if err != nil {
 		log.Fatal(err)

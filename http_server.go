@@ -34,6 +34,11 @@ type httpHandler struct {
 	sessionsLive int
 	perPrincipal map[string]int
 	stopped      bool
+	// idle orders the sessions with no request in progress for eviction
+	// at the session cap.
+	idle idleSessions
+	// backlog bounds what all the standalone streams hold.
+	backlog backlogBudget
 
 	// instance names this handler among the instances that share a
 	// SessionStore: it starts the ids of its streams and of its calls to

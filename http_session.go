@@ -106,25 +106,39 @@ func refuseSession(w http.ResponseWriter, id ID, err error) {
 }
 
 // reserveSession counts a session of principal about to be created, or
-// reports the cap it would exceed; nothing is made for a refused one.
+// reports the cap it would exceed; nothing is made for a refused one. At
+// the handler's cap it evicts the idle session used least recently
+// (evictIdle), having taken the place that frees already, so that no other
+// initialize takes it meanwhile; a principal at its own cap evicts nothing.
 func (h *httpHandler) reserveSession(principal string) error {
+	full, err := h.tryReserveSession(principal)
+	if err != nil || !full || h.evictIdle() {
+		return err
+	}
+	h.mu.Lock()
+	h.releaseSessionLocked(principal)
+	h.mu.Unlock()
+	return errTooManySessions
+}
+
+// tryReserveSession counts a session of principal unless a cap refuses it;
+// full reports that it was counted beyond the handler's cap, which an
+// eviction must make up for.
+func (h *httpHandler) tryReserveSession(principal string) (full bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
-		return errHandlerStopped
+		return false, errHandlerStopped
 	}
-	if n := h.cfg.maxSessions; n > 0 && h.sessionsLive >= n {
-		return errTooManySessions
+	held := h.perPrincipal[principal]
+	if n := h.cfg.maxPerUser; principal != "" && n > 0 && held >= n {
+		return false, errTooManyPrincipalSessions
 	}
 	if principal != "" {
-		held := h.perPrincipal[principal]
-		if n := h.cfg.maxPerUser; n > 0 && held >= n {
-			return errTooManyPrincipalSessions
-		}
 		putEntry(&h.perPrincipal, principal, held+1)
 	}
 	h.sessionsLive++
-	return nil
+	return h.cfg.maxSessions > 0 && h.sessionsLive > h.cfg.maxSessions, nil
 }
 
 // releaseSessionLocked gives back what reserveSession counted.
@@ -175,6 +189,9 @@ func (h *httpHandler) newSession(principal string) (*httpSession, error) {
 // when rec is not nil. It is not registered yet.
 func (h *httpHandler) makeSession(id, principal string, rec *SessionRecord) *httpSession {
 	s := &httpSession{h: h, id: id, principal: principal}
+	if rec != nil {
+		s.uses = 1 // its initialize was served elsewhere: it counts as used from its first request here
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.storeHolds.Store(1) // the session's own, until it closes
 	t := &streamTransport{sess: s}
@@ -240,6 +257,8 @@ type httpSession struct {
 	standalone *httpStream
 	nextStream int64
 	active     int // HTTP requests in progress
+	uses       int // HTTP requests begun, the initialize included
+	evicted    bool
 	lastActive time.Time
 	expiry     *time.Timer
 	closed     bool
@@ -259,6 +278,11 @@ type httpSession struct {
 	// deleted: the session ended everywhere (DELETE), not only its copy
 	// here, so the event store may drop its events.
 	deleted atomic.Bool
+
+	// The session's place among the idle ones, while it has no request in
+	// progress (http_session_evict.go); guarded by h.idle.mu.
+	idlePrev, idleNext *httpSession
+	idleIn             *sessionList
 }
 
 // close ends the session; the connection's transport calls it when the
@@ -278,6 +302,7 @@ func (s *httpSession) close() {
 		streams = append(streams, s.standalone)
 	}
 	s.streams = nil
+	s.h.idle.drop(s)
 	if s.expiry != nil {
 		s.expiry.Stop()
 	}
@@ -327,10 +352,14 @@ func (s *httpSession) releaseStore() {
 func (s *httpSession) begin() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.evicted {
 		return false
 	}
+	if s.active == 0 {
+		s.h.idle.drop(s)
+	}
 	s.active++
+	s.uses++
 	return true
 }
 
@@ -341,7 +370,11 @@ func (s *httpSession) end() {
 	defer s.mu.Unlock()
 	s.active--
 	s.lastActive = time.Now()
-	if s.active == 0 && s.expiry != nil && !s.closed {
+	if s.active > 0 || s.closed {
+		return
+	}
+	s.h.idle.add(s, s.uses > 1)
+	if s.expiry != nil {
 		s.expiry.Reset(s.h.cfg.sessionTimeout)
 	}
 }

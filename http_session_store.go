@@ -20,7 +20,8 @@ import (
 // touched in the store at most once per quarter of the session timeout. A
 // record lives a quarter of the timeout past its last Save or Touch; an
 // instance's idle timer drops only its own copy, since the client may be
-// busy on another.
+// busy on another, and so does an eviction at the session cap
+// ([WithMaxSessions]), a cap of this instance.
 // Give every instance the same store, a shared [EventStore] and, on the
 // Server, a shared [Broadcaster] ([WithBroadcaster]) for the parts of a
 // session that live on one instance: its GET stream and the asks its

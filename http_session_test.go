@@ -267,54 +267,89 @@ func expectSessionRefused(t *testing.T, rec *httptest.ResponseRecorder) {
 	}
 }
 
-// TestHTTPMaxSessions: exactly WithMaxSessions sessions are made; the next
-// initialize gets 503 with Retry-After and creates nothing, however many
-// come (20,000 refused ones leave the heap flat); a failed initialize does
-// not keep a place, and a deleted session frees one.
+// TestHTTPMaxSessions: exactly WithMaxSessions sessions are made; when
+// every one is busy (here each holds its GET stream) the next initialize
+// gets 503 with Retry-After and creates nothing, however many come (20,000
+// refused ones leave the heap flat); a failed initialize does not keep a
+// place, a deleted session frees one, and an idle one is evicted to make
+// room.
 func TestHTTPMaxSessions(t *testing.T) {
-	const n = 5
-	srv := newTestServer()
-	h := NewHTTPHandler(srv, WithMaxSessions(n)).(*httpHandler)
-	defer h.shutdown()
-	var sids []string
-	for range n {
-		sids = append(sids, directSession(t, h))
-	}
-	expectSessionRefused(t, serveDirect(h, "POST", initBody, postHeaders()))
-
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	const refused = 20000
-	for i := range refused {
-		if rec := serveDirect(h, "POST", initBody, postHeaders()); rec.Code != 503 {
-			t.Fatalf("refused initialize %d: %d %s", i, rec.Code, rec.Body)
+	synctest.Test(t, func(t *testing.T) {
+		const n = 5
+		srv := newTestServer()
+		h := NewHTTPHandler(srv, WithMaxSessions(n)).(*httpHandler)
+		defer h.shutdown()
+		var sids []string
+		for range n {
+			sid := directSession(t, h)
+			sids = append(sids, sid)
+			defer holdGET(t, h, sid)()
 		}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	t.Logf("heap growth after %d refused initializes: %d bytes", refused, growth)
-	if growth > 1<<20 {
-		t.Errorf("%d refused initializes grew the heap by %d bytes, want under 1 MiB", refused, growth)
-	}
-	h.mu.Lock()
-	live := len(h.sessions)
-	h.mu.Unlock()
-	if live != n {
-		t.Fatalf("%d sessions, want %d", live, n)
-	}
+		expectSessionRefused(t, serveDirect(h, "POST", initBody, postHeaders()))
 
-	if rec := serveDirect(h, "DELETE", "", map[string]string{"Mcp-Session-Id": sids[0]}); rec.Code != 204 {
-		t.Fatalf("DELETE: %d %s", rec.Code, rec.Body)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		const refused = 20000
+		for i := range refused {
+			if rec := serveDirect(h, "POST", initBody, postHeaders()); rec.Code != 503 {
+				t.Fatalf("refused initialize %d: %d %s", i, rec.Code, rec.Body)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		t.Logf("heap growth after %d refused initializes: %d bytes", refused, growth)
+		if growth > 1<<20 {
+			t.Errorf("%d refused initializes grew the heap by %d bytes, want under 1 MiB", refused, growth)
+		}
+		h.mu.Lock()
+		live := len(h.sessions)
+		h.mu.Unlock()
+		if live != n {
+			t.Fatalf("%d sessions, want %d", live, n)
+		}
+
+		if rec := serveDirect(h, "DELETE", "", map[string]string{"Mcp-Session-Id": sids[0]}); rec.Code != 204 {
+			t.Fatalf("DELETE: %d %s", rec.Code, rec.Body)
+		}
+		// A failed initialize takes the free place only while it runs.
+		bad := serveDirect(h, "POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}`, postHeaders())
+		if field(t, bad.Body.String(), "error.code") != float64(CodeInvalidParams) {
+			t.Fatalf("bad initialize: %d %s", bad.Code, bad.Body)
+		}
+		idle := directSession(t, h)
+		if rec := serveDirect(h, "POST", initBody, postHeaders()); rec.Code != 200 {
+			t.Fatalf("an initialize with an idle session to evict: %d %s", rec.Code, rec.Body)
+		}
+		expectSessionGone(t, h, idle)
+	})
+}
+
+// holdGET opens session sid's GET stream on h and holds it until the
+// returned func is called. It runs in a synctest bubble.
+func holdGET(t *testing.T, h http.Handler, sid string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequestWithContext(ctx, "GET", "/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}()
+	synctest.Wait()
+	return func() { cancel(); <-done }
+}
+
+// expectSessionGone checks that a request of session sid gets 404, the
+// spec's word for "start a new session".
+func expectSessionGone(t *testing.T, h http.Handler, sid string, header ...string) {
+	t.Helper()
+	if rec := serveDirect(h, "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, postHeaders(append([]string{"Mcp-Session-Id", sid}, header...)...)); rec.Code != 404 {
+		t.Fatalf("a request of an evicted session: %d %s", rec.Code, rec.Body)
 	}
-	// A failed initialize takes the free place only while it runs.
-	bad := serveDirect(h, "POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}`, postHeaders())
-	if field(t, bad.Body.String(), "error.code") != float64(CodeInvalidParams) {
-		t.Fatalf("bad initialize: %d %s", bad.Code, bad.Body)
-	}
-	directSession(t, h)
-	expectSessionRefused(t, serveDirect(h, "POST", initBody, postHeaders()))
 }
 
 // TestHTTPMaxSessionsPerPrincipal: with an authorizer, one principal holds
@@ -349,8 +384,18 @@ func TestHTTPMaxSessionsPerPrincipal(t *testing.T) {
 			t.Fatalf("an anonymous initialize: %d %s", rec.Code, rec.Body)
 		}
 	}
-	expectSessionRefused(t, open("carol")) // the handler's cap
-	rec := serveDirect(h, "DELETE", "", map[string]string{"Authorization": "Bearer alice", "Mcp-Session-Id": alice[0]})
+	// At the handler's cap (10 here) carol's initialize evicts the idle
+	// session used least recently, alice's first: alice may open another.
+	if rec := open("carol"); rec.Code != 200 {
+		t.Fatalf("carol's initialize at the cap: %d %s", rec.Code, rec.Body)
+	}
+	expectSessionGone(t, h, alice[0], "Authorization", "Bearer alice")
+	// Hers, at the cap still, evicts the next: alice's second.
+	if rec := open("alice"); rec.Code != 200 {
+		t.Fatalf("alice after one of hers was evicted: %d %s", rec.Code, rec.Body)
+	}
+	expectSessionGone(t, h, alice[1], "Authorization", "Bearer alice")
+	rec := serveDirect(h, "DELETE", "", map[string]string{"Authorization": "Bearer alice", "Mcp-Session-Id": alice[2]})
 	if rec.Code != 204 {
 		t.Fatalf("DELETE: %d %s", rec.Code, rec.Body)
 	}

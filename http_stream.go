@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -86,6 +87,10 @@ type httpStream struct {
 	// dropped counts the messages of a standalone stream's backlog dropped
 	// since the last report (reportDropsLocked).
 	dropped int
+	// What the handler's backlog budget counts of a standalone stream
+	// (http_backlog.go), and the index of its oldest message held.
+	countedBytes, countedMessages int
+	firstPending                  atomic.Int64
 
 	unstored []streamEvent // events queued for the store, in order
 	storing  bool          // a goroutine is storing the head of unstored
@@ -186,6 +191,9 @@ func (s *httpStream) pushed(index int64, kept bool) error {
 	if index > 0 {
 		s.storeUpTo(s.sess.ctx, index)
 	}
+	if s.standalone {
+		s.sess.h.backlog.enforce(s.sess.h)
+	}
 	if !kept {
 		return ErrStreamClosed
 	}
@@ -245,8 +253,10 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 		if s.standalone {
 			s.trimBacklogLocked(len(ev.data))
 		}
-		s.pending = append(s.pending, ev)
-		s.pendBytes += len(ev.data)
+		s.setPendingLocked(append(s.pending, ev), s.pendBytes+len(ev.data))
+		if s.standalone {
+			s.sess.h.backlog.queueLocked(s, ev.index)
+		}
 		kept = true
 	case store == nil || !s.sse:
 		s.log.Debug("dropping a message whose client stream is gone and cannot be resumed", "stream", s.id)
@@ -281,7 +291,7 @@ func (s *httpStream) trimBacklogLocked(n int) {
 		return
 	}
 	clear(s.pending[:drop]) // the messages go now, not when the array does
-	s.pending, s.pendBytes = s.pending[drop:], bytes
+	s.setPendingLocked(s.pending[drop:], bytes)
 	if s.dropped == 0 {
 		s.log.Warn("a session's standalone stream backlog is full; dropping its oldest undelivered messages", attrSession, s.sess.id, "maxBytes", cfg.backlogBytes, "maxMessages", cfg.backlogMessages)
 	}
@@ -307,7 +317,7 @@ func (s *httpStream) takeBacklog() []streamEvent {
 		return nil
 	}
 	backlog := s.pending
-	s.pending, s.pendBytes = nil, 0
+	s.setPendingLocked(nil, 0)
 	s.reportDropsLocked()
 	return backlog
 }
@@ -322,14 +332,15 @@ func (s *httpStream) takeServerWide() []streamEvent {
 		return nil
 	}
 	var taken []streamEvent
-	s.pending = slices.DeleteFunc(s.pending, func(ev streamEvent) bool {
+	bytes := s.pendBytes
+	s.setPendingLocked(slices.DeleteFunc(s.pending, func(ev streamEvent) bool {
 		if ev.serverWide && ev.id != "" {
 			taken = append(taken, ev)
-			s.pendBytes -= len(ev.data)
+			bytes -= len(ev.data)
 			return true
 		}
 		return false
-	})
+	}), bytes)
 	return taken
 }
 
@@ -343,17 +354,18 @@ func (s *httpStream) dropReplayed(ids []string) (left []string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pending = slices.DeleteFunc(s.pending, func(ev streamEvent) bool {
+	bytes := s.pendBytes
+	s.setPendingLocked(slices.DeleteFunc(s.pending, func(ev streamEvent) bool {
 		if ev.id == "" {
 			return false
 		}
 		if replayed[ev.id] {
-			s.pendBytes -= len(ev.data)
+			bytes -= len(ev.data)
 			return true
 		}
 		left = append(left, ev.id)
 		return false
-	})
+	}), bytes)
 	return left
 }
 
@@ -542,6 +554,7 @@ func (s *httpStream) failed() bool {
 func (s *httpStream) close() {
 	s.mu.Lock()
 	s.closed = true
+	s.countBacklogLocked()
 	s.reportDropsLocked()
 	s.signalLocked()
 	s.mu.Unlock()
@@ -585,7 +598,7 @@ func (s *httpStream) take(ctx context.Context, gen int64) ([]streamEvent, stream
 	}
 	s.writerCtx = ctx
 	evs := s.pending
-	s.pending, s.pendBytes = nil, 0
+	s.setPendingLocked(nil, 0)
 	s.reportDropsLocked()
 	st := streamState{finished: s.finished && !s.standalone, closed: s.closed, closeReq: s.closeReq, retry: s.retry}
 	s.closeReq = false
@@ -634,7 +647,7 @@ func (s *httpStream) detach(gen int64) {
 func (s *httpStream) detachLocked() {
 	s.attached, s.writerCtx = false, nil
 	if !s.standalone {
-		s.pending, s.pendBytes = nil, 0
+		s.setPendingLocked(nil, 0)
 	}
 	s.signalLocked()
 }
@@ -672,7 +685,7 @@ func (s *httpStream) resume(ctx context.Context, index int64) ([]streamEvent, in
 		s.mu.Unlock()
 		return nil, 0, false
 	}
-	s.pending, s.pendBytes = nil, 0 // all of it is in the replay
+	s.setPendingLocked(nil, 0) // all of it is in the replay
 	s.reportDropsLocked()
 	gen, last := s.attachLocked(), s.next
 	s.mu.Unlock()

@@ -82,6 +82,7 @@ func newConfig() *config {
 	c.server.taskLease = DefaultTaskLease
 	c.server.maxTasks = DefaultMaxTasks
 	c.client.maxInputRounds = DefaultMaxInputRounds
+	c.client.maxBarrenPages = DefaultMaxBarrenPages
 	c.client.discoverTimeout = DefaultDiscoverTimeout
 	c.client.taskPoll = DefaultTaskPollInterval
 	c.client.taskPollMin = DefaultMinTaskPollInterval

@@ -710,5 +710,5 @@ func (c *Client) ListTasks(ctx context.Context, cursor string, opts ...CallOptio
 // Tasks iterates over every task the server keeps for this client, page by
 // page (tasks/list, 2025-11-25 only). Client side.
 func (c *Client) Tasks(ctx context.Context, opts ...CallOption) iter.Seq2[Task, error] {
-	return pages(ctx, opts, c.ListTasks, func(r *ListTasksResult) ([]Task, string) { return r.Tasks, r.NextCursor })
+	return pages(ctx, c, opts, c.ListTasks, func(r *ListTasksResult) ([]Task, string) { return r.Tasks, r.NextCursor })
 }

@@ -35,6 +35,9 @@ const (
 	// [WithSessionBacklog].
 	DefaultSessionBacklogBytes    = 256 << 10
 	DefaultSessionBacklogMessages = 256
+	// DefaultSessionBacklogBudget bounds what the standalone GET streams of
+	// all legacy sessions hold together; see [WithSessionBacklogBudget].
+	DefaultSessionBacklogBudget = 64 << 20
 	// DefaultMaxAnswerPosts bounds the answers to the server a client
 	// transport POSTs at once; see [WithMaxAnswerPosts].
 	DefaultMaxAnswerPosts = 4
@@ -105,6 +108,7 @@ type httpConfig struct {
 	// stream backlog (WithSessionBacklog).
 	backlogBytes    int
 	backlogMessages int
+	backlogBudget   int // WithSessionBacklogBudget
 	// hostAllowed is the last Host header a loopback server found allowed
 	// (a loopback name or address, or listed), which is allowed on any
 	// server: a client sends the same Host with every request, which then
@@ -134,6 +138,7 @@ func newHTTPConfig() *httpConfig {
 		header:         make(http.Header),
 	}
 	c.backlogBytes, c.backlogMessages = DefaultSessionBacklogBytes, DefaultSessionBacklogMessages
+	c.backlogBudget = DefaultSessionBacklogBudget
 	return c
 }
 
@@ -267,9 +272,16 @@ func WithAuthorizer(a Authorizer) HTTPHandlerOption {
 
 // WithMaxSessions caps the live legacy sessions (2025-03-26 … 2025-11-25)
 // of a [NewHTTPHandler] (default 10,000; 0 means no cap, a negative n is
-// ignored). An initialize beyond the cap creates nothing and gets 503
-// Service Unavailable with a JSON-RPC error and a Retry-After header; a
-// session frees its place when the client deletes it or it expires (see
+// ignored). At the cap an initialize evicts the idle session used least
+// recently, one with no request in progress and no open stream, those
+// that served nothing after their initialize first, so that a flood of
+// initialize cannot lock out a client that uses its session; the evicted
+// session's client gets 404 on its next request and starts a new one. With
+// a [SessionStore] only this instance's copy is evicted: the record stays,
+// and the session's next request loads it again. When every session is
+// busy, an initialize creates nothing and gets 503 Service Unavailable with
+// a JSON-RPC error and a Retry-After header; a session also frees its
+// place when the client deletes it or it expires (see
 // [WithSessionTimeout]). 2026-07-28 requests keep no session and are not
 // counted, nor are the sessions of [NewSSEHandler], which live only as long
 // as their GET stream. Handler only.
@@ -337,6 +349,21 @@ func WithSessionBacklog(maxBytes, maxMessages int) HTTPHandlerOption {
 		}
 		if maxMessages > 0 {
 			c.backlogMessages = maxMessages
+		}
+	})
+}
+
+// WithSessionBacklogBudget bounds what the backlogs of [WithSessionBacklog]
+// hold together, over all the legacy sessions of a handler (default
+// DefaultSessionBacklogBudget; 0 or less keeps the default): a server-wide
+// message goes to every session that ever opened a GET stream, so the
+// per-session bound alone grows with the sessions. Past the budget the
+// oldest messages of any session are dropped first, and each session's
+// count is logged as WithSessionBacklog's are. Handler only.
+func WithSessionBacklogBudget(maxBytes int) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		if maxBytes > 0 {
+			c.backlogBudget = maxBytes
 		}
 	})
 }
@@ -417,24 +444,11 @@ func WithMaxAnswerPosts(n int) HTTPTransportOption {
 // session expiry and caps on live sessions; an idle session holds no
 // goroutine. See the HTTPOptions for each.
 //
-// A slow client is the http.Server's to cut off; these timeouts suit the
-// handler:
-//
-//	&http.Server{
-//		Handler:           handler,
-//		ReadHeaderTimeout: 10 * time.Second,  // headers that trickle in (slowloris)
-//		ReadTimeout:       time.Minute,       // a whole request, body included
-//		IdleTimeout:       2 * time.Minute,   // keep-alive connections between requests
-//		MaxHeaderBytes:    64 << 10,
-//	}
-//
-// ReadTimeout does not cut SSE answers: the handler lifts the read
-// deadline once a body is read (a GET has none). Leave WriteTimeout 0: it
-// would cut every SSE stream that outlives it, while the handler already
-// bounds each write with [WithWriteTimeout]. A body over the cap is
-// refused with 413 without being read when its length is announced; any
-// other is read as it arrives, so that a client holds only as much memory
-// as it has sent.
+// A slow client is the http.Server's to cut off: serve the handler with
+// [NewHTTPServer], whose timeouts suit it. A body over the cap is refused
+// with 413 without being read when its length is announced; any other is
+// read as it arrives, so that a client holds only as much memory as it has
+// sent.
 func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 	h := &httpHandler{srv: s, cfg: handlerConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
 	if !h.cfg.storeSet {
@@ -447,6 +461,28 @@ func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 		context.AfterFunc(h.cfg.ctx, h.shutdown)
 	}
 	return h
+}
+
+// NewHTTPServer returns an http.Server that serves handler (a
+// [NewHTTPHandler], alone or in a mux) on addr, with timeouts that cut off
+// clients that send too slowly and never an MCP stream. Server side.
+//
+// ReadHeaderTimeout ends a connection whose headers trickle in (slowloris),
+// ReadTimeout one whose body does, and IdleTimeout a kept-alive connection
+// that carries no request; MaxHeaderBytes caps the headers. ReadTimeout does
+// not cut SSE answers or GET streams: the MCP handler lifts the read
+// deadline once a body is read (a GET has none). WriteTimeout stays 0, as it
+// would cut every stream that outlives it; the handler bounds each write
+// itself ([WithWriteTimeout]). The fields may be changed before serving.
+func NewHTTPServer(addr string, handler http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
 }
 
 // NewHTTPTransport returns a client Transport for the Streamable HTTP

@@ -85,7 +85,7 @@ func newServer() *mcp.Server {
 func serveHTTP(ctx context.Context, srv *mcp.Server, addr string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcp.NewHTTPHandler(srv, mcp.WithContext(ctx)))
-	httpServer := newHTTPServer(addr, mux)
+	httpServer := mcp.NewHTTPServer(addr, mux) // timeouts that spare SSE streams
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -104,27 +104,4 @@ func serveHTTP(ctx context.Context, srv *mcp.Server, addr string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
-}
-
-// newHTTPServer is the http.Server of serveHTTP: its timeouts cut off
-// clients that send too slowly, and never an SSE stream. The MCP handler
-// lifts the read deadline once a request's body is read, bounds each of
-// its writes itself (mcp.WithWriteTimeout), caps bodies
-// (mcp.WithMaxBodyBytes), reads a body only as it arrives, and ends idle
-// legacy sessions (mcp.WithSessionTimeout).
-func newHTTPServer(addr string, handler http.Handler) *http.Server {
-	return &http.Server{
-		Addr:    addr,
-		Handler: handler,
-		// Headers that trickle in (slowloris).
-		ReadHeaderTimeout: 10 * time.Second,
-		// A whole request, body included: a body trickling in is cut.
-		ReadTimeout: 30 * time.Second,
-		// Kept-alive connections that carry no request.
-		IdleTimeout: 2 * time.Minute,
-		// The size of the headers.
-		MaxHeaderBytes: 64 << 10,
-		// WriteTimeout stays 0: it would cut every SSE stream that
-		// outlives it, and the handler bounds each write itself.
-	}
 }

@@ -39,7 +39,13 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("serving MCP at %s/mcp", base)
-	log.Fatal(http.Serve(ln, h))
+	log.Fatal(newHTTPServer(h).Serve(ln))
+}
+
+// newHTTPServer serves h with timeouts that cut off clients sending too
+// slowly (slowloris) without cutting MCP's SSE streams.
+func newHTTPServer(h http.Handler) *http.Server {
+	return mcp.NewHTTPServer("", h)
 }
 
 // newHandler serves the MCP endpoint at base/mcp, its metadata, and, if

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
@@ -9,7 +10,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/e6ac58cb/mcp"
 )
 
 // serve runs the protected server with its dev issuer on a loopback port.
@@ -24,7 +30,7 @@ func serve(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h}
+	srv := newHTTPServer(h)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return base
@@ -182,4 +188,82 @@ func TestProtectedServer(t *testing.T) {
 	if status, _ := exchange(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}); status != 400 {
 		t.Fatalf("a spent refresh token: %d", status)
 	}
+}
+
+// pipeListener is a listener whose connections are net.Pipe ends, so that
+// inside a synctest bubble the server's timeouts run on the fake clock.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { close(l.closed); return nil }
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// dial hands the server one end of a new pipe and returns the other.
+func (l *pipeListener) dial() net.Conn {
+	client, server := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+// TestSlowloris: connections that send part of their headers and then
+// nothing are all closed once the read-header timeout has passed, while a
+// client that sends a whole request is still served.
+func TestSlowloris(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const conns = 2000
+		h, err := newHandler("http://127.0.0.1", "", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := newHTTPServer(h)
+		ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+		go srv.Serve(ln)
+		defer srv.Close()
+
+		var closed atomic.Int64
+		for range conns {
+			c := ln.dial()
+			go func() {
+				defer c.Close()
+				io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: app")
+				io.Copy(io.Discard, c) // until the server closes the connection
+				closed.Add(1)
+			}()
+		}
+		start := time.Now()
+		synctest.Wait()
+		if n := closed.Load(); n != 0 {
+			t.Fatalf("%d connections closed at once", n)
+		}
+		tr := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return ln.dial(), nil }}
+		defer tr.CloseIdleConnections()
+		res, err := (&http.Client{Transport: tr}).Get(mcp.ProtectedResourceMetadataURL("http://127.0.0.1/mcp"))
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("a whole request during the flood: %v, %v", res, err)
+		}
+		res.Body.Close()
+		limit := 30 * time.Second
+		for closed.Load() < conns && time.Since(start) < limit {
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		if n := closed.Load(); n != conns {
+			t.Fatalf("%d of %d slowloris connections still open after %v", conns-n, conns, time.Since(start))
+		}
+		if d := time.Since(start); d > srv.ReadHeaderTimeout+time.Second {
+			t.Fatalf("closed after %v, want within the read-header timeout %v", d, srv.ReadHeaderTimeout)
+		}
+		t.Logf("%d slowloris connections closed after %v", conns, time.Since(start))
+	})
 }

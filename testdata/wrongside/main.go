@@ -35,6 +35,7 @@ func main() {
 	mcp.NewServer(info, mcp.WithRootsHandler(nil))                // ERROR
 	mcp.NewServer(info, mcp.WithDiscoverTimeout(time.Second))     // ERROR
 	mcp.NewServer(info, mcp.WithMaxInputRounds(3))                // ERROR
+	mcp.NewServer(info, mcp.WithMaxBarrenPages(3))                // ERROR
 	mcp.NewServer(info, mcp.WithMinTaskPollInterval(time.Second)) // ERROR
 	mcp.NewServer(info, mcp.WithTaskRequests())                   // ERROR
 	mcp.NewServer(info, mcp.WithToolListChangedHandler(noop))     // ERROR
@@ -61,6 +62,7 @@ func main() {
 	mcp.NewHTTPTransport(url, mcp.WithMaxSessionsPerPrincipal(1))          // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithWriteTimeout(time.Second))           // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithSessionBacklog(1, 1))                // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithSessionBacklogBudget(1))             // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithSessionStore(nil))                   // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithSessionSaveRetries(1))               // ERROR
 	mcp.NewSSETransport(url, mcp.WithKeepAlive(time.Second))               // ERROR

@@ -99,14 +99,7 @@ func run(ctx context.Context, addr, redisAddr, prefix, name, stateKey string, ti
 		mcp.WithEventStore(mcpredis.NewEventStore(rdb, opts...)))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
-	hs := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		// No WriteTimeout: it would cut SSE streams; the handler bounds
-		// each write itself.
-	}
+	hs := mcp.NewHTTPServer("", mux) // timeouts that spare SSE streams
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	fmt.Fprintf(os.Stderr, "listening on %s\n", ln.Addr())
