@@ -109,6 +109,9 @@ func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopp
 		return "", nil, false // a preflight carries no credentials to check
 	}
 	if cfg.authorize != nil {
+		if !readBeforeAuthorizing(w, r) {
+			return "", nil, false
+		}
 		var err error
 		if principal, token, err = cfg.authorize(r); err != nil {
 			var refusal *authRefusal
@@ -126,6 +129,26 @@ func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopp
 		return "", nil, false
 	}
 	return principal, token, true
+}
+
+// readBeforeAuthorizing reads a POST body that fits in one chunk before
+// the authorizer runs. net/http notices that a client left only once the
+// body is read, so without this a slow token check (introspection) would
+// go on for a client long gone. A larger body is read after the check, so
+// an unauthorized client cannot make the server hold it. It answers the
+// request itself and reports false when the body cannot be read.
+func readBeforeAuthorizing(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost || r.ContentLength <= 0 || r.ContentLength > bodyChunkSize {
+		return true
+	}
+	body, err := readArriving(r.Body, r.ContentLength, r.ContentLength)
+	if err != nil {
+		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: cannot read the body: "+err.Error())
+		return false
+	}
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
 }
 
 // checkSource refuses requests from web pages that may not call us: a
