@@ -676,7 +676,7 @@ func (s *Server) callAsLegacyTask(ctx context.Context, st *serverTool, call *too
 	}
 	ttl := s.cfg.server.taskTTL
 	if p.Task.TTL != nil && *p.Task.TTL > 0 {
-		if d := time.Duration(*p.Task.TTL) * time.Millisecond; ttl == 0 || d < ttl {
+		if d := peerDuration(*p.Task.TTL, time.Millisecond); ttl == 0 || d < ttl {
 			ttl = d
 		}
 	}

@@ -903,3 +903,22 @@ func TestTaskResultRightAfterTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskTTLHuge: a TTL too large for a Duration, on either revision,
+// gets the server's TTL, not an overflow to a task that never expires.
+func TestTaskTTLHuge(t *testing.T) {
+	for _, ttl := range []string{"9223372036855", "9223372036854775807"} {
+		rig := newTaskRig(WithTaskTTL(time.Hour))
+		p := &legacyPeer{rawPeer: rawServer(t, rig.srv)}
+		p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}`)
+		got := p.call(1, "tools/call", `"name":"rpc_error","arguments":{},"task":{"ttl":`+ttl+`}`)
+		if field(t, got, "result.task.ttl") != float64(3600000) {
+			t.Fatalf("2025-11-25, ttl %s: %s", ttl, got)
+		}
+		call := memoryCaller(t, rig.srv)
+		got = call(2, "tools/call", `"name":"rpc_error","arguments":{},"task":{"ttl":`+ttl+`,"ttlMs":`+ttl+`}`, taskCaps)
+		if field(t, got, "result.ttlMs") != float64(3600000) {
+			t.Fatalf("2026-07-28, ttl %s: %s", ttl, got)
+		}
+	}
+}

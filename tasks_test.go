@@ -54,6 +54,15 @@ func TestTaskWire(t *testing.T) {
 	if _, ok := m["pollIntervalMs"]; ok {
 		t.Fatalf("no poll interval is written: %s", raw)
 	}
+	// A peer's durations too large for a Duration are clamped, not
+	// overflowed into negative ones.
+	for _, modern := range []bool{false, true} {
+		huge := `{"taskId":"a","status":"working","createdAt":"2026-08-01T10:00:00Z","lastUpdatedAt":"2026-08-01T10:00:00Z","ttl":9223372036854775807,"pollInterval":9223372036854775807,"ttlMs":9223372036854775807,"pollIntervalMs":9223372036854775807}`
+		back, err := decodeTask([]byte(huge), modern)
+		if err != nil || back.TTL < 290*365*24*time.Hour || back.PollInterval < 290*365*24*time.Hour {
+			t.Fatalf("modern %v: huge durations read as %v and %v (%v)", modern, back.TTL, back.PollInterval, err)
+		}
+	}
 	for _, bad := range []string{`{}`, `{"taskId":"a","status":"working","createdAt":"2026-08-01T10:00:00Z"}`, `{"taskId":"a","status":"working","createdAt":"yesterday","lastUpdatedAt":"2026-08-01T10:00:00Z"}`, `[]`} {
 		if _, err := decodeTask([]byte(bad), true); err == nil {
 			t.Errorf("decodeTask(%s) took it", bad)
