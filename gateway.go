@@ -767,10 +767,8 @@ func (s *Server) finishRound(r *inputRound, caps capabilitySet, result any, err 
 	}
 	var own *InputRequiredError
 	if len(asks) == 0 && errors.As(err, &own) {
-		for _, ask := range own.Requests {
-			if missing := missingCapabilities(caps, ask.Method, ask.Params); missing != nil {
-				return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
-			}
+		if err := checkAsks(caps, own.Requests); err != nil {
+			return nil, err
 		}
 		asks = own.Requests
 		if own.State != nil {
@@ -841,8 +839,26 @@ func (r *RequestInfo) SetState(v any) error {
 }
 
 // maxShimRounds bounds how often the older revisions re-run a handler that
-// keeps returning InputRequiredError.
+// keeps returning InputRequiredError, and how often a task's handler runs
+// again after asking, on every revision.
 const maxShimRounds = 8
+
+// errKeptAsking is the error of a handler that still asks for input after
+// maxShimRounds rounds.
+func errKeptAsking() *Error {
+	return &Error{Code: CodeInternalError, Message: "Internal error: the handler kept asking for input"}
+}
+
+// checkAsks returns the -32021 error of the first ask the client did not
+// declare the capability for, or nil.
+func checkAsks(caps capabilitySet, asks map[string]InputRequest) *Error {
+	for _, ask := range asks {
+		if missing := missingCapabilities(caps, ask.Method, ask.Params); missing != nil {
+			return NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
+		}
+	}
+	return nil
+}
 
 // runLegacyShim serves, on the older revisions, a handler that returns
 // InputRequiredError: each ask goes out as a live request, the answers are
@@ -873,12 +889,10 @@ func (ss *serverSession) shimRounds(ctx context.Context, req *inboundRequest, in
 			return result, err
 		}
 		if round == maxShimRounds {
-			return nil, &Error{Code: CodeInternalError, Message: "Internal error: the handler kept asking for input"}
+			return nil, errKeptAsking()
 		}
-		for _, ask := range own.Requests {
-			if missing := missingCapabilities(info.caps, ask.Method, ask.Params); missing != nil {
-				return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
-			}
+		if err := checkAsks(info.caps, own.Requests); err != nil {
+			return nil, err
 		}
 		next := newInputRound(info.Principal(), req.method, req.params)
 		for key, ask := range own.Requests {

@@ -361,7 +361,7 @@ func (s *Server) runTask(ctx context.Context, t *serverTask, h ToolHandler, p *C
 		defer s.fan.release(t.feed)
 	}
 	var payload json.RawMessage
-	for {
+	for round := 0; ; round++ {
 		info := *base
 		info.gateway = nil
 		t.mu.Lock()
@@ -392,9 +392,23 @@ func (s *Server) runTask(ctx context.Context, t *serverTask, h ToolHandler, p *C
 			t.complete(out, oerr)
 			return
 		}
+		// As on a plain call: a bounded number of rounds, and no ask the
+		// client did not declare it can answer.
+		if round == maxShimRounds {
+			t.complete(nil, errKeptAsking())
+			return
+		}
+		if err := checkAsks(base.caps, asks); err != nil {
+			t.complete(nil, err)
+			return
+		}
 		if !base.modern {
-			if !t.askLive(ctx, asks) {
-				t.finish(TaskCancelled, nil, nil)
+			if err := t.askLive(ctx, asks); err != nil {
+				if ctx.Err() != nil {
+					t.finish(TaskCancelled, nil, nil)
+				} else {
+					t.complete(nil, err)
+				}
 				return
 			}
 			continue
@@ -690,24 +704,27 @@ func (s *Server) callAsLegacyTask(ctx context.Context, st *serverTool, call *too
 
 // askLive sends a 2025-11-25 task's asks (of an InputRequiredError) to the
 // client as live requests, the task input_required meanwhile, and files the
-// answers; an ask the client refuses is left unanswered. False when the
-// task's context ended first.
-func (t *serverTask) askLive(ctx context.Context, asks map[string]InputRequest) bool {
+// answers. An ask the client refuses, or that cannot reach it, ends the
+// asking with that error, which ends the task: asking again would be
+// refused again.
+func (t *serverTask) askLive(ctx context.Context, asks map[string]InputRequest) error {
 	t.setAsking(true)
 	defer t.setAsking(false)
 	for key, ask := range asks {
 		params := withMeta(ask.Params, relatedTask(t.task.ID))
 		answer, err := t.conn.call(ctx, ask.Method, params, &callOptions{})
-		if ctx.Err() != nil {
-			return false
+		if err != nil {
+			var rpcErr *Error
+			if errors.As(err, &rpcErr) {
+				return &Error{Code: rpcErr.Code, Message: fmt.Sprintf("the client answered %s with an error: %s", ask.Method, rpcErr.Message), Data: rpcErr.Data}
+			}
+			return fmt.Errorf("asking the client (%s): %w", ask.Method, err)
 		}
-		if err == nil {
-			t.mu.Lock()
-			putEntry(&t.answers, key, answer)
-			t.mu.Unlock()
-		}
+		t.mu.Lock()
+		putEntry(&t.answers, key, answer)
+		t.mu.Unlock()
 	}
-	return true
+	return nil
 }
 
 // setAsking moves a 2025-11-25 task to input_required while it waits on a

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -921,4 +922,122 @@ func TestTaskTTLHuge(t *testing.T) {
 			t.Fatalf("2026-07-28, ttl %s: %s", ttl, got)
 		}
 	}
+}
+
+// askingServer has a task tool that asks the client, with an
+// InputRequiredError, for a new answer every time it runs, and counts its
+// runs.
+func askingServer(runs *atomic.Int64) *Server {
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"})
+	srv.AddTool(Tool{Name: "asker", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		n := runs.Add(1)
+		return nil, &InputRequiredError{Requests: map[string]InputRequest{
+			fmt.Sprint("q", n): {Method: "elicitation/create", Params: json.RawMessage(`{"message":"again?","requestedSchema":{"type":"object","properties":{}}}`)},
+		}}
+	})
+	return srv
+}
+
+// TestTaskAsksBounded: a task whose handler keeps asking runs it at most
+// as many rounds as a plain call; an ask the client refuses fails the task
+// with that error and the handler does not run again; an ask the client
+// did not declare the capability for fails the task with -32021 and is
+// not sent. Both revisions.
+func TestTaskAsksBounded(t *testing.T) {
+	legacy := func(t *testing.T, caps string) (*legacyPeer, *atomic.Int64, string) {
+		var runs atomic.Int64
+		p := &legacyPeer{rawPeer: rawServer(t, askingServer(&runs))}
+		p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"raw","version":"0"}`)
+		p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		got := p.call(1, "tools/call", `"name":"asker","arguments":{},"task":{}`)
+		id, _ := field(t, got, "result.task.taskId").(string)
+		if id == "" {
+			t.Fatalf("tools/call: %s", got)
+		}
+		return p, &runs, id
+	}
+	// answerAll answers every ask (or refuses it) until the task's result.
+	answerAll := func(t *testing.T, p *legacyPeer, id string, answer string) (string, int) {
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
+		asked := 0
+		for {
+			got := p.next()
+			if field(t, got, "id") == float64(2) && field(t, got, "method") == nil {
+				return got, asked
+			}
+			if field(t, got, "method") == "elicitation/create" {
+				if asked++; asked > 4*maxShimRounds {
+					t.Fatalf("asked %d times and still asking", asked)
+				}
+				p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,%s}`, toJSON(field(t, got, "id")), answer))
+			}
+		}
+	}
+
+	t.Run("2025-11-25 answered", func(t *testing.T) {
+		p, runs, id := legacy(t, `{"elicitation":{}}`)
+		got, asked := answerAll(t, p, id, `"result":{"action":"accept","content":{}}`)
+		if field(t, got, "error.code") != float64(CodeInternalError) || !strings.Contains(got, "kept asking") {
+			t.Fatalf("tasks/result: %s", got)
+		}
+		if n := runs.Load(); n != maxShimRounds+1 || asked != maxShimRounds {
+			t.Fatalf("the handler ran %d times and asked %d, want %d and %d", n, asked, maxShimRounds+1, maxShimRounds)
+		}
+	})
+	t.Run("2025-11-25 refused", func(t *testing.T) {
+		p, runs, id := legacy(t, `{"elicitation":{}}`)
+		got, asked := answerAll(t, p, id, `"error":{"code":-1,"message":"user said no"}`)
+		if field(t, got, "error.code") != float64(-1) || !strings.Contains(got, "user said no") {
+			t.Fatalf("tasks/result: %s", got)
+		}
+		if n := runs.Load(); n != 1 || asked != 1 {
+			t.Fatalf("the handler ran %d times and asked %d, want 1 and 1", n, asked)
+		}
+	})
+	t.Run("2025-11-25 undeclared", func(t *testing.T) {
+		p, runs, id := legacy(t, `{}`)
+		got, asked := answerAll(t, p, id, `"result":{"action":"decline"}`)
+		if field(t, got, "error.code") != float64(CodeMissingRequiredClientCapability) {
+			t.Fatalf("tasks/result: %s", got)
+		}
+		if n := runs.Load(); n != 1 || asked != 0 {
+			t.Fatalf("the handler ran %d times and asked %d, want 1 and 0", n, asked)
+		}
+	})
+	t.Run("2026-07-28 answered", func(t *testing.T) {
+		var runs atomic.Int64
+		srv := askingServer(&runs)
+		call := memoryCaller(t, srv)
+		id := startTask(t, call, 1, "asker")
+		for i := 0; ; i++ {
+			waitTask(t, srv, id, "", func(r *TaskRecord) bool { return r.Status != TaskWorking })
+			got := call(2, "tasks/get", `"taskId":"`+id+`"`, taskCaps)
+			if field(t, got, "result.status") != "input_required" {
+				if field(t, got, "result.status") != "failed" || !strings.Contains(got, "kept asking") {
+					t.Fatalf("tasks/get: %s", got)
+				}
+				break
+			}
+			if i > 2*maxShimRounds {
+				t.Fatalf("still asking after %d answers", i)
+			}
+			key := fmt.Sprint("q", runs.Load())
+			call(3, "tasks/update", `"taskId":"`+id+`","inputResponses":{"`+key+`":{"action":"accept","content":{}}}`, taskCaps)
+		}
+		if n := runs.Load(); n != maxShimRounds+1 {
+			t.Fatalf("the handler ran %d times, want %d", n, maxShimRounds+1)
+		}
+	})
+	t.Run("2026-07-28 undeclared", func(t *testing.T) {
+		var runs atomic.Int64
+		srv := askingServer(&runs)
+		call := memoryCaller(t, srv)
+		got := call(1, "tools/call", `"name":"asker","arguments":{}`, `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
+		id := field(t, got, "result.taskId").(string)
+		waitTask(t, srv, id, "", isTerminal)
+		got = call(2, "tasks/get", `"taskId":"`+id+`"`, taskCaps)
+		if field(t, got, "result.status") != "failed" || field(t, got, "result.error.code") != float64(CodeMissingRequiredClientCapability) || runs.Load() != 1 {
+			t.Fatalf("tasks/get after %d runs: %s", runs.Load(), got)
+		}
+	})
 }
