@@ -195,6 +195,38 @@ func (tt *taskTable) len() int {
 	return len(tt.tasks)
 }
 
+// anonymousOwner prefixes the owner of an anonymous session's tasks; no
+// principal an authorizer names starts with a NUL byte.
+const anonymousOwner = "\x00anonymous "
+
+// taskOwner is who owns the tasks the request creates, and whose tasks it
+// may see, read and cancel: its principal. Without one, on the older
+// revisions, its session owns them (the HTTP session, shared by the
+// instances of a SessionStore, or else the connection), so that anonymous
+// clients do not share tasks. An anonymous 2026-07-28 request has no
+// session: its tasks belong to every anonymous requester that holds their
+// id, which is unguessable and told only to the task's creator.
+func (r *RequestInfo) taskOwner() string {
+	if p := r.Principal(); p != "" || r.modern || r.session == nil {
+		return p
+	}
+	return r.session.anonymousOwner()
+}
+
+// anonymousOwner is the owner of the session's anonymous tasks.
+func (ss *serverSession) anonymousOwner() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.anonOwner == "" {
+		if ss.sessionID != "" {
+			ss.anonOwner = anonymousOwner + "session " + ss.sessionID
+		} else {
+			ss.anonOwner = anonymousOwner + "connection " + newTaskID()
+		}
+	}
+	return ss.anonOwner
+}
+
 // taskStore returns the server's TaskStore.
 func (s *Server) taskStore() TaskStore { return s.store }
 
@@ -278,7 +310,7 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 	taskCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t := &serverTask{
 		srv:    s,
-		owner:  info.Principal(),
+		owner:  info.taskOwner(),
 		cancel: cancel,
 		task: Task{ID: id, Status: TaskWorking, CreatedAt: now, LastUpdatedAt: now,
 			TTL: ttl, PollInterval: s.cfg.server.taskPollInterval},
@@ -601,7 +633,7 @@ func (s *Server) serveModernTasks(ctx context.Context, req *inboundRequest, info
 	if p.TaskID == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + req.method + " needs params {\"taskId\": string}"}
 	}
-	owner := info.Principal()
+	owner := info.taskOwner()
 	rec, err := s.readTask(ctx, owner, p.TaskID)
 	if err != nil {
 		return nil, storeError(p.TaskID, err)
@@ -753,7 +785,7 @@ func appendLegacyTask(b []byte, rec *TaskRecord) []byte {
 // tasks/cancel, each on the caller's own tasks.
 func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
 	s := ss.srv
-	owner := info.Principal()
+	owner := info.taskOwner()
 	if req.method == "tasks/list" {
 		var p listParams
 		if err := decodeParams(req.params, &p); err != nil {

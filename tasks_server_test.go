@@ -150,6 +150,9 @@ func urlCaller(t *testing.T, url, principal string) modernCaller {
 // without polling: each change of a running task wakes it.
 func waitTask(t *testing.T, srv *Server, id, principal string, ok func(*TaskRecord) bool) {
 	t.Helper()
+	if principal == "" {
+		principal = taskOwnerOf(srv, id) // an anonymous session's own
+	}
 	timeout := time.After(10 * time.Second)
 	for {
 		var changed chan struct{}
@@ -172,6 +175,39 @@ func waitTask(t *testing.T, srv *Server, id, principal string, ok func(*TaskReco
 			t.Fatalf("task %s: %+v never got there", id, rec)
 		}
 	}
+}
+
+// asPrincipal makes every session of a server act for principal from its
+// initialize on, as an authorizer would over HTTP: sessions of one
+// principal share its tasks.
+func asPrincipal(principal string) Option {
+	return WithInboundMiddleware(func(next MethodHandler) MethodHandler {
+		return func(ctx context.Context, req *Request) (json.RawMessage, error) {
+			if req.Method == "initialize" && req.Info != nil {
+				req.Info.session.principal = principal
+			}
+			return next(ctx, req)
+		}
+	})
+}
+
+// taskOwnerOf returns the owner of task id, running or in srv's memory
+// store; "" when there is none.
+func taskOwnerOf(srv *Server, id string) string {
+	srv.tasks.mu.Lock()
+	t := srv.tasks.tasks[id]
+	srv.tasks.mu.Unlock()
+	if t != nil {
+		return t.owner
+	}
+	if m, ok := srv.store.(*MemoryTaskStore); ok {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if st := m.tasks[id]; st != nil {
+			return st.rec.Owner
+		}
+	}
+	return ""
 }
 
 func hasStatus(s TaskStatus) func(*TaskRecord) bool {
@@ -551,7 +587,7 @@ func TestTasksLegacy(t *testing.T) {
 		if !strings.Contains(ask, `"`+metaRelatedTask+`":{"taskId":"`+id+`"}`) {
 			t.Fatalf("an ask without its task: %s", ask)
 		}
-		rec, _ := rig.srv.store.Get(context.Background(), "", id)
+		rec, _ := rig.srv.store.Get(context.Background(), taskOwnerOf(rig.srv, id), id)
 		if rec.Status != TaskInputRequired {
 			t.Fatalf("status while asking: %s", rec.Status)
 		}
@@ -1052,4 +1088,76 @@ func TestTaskAsksBounded(t *testing.T) {
 			t.Fatalf("tasks/get after %d runs: %s", runs.Load(), got)
 		}
 	})
+}
+
+// TestAnonymousTasksPerSession: without a principal, a 2025-11-25 task
+// belongs to the session that made it: another anonymous session, over
+// the same connection kind or HTTP, cannot list, read, wait on or cancel
+// it, while its own session can. A 2026-07-28 anonymous task is read by
+// its id alone, which only its creator was told; it is not a legacy
+// session's, nor is a legacy session's task its.
+func TestAnonymousTasksPerSession(t *testing.T) {
+	rig := newTaskRig()
+	defer close(rig.release)
+	legacy := func() *legacyPeer {
+		p := &legacyPeer{rawPeer: rawServer(t, rig.srv)}
+		p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}`)
+		p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		return p
+	}
+	a, b := legacy(), legacy()
+	id := field(t, a.call(1, "tools/call", `"name":"work","arguments":{},"task":{}`), "result.task.taskId").(string)
+	if ids := listedIDs(t, b.call(2, "tasks/list", ``)); len(ids) != 0 {
+		t.Fatalf("another session lists %v", ids)
+	}
+	for i, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		if got := b.call(3+i, method, `"taskId":"`+id+`"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+			t.Fatalf("%s from another session: %s", method, got)
+		}
+	}
+	if ids := listedIDs(t, a.call(6, "tasks/list", ``)); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("its own session lists %v", ids)
+	}
+	if got := a.call(7, "tasks/get", `"taskId":"`+id+`"`); field(t, got, "result.status") != "working" {
+		t.Fatalf("tasks/get from its own session: %s", got)
+	}
+
+	// 2026-07-28: the id reads it on any connection, but not a legacy
+	// session's task, and a legacy session does not read it.
+	modernA, modernB := memoryCaller(t, rig.srv), memoryCaller(t, rig.srv)
+	mid := startTask(t, modernA, 10, "work")
+	if got := modernB(11, "tasks/get", `"taskId":"`+mid+`"`, taskCaps); field(t, got, "result.status") != "working" {
+		t.Fatalf("a 2026-07-28 task read by its id: %s", got)
+	}
+	if got := modernB(12, "tasks/get", `"taskId":"`+id+`"`, taskCaps); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("a legacy session's task read on 2026-07-28: %s", got)
+	}
+	if got := b.call(13, "tasks/get", `"taskId":"`+mid+`"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("a 2026-07-28 task read by a legacy session: %s", got)
+	}
+	if got := modernB(14, "tasks/list", ``, taskCaps); field(t, got, "error.code") != float64(CodeMethodNotFound) {
+		t.Fatalf("tasks/list on 2026-07-28: %s", got)
+	}
+
+	// Over HTTP, each anonymous session is its own.
+	ts := serveHTTP(t, rig.srv)
+	ctx := context.Background()
+	httpA := dial(t, ts.URL, WithProtocolVersion(Version20251125))
+	httpB := dial(t, ts.URL, WithProtocolVersion(Version20251125))
+	tt, err := httpA.StartTool(ctx, "work", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := httpB.ListTasks(ctx, ""); err != nil || len(got.Tasks) != 0 {
+		t.Fatalf("another HTTP session lists %+v, %v", got, err)
+	}
+	if _, err := httpB.OpenTask(tt.Task().ID).Get(ctx); err == nil {
+		t.Fatal("another HTTP session reads the task")
+	}
+	if err := httpB.OpenTask(tt.Task().ID).Cancel(ctx); err == nil {
+		t.Fatal("another HTTP session cancels the task")
+	}
+	if got, err := httpA.OpenTask(tt.Task().ID).Get(ctx); err != nil || got.Status != TaskWorking {
+		t.Fatalf("its own HTTP session: %+v, %v", got, err)
+	}
 }

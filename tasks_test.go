@@ -124,7 +124,8 @@ func taskPairServer(ended chan<- struct{}) *Server {
 // call asks; a task that fails with a protocol error gives *Error, one
 // with a tool error its result; the ToolTask handle sees the task end; a
 // task cancelled mid-run ends its handler's context; a task started
-// before the client went away is read on a new connection.
+// before the client went away is read on a new connection on 2026-07-28,
+// and is not on 2025-11-25, where an anonymous task is its session's.
 func TestTasksClientAgainstServer(t *testing.T) {
 	for _, version := range []string{Version20251125, Version20260728} {
 		for _, carrier := range []string{"memory", "child", "http"} {
@@ -216,7 +217,9 @@ func TestTasksClientAgainstServer(t *testing.T) {
 					<-ended
 				}
 
-				// The client goes away; another connection reads the task.
+				// The client goes away; on 2026-07-28 another connection
+				// reads the task by its id. On 2025-11-25 an anonymous
+				// task belongs to its session: a new one cannot read it.
 				if carrier == "child" {
 					return // the server goes with its process
 				}
@@ -224,7 +227,12 @@ func TestTasksClientAgainstServer(t *testing.T) {
 					t.Fatal(err)
 				}
 				cl.Close()
-				if res, err = connect().OpenTask(task.Task().ID).Wait(ctx); err != nil || res.Content[0].Text != "read later" {
+				res, err = connect().OpenTask(task.Task().ID).Wait(ctx)
+				if version == Version20251125 {
+					if !errors.As(err, &rpcErr) || rpcErr.Code != CodeInvalidParams {
+						t.Fatalf("another session's task read on a new connection: %v, %v", res, err)
+					}
+				} else if err != nil || res.Content[0].Text != "read later" {
 					t.Fatalf("a task read on a new connection: %v, %v", res, err)
 				}
 			})
