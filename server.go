@@ -35,6 +35,7 @@ type serverConfig struct {
 	taskStore        TaskStore
 	taskLease        time.Duration
 	maxTasks         int
+	maxTasksPerOwner int // WithMaxTasksPerPrincipal
 	broadcaster      Broadcaster
 }
 

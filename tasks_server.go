@@ -153,22 +153,29 @@ func (t *serverTask) changedLocked() {
 
 // taskTable holds the tasks running in a server by id.
 type taskTable struct {
-	mu    sync.Mutex
-	tasks map[string]*serverTask
+	mu      sync.Mutex
+	tasks   map[string]*serverTask
+	byOwner map[string]int // how many tasks each owner runs
 }
 
-// reserve adds t unless max tasks already run.
-func (tt *taskTable) reserve(t *serverTask, max int) bool {
+// reserve adds t unless max tasks already run, or perOwner of t's owner:
+// the error to answer then.
+func (tt *taskTable) reserve(t *serverTask, max, perOwner int) *Error {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	if len(tt.tasks) >= max {
-		return false
+		return &Error{Code: CodeOverloaded, Message: fmt.Sprintf("Server overloaded: %d tasks are running, as many as the server runs at once; try again later", max)}
+	}
+	if tt.byOwner[t.owner] >= perOwner {
+		return &Error{Code: CodeOverloaded, Message: fmt.Sprintf("Server overloaded: %d of your tasks are running, as many as the server runs at once for one requester; try again when one ends", perOwner)}
 	}
 	if tt.tasks == nil {
 		tt.tasks = make(map[string]*serverTask)
+		tt.byOwner = make(map[string]int)
 	}
 	tt.tasks[t.task.ID] = t
-	return true
+	tt.byOwner[t.owner]++
+	return nil
 }
 
 // find returns the running task id if principal owns it.
@@ -185,7 +192,14 @@ func (tt *taskTable) find(id, principal string) *serverTask {
 func (tt *taskTable) remove(id string) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
+	t := tt.tasks[id]
+	if t == nil {
+		return
+	}
 	delete(tt.tasks, id)
+	if tt.byOwner[t.owner]--; tt.byOwner[t.owner] <= 0 {
+		delete(tt.byOwner, t.owner)
+	}
 }
 
 // len is how many tasks are running.
@@ -319,9 +333,9 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		changed: make(chan struct{}),
 	}
 	created := t.task
-	if max := s.cfg.server.maxTasks; !s.tasks.reserve(t, max) {
+	if err := s.tasks.reserve(t, s.cfg.server.maxTasks, s.cfg.server.maxTasksPerOwner); err != nil {
 		cancel()
-		return Task{}, &Error{Code: CodeOverloaded, Message: fmt.Sprintf("Server overloaded: %d tasks are running, as many as the server runs at once; try again later", max)}
+		return Task{}, err
 	}
 	if s.fan != nil {
 		// Subscribed before anyone knows the id, so that a tasks/cancel
@@ -347,6 +361,9 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		cancel()
 		if errors.Is(err, ErrTaskStoreFull) {
 			return Task{}, &Error{Code: CodeOverloaded, Message: "Server overloaded: the task store is full; try again later"}
+		}
+		if errors.Is(err, ErrTaskQuotaExceeded) {
+			return Task{}, &Error{Code: CodeOverloaded, Message: "Server overloaded: you hold as many tasks as the task store keeps for one requester; try again when one expires"}
 		}
 		return Task{}, storeError(id, err)
 	}

@@ -918,7 +918,9 @@ func TestTasksChildProcess(t *testing.T) {
 // interleave (it once said the task ran in another process when the task
 // left the running set between the request's two looks).
 func TestTaskResultRightAfterTheEnd(t *testing.T) {
-	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTaskStore(NewMemoryTaskStore(1<<20, 1<<40)))
+	store := NewMemoryTaskStore(1<<20, 1<<40)
+	store.SetMaxTasksPerOwner(1 << 20)
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTaskStore(store))
 	srv.AddTool(Tool{Name: "echo", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent("hello")}}, nil
 	})
@@ -1160,4 +1162,58 @@ func TestAnonymousTasksPerSession(t *testing.T) {
 	if got, err := httpA.OpenTask(tt.Task().ID).Get(ctx); err != nil || got.Status != TaskWorking {
 		t.Fatalf("its own HTTP session: %+v, %v", got, err)
 	}
+}
+
+// TestTaskQuotas: one principal at its quota of running tasks, or of
+// stored ones, is refused with -32000 while another principal still
+// starts tasks; anonymous 2025-11-25 sessions each have a quota of their
+// own.
+func TestTaskQuotas(t *testing.T) {
+	t.Run("running", func(t *testing.T) {
+		rig := newTaskRig(WithMaxTasksPerPrincipal(2))
+		defer close(rig.release)
+		alice, bob := httpCaller(t, rig.srv, "alice"), httpCaller(t, rig.srv, "bob")
+		startTask(t, alice, 1, "work")
+		startTask(t, alice, 2, "work")
+		got := alice(3, "tools/call", `"name":"work","arguments":{}`, taskCaps)
+		if field(t, got, "error.code") != float64(CodeOverloaded) || !strings.Contains(got, "2 of your tasks are running") {
+			t.Fatalf("alice's third task: %s", got)
+		}
+		startTask(t, bob, 4, "work")
+		startTask(t, bob, 5, "work")
+
+		legacy := func() *legacyPeer {
+			p := &legacyPeer{rawPeer: rawServer(t, rig.srv)}
+			p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}`)
+			p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			return p
+		}
+		a, b := legacy(), legacy()
+		for i := range 2 {
+			if got := a.call(10+i, "tools/call", `"name":"work","arguments":{},"task":{}`); field(t, got, "result.task.taskId") == nil {
+				t.Fatalf("session a's task %d: %s", i, got)
+			}
+		}
+		if got := a.call(12, "tools/call", `"name":"work","arguments":{},"task":{}`); field(t, got, "error.code") != float64(CodeOverloaded) {
+			t.Fatalf("session a's third task: %s", got)
+		}
+		if got := b.call(13, "tools/call", `"name":"work","arguments":{},"task":{}`); field(t, got, "result.task.taskId") == nil {
+			t.Fatalf("session b's task: %s", got)
+		}
+	})
+	t.Run("stored", func(t *testing.T) {
+		store := NewMemoryTaskStore(0, 0)
+		store.SetMaxTasksPerOwner(3)
+		rig := newTaskRig(WithTaskStore(store))
+		alice, bob := httpCaller(t, rig.srv, "alice"), httpCaller(t, rig.srv, "bob")
+		for i := range 3 {
+			id := startTask(t, alice, i, "rpc_error")
+			waitTask(t, rig.srv, id, "alice", isTerminal)
+		}
+		got := alice(3, "tools/call", `"name":"rpc_error","arguments":{}`, taskCaps)
+		if field(t, got, "error.code") != float64(CodeOverloaded) || !strings.Contains(got, "as many tasks as the task store keeps for one requester") {
+			t.Fatalf("alice's fourth stored task: %s", got)
+		}
+		startTask(t, bob, 4, "rpc_error")
+	})
 }

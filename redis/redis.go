@@ -50,6 +50,10 @@ const (
 	// outcomes a TaskStore holds, as the library's memory store does.
 	// Server side.
 	DefaultMaxTaskStoreBytes = mcp.DefaultMaxTaskStoreBytes
+	// DefaultMaxStoredTasksPerOwner is how many tasks of one owner (a
+	// principal, or an anonymous session) a TaskStore holds, as the
+	// library's memory store does. Server side.
+	DefaultMaxStoredTasksPerOwner = mcp.DefaultMaxStoredTasksPerOwner
 	// DefaultQueueLength is how many messages wait for one slow
 	// subscriber before more are dropped. Server side.
 	DefaultQueueLength = 1024
@@ -73,6 +77,7 @@ type config struct {
 	// maxTasks and maxStoreBytes bound a TaskStore as a whole.
 	maxTasks      int
 	maxStoreBytes int
+	maxPerOwner   int
 	queueLength   int
 	pingInterval  time.Duration
 }
@@ -87,6 +92,7 @@ func newConfig(opts []Option) *config {
 		maxTaskBytes:  DefaultMaxTaskBytes,
 		maxTasks:      DefaultMaxStoredTasks,
 		maxStoreBytes: DefaultMaxTaskStoreBytes,
+		maxPerOwner:   DefaultMaxStoredTasksPerOwner,
 		queueLength:   DefaultQueueLength,
 		pingInterval:  DefaultPingInterval,
 	}
@@ -159,6 +165,20 @@ func WithMaxStoredTasks(n int) Option {
 	return func(c *config) {
 		if n > 0 {
 			c.maxTasks = n
+		}
+	}
+}
+
+// WithMaxStoredTasksPerOwner bounds how many tasks of one owner a
+// TaskStore holds, across every instance that shares it, ended ones kept
+// for their TTL included, so that one owner cannot fill the store for the
+// others; past it Create returns mcp.ErrTaskQuotaExceeded, which the
+// server answers as overloaded. Zero or less takes the default,
+// [DefaultMaxStoredTasksPerOwner]. Server side; TaskStore.
+func WithMaxStoredTasksPerOwner(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxPerOwner = n
 		}
 	}
 }

@@ -17,7 +17,8 @@ import (
 // when it ends, which DeleteExpired (and every Create) sweeps to clean the
 // owner sets once Redis expired the tasks themselves; and a hash of every
 // task's size with their total, which bound the store as a whole
-// ([WithMaxStoredTasks], [WithMaxTaskStoreBytes]). Create, UpdateStatus
+// ([WithMaxStoredTasks], [WithMaxTaskStoreBytes]); the owner sets bound
+// how many tasks one owner holds ([WithMaxStoredTasksPerOwner]). Create, UpdateStatus
 // and PutResult are scripts, so the bounds hold whatever other instances
 // do at the same time, and a task that ended keeps its outcome. Server
 // side.
@@ -129,12 +130,16 @@ const createSweep = 1000
 // inputs, result, error, ended, when the TTL ends in milliseconds and
 // microseconds (0: never), task id, expiry member, when the lease ends in
 // microseconds ("": no lease), now in microseconds, the key prefix, the
-// task bound, the byte bound. It returns the task's creation number, or
-// -1 when the store is full.
+// task bound, the byte bound, the bound of one owner's tasks. It returns
+// the task's creation number, -1 when the store is full, or -2 when the
+// owner holds as many tasks as one may.
 var createScript = redis.NewScript(sweepLua + resizeLua + `
 sweep(KEYS[4], ARGV[16], KEYS[5], KEYS[6], ARGV[15], ` + strconv.Itoa(createSweep) + `)
 if redis.call('HEXISTS', KEYS[5], ARGV[12]) == 0 and redis.call('HLEN', KEYS[5]) >= tonumber(ARGV[17]) then
   return -1
+end
+if not redis.call('ZSCORE', KEYS[2], ARGV[12]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[19]) then
+  return -2
 end
 local size = ` + strconv.Itoa(taskOverhead) + ` + #ARGV[1] + #ARGV[2] + #ARGV[4] + #ARGV[6] + #ARGV[7] + #ARGV[8]
 if not resize(KEYS[5], KEYS[6], ARGV[12], size, tonumber(ARGV[18])) then return -1 end
@@ -153,7 +158,8 @@ return seq
 // Create implements mcp.TaskStore; mcp.ErrTaskStoreFull when the record
 // is larger than [WithMaxTaskBytes] allows, or the store already holds as
 // many tasks or bytes as [WithMaxStoredTasks] and [WithMaxTaskStoreBytes]
-// allow.
+// allow; mcp.ErrTaskQuotaExceeded when the record's owner holds as many
+// tasks as [WithMaxStoredTasksPerOwner] allows.
 func (s *TaskStore) Create(ctx context.Context, rec *mcp.TaskRecord) error {
 	key := s.taskKey(rec.ID)
 	fixed, err := encodeJSON(&taskFixed{ID: rec.ID, CreatedAt: rec.CreatedAt, TTL: rec.TTL, PollInterval: rec.PollInterval})
@@ -181,8 +187,11 @@ func (s *TaskStore) Create(ctx context.Context, rec *mcp.TaskRecord) error {
 	seq, err := createScript.Run(ctx, s.rdb, []string{key, s.ownerKey(rec.Owner), s.seqKey(), s.expiryKey(), s.sizesKey(), s.bytesKey()},
 		rec.Owner, fixed, string(rec.Status), rec.StatusMessage, rec.LastUpdatedAt.Format(time.RFC3339Nano),
 		inputs, string(rec.Result), errJSON, flag(rec.Status.Terminal()), atMs, atUs, rec.ID, expiryMember(rec.Owner, rec.ID),
-		encodeLease(rec.LeaseExpires), time.Now().UnixMicro(), s.cfg.prefix, s.cfg.maxTasks, s.cfg.maxStoreBytes).Int64()
-	if err == nil && seq < 0 {
+		encodeLease(rec.LeaseExpires), time.Now().UnixMicro(), s.cfg.prefix, s.cfg.maxTasks, s.cfg.maxStoreBytes, s.cfg.maxPerOwner).Int64()
+	switch {
+	case err == nil && seq == -2:
+		return mcp.ErrTaskQuotaExceeded
+	case err == nil && seq < 0:
 		return mcp.ErrTaskStoreFull
 	}
 	return fail("TaskStore.Create", key, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,5 +109,64 @@ func TestTaskStoreByteBound(t *testing.T) {
 	}
 	if err := s.Create(ctx, newRecord("c", "alice", time.Hour)); err != nil {
 		t.Fatalf("after the sweep: %v", err)
+	}
+}
+
+// TestTaskStorePerOwner: on both stores, at its bound an owner's next task
+// is refused with mcp.ErrTaskQuotaExceeded while another owner still
+// creates tasks, and the owner's expired tasks make room again. On Redis
+// the bound holds across instances: two stores on one Redis, each taking
+// half of 200 concurrent creates of one owner, keep exactly the bound.
+func TestTaskStorePerOwner(t *testing.T) {
+	r := startRedis(t)
+	memory := mcp.NewMemoryTaskStore(0, 0)
+	memory.SetMaxTasksPerOwner(3)
+	for name, s := range map[string]mcp.TaskStore{"memory": memory, "redis": NewTaskStore(r.client(), WithKeyPrefix("owner:"), WithMaxStoredTasksPerOwner(3))} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			for i := range 3 {
+				if err := s.Create(ctx, newRecord(fmt.Sprint("a", i), "alice", time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Create(ctx, newRecord("a3", "alice", time.Hour)); !errors.Is(err, mcp.ErrTaskQuotaExceeded) {
+				t.Fatalf("alice's fourth task: %v", err)
+			}
+			for i := range 3 {
+				if err := s.Create(ctx, newRecord(fmt.Sprint("b", i), "bob", time.Hour)); err != nil {
+					t.Fatalf("bob's task %d: %v", i, err)
+				}
+			}
+			if n, err := s.DeleteExpired(ctx, time.Now().Add(2*time.Hour)); n != 6 || err != nil {
+				t.Fatalf("DeleteExpired: %d, %v", n, err)
+			}
+			if err := s.Create(ctx, newRecord("a4", "alice", time.Hour)); err != nil {
+				t.Fatalf("alice's task after hers expired: %v", err)
+			}
+		})
+	}
+	one := NewTaskStore(r.client(), WithKeyPrefix("shared:"), WithMaxStoredTasksPerOwner(50))
+	two := NewTaskStore(r.client(), WithKeyPrefix("shared:"), WithMaxStoredTasksPerOwner(50))
+	var made, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 200 {
+		s := one
+		if i%2 == 1 {
+			s = two
+		}
+		wg.Go(func() {
+			switch err := s.Create(context.Background(), newRecord(fmt.Sprint("c", i), "carol", time.Hour)); {
+			case err == nil:
+				made.Add(1)
+			case errors.Is(err, mcp.ErrTaskQuotaExceeded):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if made.Load() != 50 || refused.Load() != 150 {
+		t.Fatalf("%d made and %d refused, want 50 and 150", made.Load(), refused.Load())
 	}
 }
