@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -238,4 +239,38 @@ func TestTasksClientAgainstServer(t *testing.T) {
 			})
 		}
 	}
+}
+
+// FuzzTaskDurations: whatever ttl and poll interval a peer sends, a task's
+// durations never come out negative: not as a client reads them from a
+// server's task, nor as a 2025-11-25 server takes params.task.ttl, where
+// the task gets at most the server's TTL.
+func FuzzTaskDurations(f *testing.F) {
+	for _, n := range []int64{0, -1, 1, 1000, 9223372036855, math.MaxInt64, math.MinInt64} {
+		f.Add(n, n)
+	}
+	store := NewMemoryTaskStore(math.MaxInt32, math.MaxInt64)
+	store.SetMaxTasksPerOwner(math.MaxInt32) // every run's task is kept
+	rig := newTaskRig(WithTaskTTL(time.Hour), WithTaskStore(store), WithTaskLease(0))
+	ct, st := NewInMemoryTransports()
+	go rig.srv.Serve(context.Background(), st)
+	p := &legacyPeer{rawPeer: newRawPeer(f, ct.(*IOTransport))}
+	f.Cleanup(func() { p.w.Close() })
+	p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}`)
+	id := 0
+	f.Fuzz(func(t *testing.T, ttl, poll int64) {
+		for _, modern := range []bool{false, true} {
+			raw := fmt.Sprintf(`{"taskId":"a","status":"working","createdAt":"2026-08-01T10:00:00Z","lastUpdatedAt":"2026-08-01T10:00:00Z","ttl":%d,"pollInterval":%d,"ttlMs":%d,"pollIntervalMs":%d}`, ttl, poll, ttl, poll)
+			task, err := decodeTask([]byte(raw), modern)
+			if err != nil || task.TTL < 0 || task.PollInterval < 0 || (ttl > 0) != (task.TTL > 0) || (poll > 0) != (task.PollInterval > 0) {
+				t.Fatalf("modern %v: ttl %d and poll %d read as %v and %v (%v)", modern, ttl, poll, task.TTL, task.PollInterval, err)
+			}
+		}
+		id++
+		p.rawPeer.t = t
+		got := p.call(id, "tools/call", fmt.Sprintf(`"name":"rpc_error","arguments":{},"task":{"ttl":%d}`, ttl))
+		if got, ok := field(t, got, "result.task.ttl").(float64); !ok || got <= 0 || got > 3600000 || (ttl > 0 && ttl < 3600000 && got != float64(ttl)) {
+			t.Fatalf("params.task.ttl %d: the task's ttl is %v", ttl, got)
+		}
+	})
 }
