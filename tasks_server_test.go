@@ -1042,6 +1042,25 @@ func TestTaskAsksBounded(t *testing.T) {
 			t.Fatalf("the handler ran %d times and asked %d, want 1 and 0", n, asked)
 		}
 	})
+	t.Run("2025-11-25 over HTTP without a GET stream", func(t *testing.T) {
+		var runs atomic.Int64
+		ts := serveHTTP(t, askingServer(&runs))
+		cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125),
+			WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+				return &ElicitResult{Action: ActionAccept}, nil
+			}))
+		if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL, WithoutStandaloneStream())); err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		_, err := cl.CallTool(context.Background(), "asker", nil)
+		if err == nil || !strings.Contains(err.Error(), "asking the client") {
+			t.Fatalf("CallTool: %v", err)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("the handler ran %d times, want 1", n)
+		}
+	})
 	t.Run("2026-07-28 answered", func(t *testing.T) {
 		var runs atomic.Int64
 		srv := askingServer(&runs)
