@@ -15,8 +15,9 @@ import (
 // it, and its outcome. Server side.
 type TaskRecord struct {
 	Task
-	// Owner is the principal that created the task; only the same
-	// principal may read or change it.
+	// Owner is who created the task: its principal, or, for an
+	// anonymous 2025-11-25 request, a name of its session; only the same
+	// owner may read or change it.
 	Owner string
 	// InputRequests are the asks the task waits on while input_required.
 	InputRequests map[string]InputRequest
