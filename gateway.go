@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -392,9 +393,16 @@ func (g *ClientGateway) SupportsSamplingTools() bool { return g.req.caps.hasSub(
 
 // Elicit asks the user, through the client, to fill in a form described by
 // schema (a flat JSON Schema object: a *Schema, a json.RawMessage or []byte
-// holding one, or any value that marshals to one; nil asks for nothing). A
-// schema that is not a JSON object is refused before anything is sent. The
-// user may accept, decline or cancel; all three are results.
+// holding one, or a map that marshals to one; nil asks for nothing). A
+// struct, or a pointer to one, stands for its type: the schema is inferred
+// from it as SchemaFor does, so Elicit(ctx, msg, Form{}) asks for a Form's
+// fields; a struct that marshals itself (json.Marshaler) is sent as it
+// marshals. A schema that is not a JSON object is refused before anything
+// is sent. The user may accept, decline or cancel; all three are results.
+//
+// A client that did not declare form elicitation is not asked: Elicit
+// returns an *Error with code CodeMissingRequiredClientCapability, on every
+// revision, and sends nothing.
 //
 // On 2024-11-05 … 2025-11-25 this is a live elicitation/create request,
 // bounded by the server's request timeouts and by ctx. On 2026-07-28 the
@@ -402,7 +410,7 @@ func (g *ClientGateway) SupportsSamplingTools() bool { return g.req.caps.hasSub(
 // once the client re-sends the request with the answer, which this call
 // then returns. See [WithKey].
 func (g *ClientGateway) Elicit(ctx context.Context, message string, schema any, opts ...AskOption) (*ElicitResult, error) {
-	rawSchema, err := marshalObject(schema)
+	rawSchema, err := elicitSchema(schema)
 	if err != nil {
 		return nil, fmt.Errorf("mcp: Elicit: the requested schema: %w", err)
 	}
@@ -416,14 +424,42 @@ func (g *ClientGateway) Elicit(ctx context.Context, message string, schema any, 
 	return ask[ElicitResult](ctx, g, "elicitation", "elicitation/create", p, ElicitationForm, opts)
 }
 
+// elicitSchema encodes Elicit's schema. A struct or a pointer to one,
+// other than a Schema, stands for its type, whose schema is inferred; a
+// struct that marshals itself is taken as the JSON it marshals to.
+func elicitSchema(schema any) (json.RawMessage, error) {
+	switch v := schema.(type) {
+	case Schema:
+		return marshalObject(&v)
+	case json.Marshaler:
+		return marshalObject(schema)
+	}
+	t := reflect.TypeOf(schema)
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return marshalObject(schema)
+	}
+	s, err := schemaForType(t)
+	if err != nil {
+		return nil, err
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf("the schema inferred from %v is not a JSON object", t)
+	}
+	return json.Marshal(s)
+}
+
 // ElicitURL sends the user to url to complete an interaction out of band
 // (a consent screen, a checkout). The result carries only the user's
 // action: accept means the user agreed to open the URL. The client must
-// have declared url-mode elicitation; otherwise ElicitURL fails before
-// sending anything.
+// have declared url-mode elicitation; otherwise ElicitURL returns an *Error
+// with code CodeMissingRequiredClientCapability before sending anything,
+// on every revision.
 func (g *ClientGateway) ElicitURL(ctx context.Context, message, url string, opts ...AskOption) (*ElicitResult, error) {
-	if !g.SupportsElicitationURL() {
-		return nil, errors.New("mcp: the client did not declare url-mode elicitation (capabilities.elicitation.url)")
+	if err := checkAsk(g.req.caps, "elicitation/create", json.RawMessage(`{"mode":"url"}`)); err != nil {
+		return nil, err
 	}
 	p := &ElicitParams{Mode: ElicitationURL, Message: message, URL: url}
 	if !g.req.modern && g.req.version >= Version20251125 {
@@ -450,26 +486,24 @@ func (g *ClientGateway) CompleteElicitation(elicitationID string) error {
 }
 
 // Sample asks the client to sample a message from its language model.
-// Tools and ToolChoice require the client's sampling.tools capability, an
-// IncludeContext other than "none" its sampling.context; Sample refuses
-// otherwise. Like Elicit, it is a live request on the older revisions and
+// It requires the client's sampling capability, Tools and ToolChoice its
+// sampling.tools, an IncludeContext other than "none" its
+// sampling.context; without them Sample returns an *Error with code
+// CodeMissingRequiredClientCapability and sends nothing, on every
+// revision. Like Elicit, it is a live request on the older revisions and
 // an ask answered by replay on 2026-07-28.
 //
 // Deprecated: Sampling is deprecated by SEP-2577 as of protocol revision
 // 2026-07-28 (earliest removal 2027-07-28); call an LLM provider's API
 // directly instead. It keeps working on every revision.
 func (g *ClientGateway) Sample(ctx context.Context, params *CreateMessageParams, opts ...AskOption) (*CreateMessageResult, error) {
-	if (len(params.Tools) > 0 || params.ToolChoice != nil) && !g.SupportsSamplingTools() && !g.req.modern {
-		return nil, errors.New("mcp: the client did not declare sampling.tools; a sampling request may not carry tools or toolChoice")
-	}
-	if params.IncludeContext != "" && params.IncludeContext != "none" && !g.SupportsSamplingContext() && !g.req.modern {
-		return nil, errors.New("mcp: the client did not declare sampling.context; includeContext must be \"none\"")
-	}
 	return ask[CreateMessageResult](ctx, g, "sampling", "sampling/createMessage", params, "", opts)
 }
 
 // ListRoots asks the client for its roots: the directories or files the
-// server may work on. Like Elicit, it is a live request on the older
+// server may work on. A client that did not declare roots is not asked:
+// ListRoots returns an *Error with code CodeMissingRequiredClientCapability
+// on every revision. Like Elicit, it is a live request on the older
 // revisions and an ask answered by replay on 2026-07-28.
 //
 // Deprecated: Roots are deprecated by SEP-2577 as of protocol revision
@@ -495,6 +529,11 @@ func ask[R any](ctx context.Context, g *ClientGateway, kind, method string, para
 	if g.req.modern {
 		answer, err = g.replay(kind, method, raw, mode, o)
 	} else {
+		// Refused before sending, as 2026-07-28 refuses it: the client
+		// said it cannot answer.
+		if err := checkAsk(g.req.caps, method, raw); err != nil {
+			return nil, err
+		}
 		co := &callOptions{related: g.req.id, route: g.req.route, timeout: o.timeout, timeoutSet: o.timeoutSet}
 		if t := g.req.task; t != nil {
 			// A 2025-11-25 task's ask relates to the task, not to the
@@ -662,8 +701,8 @@ func (g *ClientGateway) replay(kind, method string, params json.RawMessage, mode
 		putEntry(&r.used, key, answer)
 		return answer, nil
 	}
-	if missing := missingCapabilities(g.req.caps, method, params); missing != nil {
-		return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
+	if err := checkAsk(g.req.caps, method, params); err != nil {
+		return nil, err
 	}
 	putEntry(&r.asks, key, InputRequest{Method: method, Params: params})
 	return nil, fmt.Errorf("%w: %s", ErrInputRequired, key)
@@ -767,10 +806,8 @@ func (s *Server) finishRound(r *inputRound, caps capabilitySet, result any, err 
 	}
 	var own *InputRequiredError
 	if len(asks) == 0 && errors.As(err, &own) {
-		for _, ask := range own.Requests {
-			if missing := missingCapabilities(caps, ask.Method, ask.Params); missing != nil {
-				return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
-			}
+		if err := checkAsks(caps, own.Requests); err != nil {
+			return nil, err
 		}
 		asks = own.Requests
 		if own.State != nil {
@@ -841,8 +878,36 @@ func (r *RequestInfo) SetState(v any) error {
 }
 
 // maxShimRounds bounds how often the older revisions re-run a handler that
-// keeps returning InputRequiredError.
+// keeps returning InputRequiredError, and how often a task's handler runs
+// again after asking, on every revision.
 const maxShimRounds = 8
+
+// errKeptAsking is the error of a handler that still asks for input after
+// maxShimRounds rounds.
+func errKeptAsking() *Error {
+	return &Error{Code: CodeInternalError, Message: "Internal error: the handler kept asking for input"}
+}
+
+// checkAsks returns the -32021 error of the first ask the client did not
+// declare the capability for, or nil.
+func checkAsks(caps capabilitySet, asks map[string]InputRequest) *Error {
+	for _, ask := range asks {
+		if err := checkAsk(caps, ask.Method, ask.Params); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAsk returns the -32021 error of an ask the client did not declare
+// the capability for, or nil.
+func checkAsk(caps capabilitySet, method string, params json.RawMessage) *Error {
+	missing := missingCapabilities(caps, method, params)
+	if missing == nil {
+		return nil
+	}
+	return NewError(CodeMissingRequiredClientCapability, "Missing required client capability for "+method, map[string]any{"requiredCapabilities": missing})
+}
 
 // runLegacyShim serves, on the older revisions, a handler that returns
 // InputRequiredError: each ask goes out as a live request, the answers are
@@ -873,12 +938,10 @@ func (ss *serverSession) shimRounds(ctx context.Context, req *inboundRequest, in
 			return result, err
 		}
 		if round == maxShimRounds {
-			return nil, &Error{Code: CodeInternalError, Message: "Internal error: the handler kept asking for input"}
+			return nil, errKeptAsking()
 		}
-		for _, ask := range own.Requests {
-			if missing := missingCapabilities(info.caps, ask.Method, ask.Params); missing != nil {
-				return nil, NewError(CodeMissingRequiredClientCapability, "Missing required client capability", map[string]any{"requiredCapabilities": missing})
-			}
+		if err := checkAsks(info.caps, own.Requests); err != nil {
+			return nil, err
 		}
 		next := newInputRound(info.Principal(), req.method, req.params)
 		for key, ask := range own.Requests {

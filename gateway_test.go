@@ -114,35 +114,39 @@ func TestGatewayMethods(t *testing.T) {
 }
 
 // TestGatewayWithoutCapabilities: a client that declared nothing is asked
-// nothing. On the older revisions the live ask fails (the client answers
-// -32601, and ElicitURL refuses before sending); on 2026-07-28 the server
-// answers -32021 naming what is missing.
+// nothing, on every revision: each ask fails before it is sent with -32021
+// naming what is missing, and the client sees no request.
 func TestGatewayWithoutCapabilities(t *testing.T) {
 	t.Parallel()
-	for _, v := range []string{Version20251125, Version20260728} {
+	for _, v := range []string{Version20250326, Version20250618, Version20251125, Version20260728} {
 		t.Run(v, func(t *testing.T) {
 			t.Parallel()
-			cl := pair(t, newTestServer(), WithProtocolVersion(v))
+			var asked atomic.Int64
+			cl := pair(t, newTestServer(), WithProtocolVersion(v), WithInboundMiddleware(func(next MethodHandler) MethodHandler {
+				return func(ctx context.Context, req *Request) (json.RawMessage, error) {
+					if !req.IsNotification() {
+						asked.Add(1)
+					}
+					return next(ctx, req)
+				}
+			}))
 			if got := callText(t, cl, "capabilities", nil); !jsonEqual(got, `{"elicitation":false,"elicitationURL":false,"roots":false,"sampling":false,"samplingContext":false,"samplingTools":false,"ui":false}`) {
 				t.Fatalf("capabilities: %s", got)
 			}
-			for _, tool := range []string{"ask_elicitation", "ask_sampling", "ask_roots"} {
-				res, err := cl.CallTool(context.Background(), tool, gatewayArgs{Message: "m"})
+			for _, tc := range []struct{ tool, missing string }{
+				{"ask_elicitation", `{"elicitation":{"form":{}}}`},
+				{"ask_sampling", `{"sampling":{}}`},
+				{"ask_roots", `{"roots":{}}`},
+				{"ask_url", `{"elicitation":{"url":{}}}`},
+			} {
+				res, err := cl.CallTool(context.Background(), tc.tool, gatewayArgs{Message: "m", URL: "https://x"})
 				var rpcErr *Error
-				switch {
-				case isModernVersion(v):
-					if !errors.As(err, &rpcErr) || rpcErr.Code != CodeMissingRequiredClientCapability || !strings.Contains(string(rpcErr.Data), "requiredCapabilities") {
-						t.Fatalf("%s: %v %+v", tool, err, res)
-					}
-				case err == nil && res.IsError:
-				case errors.As(err, &rpcErr) && rpcErr.Code == CodeMethodNotFound:
-				default:
-					t.Fatalf("%s: %v %+v", tool, err, res)
+				if !errors.As(err, &rpcErr) || rpcErr.Code != CodeMissingRequiredClientCapability || !jsonEqual(string(rpcErr.Data), `{"requiredCapabilities":`+tc.missing+`}`) {
+					t.Fatalf("%s: %v %+v", tc.tool, err, res)
 				}
 			}
-			res, err := cl.CallTool(context.Background(), "ask_url", gatewayArgs{Message: "m", URL: "https://x"})
-			if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "elicitation.url") {
-				t.Fatalf("ask_url without the capability: %v %+v", err, res)
+			if n := asked.Load(); n != 0 {
+				t.Fatalf("the client was sent %d requests", n)
 			}
 		})
 	}
@@ -161,13 +165,7 @@ func TestSamplingToolsNeedTheirCapability(t *testing.T) {
 			callText(t, cl, "ask_sampling", gatewayArgs{Message: "plain"})
 			res, err := cl.CallTool(context.Background(), "ask_sampling", gatewayArgs{Message: "m", Tools: true})
 			var rpcErr *Error
-			if isModernVersion(v) {
-				if !errors.As(err, &rpcErr) || rpcErr.Code != CodeMissingRequiredClientCapability || !strings.Contains(string(rpcErr.Data), `"tools"`) {
-					t.Fatalf("%v %+v", err, res)
-				}
-				return
-			}
-			if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "sampling.tools") {
+			if !errors.As(err, &rpcErr) || rpcErr.Code != CodeMissingRequiredClientCapability || !strings.Contains(string(rpcErr.Data), `"tools"`) {
 				t.Fatalf("%v %+v", err, res)
 			}
 		})
@@ -815,4 +813,68 @@ func TestGatewayAfterTheConnectionClosed(t *testing.T) {
 		}
 	}
 	<-served
+}
+
+// TestElicitStructSchema: a struct given to Elicit as its schema stands for
+// its type, on every revision: the client is asked for the struct's fields,
+// not sent the value's JSON. A struct whose inferred schema is not an
+// object, or cannot be inferred, is refused before anything is sent.
+func TestElicitStructSchema(t *testing.T) {
+	t.Parallel()
+	type form struct {
+		Name string `json:"name" description:"Your name."`
+		Age  int    `json:"age,omitempty"`
+	}
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "ask"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		res, err := req.Gateway().Elicit(ctx, "who?", form{Name: "default"})
+		if err != nil {
+			return nil, err
+		}
+		return &CallToolResult{Content: []Content{TextContent(res.Action)}}, nil
+	})
+	srv.AddTool(Tool{Name: "ask_pointer"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		res, err := req.Gateway().Elicit(ctx, "who?", &form{})
+		if err != nil {
+			return nil, err
+		}
+		return &CallToolResult{Content: []Content{TextContent(res.Action)}}, nil
+	})
+	srv.AddTool(Tool{Name: "ask_bad"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		_, err := req.Gateway().Elicit(ctx, "who?", struct{ C chan int }{})
+		return &CallToolResult{Content: []Content{TextContent(fmt.Sprint(err))}}, nil
+	})
+	for _, v := range []string{Version20251125, Version20260728} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			schemas := make(chan string, 4)
+			cl := pair(t, srv, WithProtocolVersion(v), WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+				schemas <- string(p.RequestedSchema)
+				return &ElicitResult{Action: ActionDecline}, nil
+			}))
+			for _, tool := range []string{"ask", "ask_pointer"} {
+				if got := callText(t, cl, tool, nil); got != ActionDecline {
+					t.Fatalf("%s: %s", tool, got)
+				}
+				var schema struct {
+					Type       string `json:"type"`
+					Properties map[string]struct {
+						Type        string `json:"type"`
+						Description string `json:"description"`
+					} `json:"properties"`
+				}
+				got := <-schemas
+				if err := json.Unmarshal([]byte(got), &schema); err != nil || schema.Type != "object" ||
+					schema.Properties["name"].Type != "string" || schema.Properties["name"].Description != "Your name." || schema.Properties["age"].Type != "integer" {
+					t.Fatalf("%s: the requested schema %s", tool, got)
+				}
+			}
+			if got := callText(t, cl, "ask_bad", nil); !strings.Contains(got, "chan") {
+				t.Fatalf("ask_bad: %s", got)
+			}
+			if len(schemas) != 0 {
+				t.Fatalf("ask_bad sent %s", <-schemas)
+			}
+		})
+	}
 }

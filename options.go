@@ -81,6 +81,7 @@ func newConfig() *config {
 	c.server.taskPollInterval = DefaultTaskPollInterval
 	c.server.taskLease = DefaultTaskLease
 	c.server.maxTasks = DefaultMaxTasks
+	c.server.maxTasksPerOwner = DefaultMaxTasksPerPrincipal
 	c.client.maxInputRounds = DefaultMaxInputRounds
 	c.client.maxBarrenPages = DefaultMaxBarrenPages
 	c.client.discoverTimeout = DefaultDiscoverTimeout
@@ -231,6 +232,28 @@ func WithMaxTasks(n int) Option {
 	return bothOption(func(c *config) {
 		if n > 0 {
 			c.server.maxTasks = n
+		}
+	})
+}
+
+// DefaultMaxTasksPerPrincipal is how many tasks a server runs at once for
+// one principal (or one anonymous session), unless WithMaxTasksPerPrincipal
+// says otherwise: a tenth of DefaultMaxTasks, so that one principal cannot
+// take every slot. Server side.
+const DefaultMaxTasksPerPrincipal = DefaultMaxTasks / 10
+
+// WithMaxTasksPerPrincipal caps how many tasks a server runs at once for
+// one principal (default DefaultMaxTasksPerPrincipal); without one, each
+// 2025-11-25 session counts as a principal of its own, and every anonymous
+// 2026-07-28 request as one anonymous principal. A tools/call that would
+// start one more is refused with a -32000 error saying so, while other
+// principals still start theirs. How many tasks a principal may keep
+// stored is the TaskStore's bound (see MemoryTaskStore.SetMaxTasksPerOwner).
+// It configures a server (NewServer).
+func WithMaxTasksPerPrincipal(n int) ServerOption {
+	return serverOption(func(c *config) {
+		if n > 0 {
+			c.server.maxTasksPerOwner = n
 		}
 	})
 }

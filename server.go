@@ -35,6 +35,7 @@ type serverConfig struct {
 	taskStore        TaskStore
 	taskLease        time.Duration
 	maxTasks         int
+	maxTasksPerOwner int // WithMaxTasksPerPrincipal
 	broadcaster      Broadcaster
 }
 
@@ -353,6 +354,9 @@ type serverSession struct {
 	sessionID string
 	// started is when the session began, for WithSessionEndHandler.
 	started time.Time
+	// anonOwner owns the tasks of the session's anonymous requests
+	// (anonymousOwner, tasks_server.go); made on first use, under mu.
+	anonOwner string
 
 	mu          sync.Mutex
 	initialized bool

@@ -265,7 +265,7 @@ func (s *Server) honour(ctx context.Context, want SubscriptionFilter, info *Requ
 	var got SubscriptionFilter
 	if len(want.TaskIDs) > 0 && info.caps.hasSub("extensions", TasksExtension) {
 		for _, id := range want.TaskIDs {
-			if _, err := s.taskStore().Get(ctx, info.Principal(), id); err == nil && !slices.Contains(got.TaskIDs, id) {
+			if _, err := s.taskStore().Get(ctx, info.taskOwner(), id); err == nil && !slices.Contains(got.TaskIDs, id) {
 				got.TaskIDs = append(got.TaskIDs, id)
 			}
 		}

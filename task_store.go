@@ -15,8 +15,9 @@ import (
 // it, and its outcome. Server side.
 type TaskRecord struct {
 	Task
-	// Owner is the principal that created the task; only the same
-	// principal may read or change it.
+	// Owner is who created the task: its principal, or, for an
+	// anonymous 2025-11-25 request, a name of its session; only the same
+	// owner may read or change it.
 	Owner string
 	// InputRequests are the asks the task waits on while input_required.
 	InputRequests map[string]InputRequest
@@ -39,12 +40,19 @@ var ErrTaskNotFound = errors.New("mcp: task not found")
 // a result without going over its bounds. Server side.
 var ErrTaskStoreFull = errors.New("mcp: the task store is full")
 
+// ErrTaskQuotaExceeded is returned by a TaskStore that holds as many tasks
+// of the record's owner as it allows one owner, so that no one owner fills
+// the store for everyone. Server side.
+var ErrTaskQuotaExceeded = errors.New("mcp: the task's owner holds as many tasks as the task store allows one owner")
+
 // TaskStore keeps a server's tasks, so that they can be read after the
 // request that created them, and by another process. Its methods may be
 // called concurrently. The running handlers stay in the process that runs
 // them. Server side; see [WithTaskStore].
 type TaskStore interface {
-	// Create stores a new task; ErrTaskStoreFull when it cannot.
+	// Create stores a new task; ErrTaskStoreFull when it cannot,
+	// ErrTaskQuotaExceeded when the record's owner holds as many tasks as
+	// the store allows one owner.
 	Create(ctx context.Context, rec *TaskRecord) error
 	// Get returns a copy of owner's task id, or ErrTaskNotFound.
 	Get(ctx context.Context, owner, id string) (*TaskRecord, error)
@@ -79,19 +87,28 @@ const (
 	// DefaultMaxTaskStoreBytes is how many bytes of tasks and results the
 	// default store holds. Server side.
 	DefaultMaxTaskStoreBytes = 64 << 20
+	// DefaultMaxStoredTasksPerOwner is how many tasks of one owner (a
+	// principal, or an anonymous session) the default store holds: a
+	// tenth of the whole, so that one owner cannot lock out the others.
+	// Server side.
+	DefaultMaxStoredTasksPerOwner = DefaultMaxStoredTasks / 10
 )
 
 // MemoryTaskStore is a [TaskStore] in memory, bounded in the number of
-// tasks and in their bytes (results included). A full store refuses new
-// tasks rather than forgetting ones a client may still read. Server side.
+// tasks, in their bytes (results included), and in the number of tasks of
+// one owner ([MemoryTaskStore.SetMaxTasksPerOwner]). A full store refuses
+// new tasks rather than forgetting ones a client may still read. Server
+// side.
 type MemoryTaskStore struct {
 	maxTasks, maxBytes int
 
-	mu      sync.Mutex
-	tasks   map[string]*storedTask
-	size    int
-	seq     int64
-	expires expiryHeap
+	mu          sync.Mutex
+	maxPerOwner int
+	tasks       map[string]*storedTask
+	perOwner    map[string]int // how many tasks each owner holds
+	size        int
+	seq         int64
+	expires     expiryHeap
 }
 
 type storedTask struct {
@@ -112,7 +129,22 @@ func NewMemoryTaskStore(maxTasks, maxBytes int) *MemoryTaskStore {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxTaskStoreBytes
 	}
-	return &MemoryTaskStore{maxTasks: maxTasks, maxBytes: maxBytes, tasks: make(map[string]*storedTask)}
+	return &MemoryTaskStore{maxTasks: maxTasks, maxBytes: maxBytes, maxPerOwner: DefaultMaxStoredTasksPerOwner,
+		tasks: make(map[string]*storedTask), perOwner: make(map[string]int)}
+}
+
+// SetMaxTasksPerOwner bounds how many tasks the store holds of one owner,
+// ended ones kept for their TTL included; past it Create returns
+// ErrTaskQuotaExceeded. Zero or less takes the default,
+// DefaultMaxStoredTasksPerOwner. It may be called at any time; tasks held
+// already stay. Server side.
+func (m *MemoryTaskStore) SetMaxTasksPerOwner(n int) {
+	if n <= 0 {
+		n = DefaultMaxStoredTasksPerOwner
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.maxPerOwner = n
 }
 
 // recordSize is what a record counts against the byte bound: its
@@ -137,6 +169,10 @@ func (m *MemoryTaskStore) Create(ctx context.Context, rec *TaskRecord) error {
 	if len(m.tasks) >= m.maxTasks || m.size+size > m.maxBytes {
 		return ErrTaskStoreFull
 	}
+	if m.perOwner[rec.Owner] >= m.maxPerOwner {
+		return ErrTaskQuotaExceeded
+	}
+	m.perOwner[rec.Owner]++
 	m.seq++
 	st := &storedTask{rec: *rec, size: size, seq: m.seq, index: -1}
 	if rec.TTL > 0 {
@@ -278,6 +314,9 @@ func (m *MemoryTaskStore) deleteExpiredLocked(now time.Time) int {
 	for len(m.expires) > 0 && !now.Before(m.expires[0].expires) {
 		st := heap.Pop(&m.expires).(*storedTask)
 		delete(m.tasks, st.rec.ID)
+		if m.perOwner[st.rec.Owner]--; m.perOwner[st.rec.Owner] <= 0 {
+			delete(m.perOwner, st.rec.Owner)
+		}
 		m.size -= st.size
 		n++
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -150,7 +151,9 @@ func bubbleTasks() int {
 func TestTasksLeaveNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 10000
-		rig := newTaskRig(WithTaskTTL(time.Hour), WithMaxTasks(n))
+		store := NewMemoryTaskStore(0, 0)
+		store.SetMaxTasksPerOwner(n)
+		rig := newTaskRig(WithTaskTTL(time.Hour), WithMaxTasks(n), WithMaxTasksPerPrincipal(n), WithTaskStore(store), WithTaskLease(0))
 		ct, st := NewInMemoryTransports()
 		served := make(chan error, 1)
 		go func() { served <- rig.srv.Serve(context.Background(), st) }()
@@ -165,7 +168,6 @@ func TestTasksLeaveNothing(t *testing.T) {
 			}
 		}
 		synctest.Wait()
-		store := rig.srv.store.(*MemoryTaskStore)
 		if r, g, s := rig.srv.tasks.len(), bubbleTasks(), store.Len(); r != 0 || g != 0 || s != n {
 			t.Fatalf("finished: %d running, %d goroutines, %d stored; want 0, 0, %d", r, g, s, n)
 		}
@@ -177,4 +179,32 @@ func TestTasksLeaveNothing(t *testing.T) {
 		p.w.Close()
 		<-served
 	})
+}
+
+// TestMemoryTaskStorePerOwner: at its bound an owner's next task is
+// refused with ErrTaskQuotaExceeded while another owner still creates
+// tasks; the owner's tasks that expire make room again.
+func TestMemoryTaskStorePerOwner(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemoryTaskStore(0, 0)
+	m.SetMaxTasksPerOwner(3)
+	for i := range 3 {
+		if err := m.Create(ctx, storedRecord(fmt.Sprint("a", i), "alice", time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Create(ctx, storedRecord("a3", "alice", time.Hour)); !errors.Is(err, ErrTaskQuotaExceeded) {
+		t.Fatalf("alice's fourth task: %v", err)
+	}
+	for i := range 3 {
+		if err := m.Create(ctx, storedRecord(fmt.Sprint("b", i), "bob", time.Hour)); err != nil {
+			t.Fatalf("bob's task %d: %v", i, err)
+		}
+	}
+	if n, _ := m.DeleteExpired(ctx, time.Now().Add(2*time.Hour)); n != 6 {
+		t.Fatalf("DeleteExpired: %d", n)
+	}
+	if err := m.Create(ctx, storedRecord("a4", "alice", time.Hour)); err != nil {
+		t.Fatalf("alice's task after hers expired: %v", err)
+	}
 }

@@ -137,11 +137,11 @@ func decodeTask(data []byte, modern bool) (Task, error) {
 	if modern {
 		ttl, poll = w.TTLMs, w.PollIntervalMs
 	}
-	if ttl != nil && *ttl > 0 {
-		t.TTL = time.Duration(*ttl) * time.Millisecond
+	if ttl != nil {
+		t.TTL = peerDuration(*ttl, time.Millisecond)
 	}
-	if poll != nil && *poll > 0 {
-		t.PollInterval = time.Duration(*poll) * time.Millisecond
+	if poll != nil {
+		t.PollInterval = peerDuration(*poll, time.Millisecond)
 	}
 	return t, nil
 }

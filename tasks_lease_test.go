@@ -34,7 +34,7 @@ func TestTaskAbandonedByItsInstance(t *testing.T) {
 		const lease = 30 * time.Second
 		store := &silentRenewals{MemoryTaskStore: NewMemoryTaskStore(0, 0)}
 		bc := NewMemoryBroadcaster()
-		opts := []ServerOption{WithTaskStore(store), WithBroadcaster(bc), WithTaskLease(lease)}
+		opts := []ServerOption{WithTaskStore(store), WithBroadcaster(bc), WithTaskLease(lease), asPrincipal("alice")}
 		a, b := newTaskRig(opts...), newTaskRig(opts...)
 		defer close(a.release)
 		peer := func(rig *taskRig) *legacyPeer {

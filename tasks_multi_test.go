@@ -26,12 +26,27 @@ func taskCluster(t *testing.T, n int) (*fanCluster, []*taskRig) {
 func runsOn(t *testing.T, rigs []*taskRig, id string) int {
 	t.Helper()
 	for i, r := range rigs {
-		if r.srv.tasks.find(id, "") != nil {
+		r.srv.tasks.mu.Lock()
+		t := r.srv.tasks.tasks[id]
+		r.srv.tasks.mu.Unlock()
+		if t != nil {
 			return i
 		}
 	}
 	t.Fatalf("no instance runs task %s", id)
 	return -1
+}
+
+// dialAs is dial as principal: the fan cluster's authorizer takes the
+// X-Who header.
+func dialAs(t *testing.T, url, principal string, opts ...ClientOption) *Client {
+	t.Helper()
+	cl := NewClient(Implementation{Name: "client", Version: "1"}, opts...)
+	if err := cl.Connect(context.Background(), NewHTTPTransport(url, WithHeader("X-Who", principal))); err != nil {
+		t.Fatalf("Connect to %s: %v", url, err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
 }
 
 // awaitCancelled waits until the context of rig's work handler ends.
@@ -90,7 +105,7 @@ func TestTaskCancelledFromAnotherInstance(t *testing.T) {
 	// On 2025-11-25, one session on each instance, all of one principal.
 	var legacy []*Client
 	for _, ts := range c.backends {
-		legacy = append(legacy, dial(t, ts.URL, WithProtocolVersion(Version20251125)))
+		legacy = append(legacy, dialAs(t, ts.URL, "alice", WithProtocolVersion(Version20251125)))
 	}
 	if tt, err = legacy[1].StartTool(ctx, "work", nil); err != nil {
 		t.Fatal(err)
@@ -161,7 +176,7 @@ func TestTaskNotificationsAcrossInstances(t *testing.T) {
 func TestTaskResultFromAnotherInstance(t *testing.T) {
 	c, rigs := taskCluster(t, 2)
 	ctx := context.Background()
-	legacy := func(url string) *Client { return dial(t, url, WithProtocolVersion(Version20251125)) }
+	legacy := func(url string) *Client { return dialAs(t, url, "alice", WithProtocolVersion(Version20251125)) }
 	creator, other := legacy(c.backends[0].URL), legacy(c.backends[1].URL)
 	tt, err := creator.StartTool(ctx, "work", nil)
 	if err != nil {
@@ -193,7 +208,7 @@ func TestTaskResultFromAnotherInstance(t *testing.T) {
 
 	// Two instances that share only the store.
 	store := NewMemoryTaskStore(0, 0)
-	a, b := newTaskRig(WithTaskStore(store)), newTaskRig(WithTaskStore(store))
+	a, b := newTaskRig(WithTaskStore(store), asPrincipal("alice")), newTaskRig(WithTaskStore(store), asPrincipal("alice"))
 	onA, onB := legacy(serveHTTP(t, a.srv).URL), legacy(serveHTTP(t, b.srv).URL)
 	if tt, err = onA.StartTool(ctx, "work", nil); err != nil {
 		t.Fatal(err)

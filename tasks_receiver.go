@@ -113,8 +113,8 @@ func (r *taskReceiver) serve(ctx context.Context, method string, params json.Raw
 			return nil, nil, false // not declared: answered as not handled
 		}
 		var ttl time.Duration
-		if p.Task.TTL != nil && *p.Task.TTL > 0 {
-			ttl = time.Duration(*p.Task.TTL) * time.Millisecond
+		if p.Task.TTL != nil {
+			ttl = peerDuration(*p.Task.TTL, time.Millisecond)
 		}
 		res, err := r.start(method, params, ttl)
 		return res, err, true

@@ -411,3 +411,18 @@ func (r *recordingTransport) ReadMessage() ([]byte, error) {
 	}
 	return m, err
 }
+
+// TestTaskRequestsHugeTTL: a server's task-augmented ask with a TTL too
+// large for a Duration gets the client's TTL, not an overflow to a task
+// that never expires.
+func TestTaskRequestsHugeTTL(t *testing.T) {
+	t.Parallel()
+	_, p, _ := taskRequestsPeer(t, WithTaskRequests(), WithTaskTTL(time.Minute),
+		WithElicitationHandler(func(ctx context.Context, ep *ElicitParams) (*ElicitResult, error) {
+			return &ElicitResult{Action: "decline"}, nil
+		}))
+	p.send(elicitTask("e1", "x", `{"ttl":9223372036854775807}`))
+	if got := recvResponse(t, p, "e1"); field(t, got, "result.task.ttl") != 60000.0 {
+		t.Fatalf("CreateTaskResult: %s", got)
+	}
+}

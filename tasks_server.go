@@ -153,22 +153,29 @@ func (t *serverTask) changedLocked() {
 
 // taskTable holds the tasks running in a server by id.
 type taskTable struct {
-	mu    sync.Mutex
-	tasks map[string]*serverTask
+	mu      sync.Mutex
+	tasks   map[string]*serverTask
+	byOwner map[string]int // how many tasks each owner runs
 }
 
-// reserve adds t unless max tasks already run.
-func (tt *taskTable) reserve(t *serverTask, max int) bool {
+// reserve adds t unless max tasks already run, or perOwner of t's owner:
+// the error to answer then.
+func (tt *taskTable) reserve(t *serverTask, max, perOwner int) *Error {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	if len(tt.tasks) >= max {
-		return false
+		return &Error{Code: CodeOverloaded, Message: fmt.Sprintf("Server overloaded: %d tasks are running, as many as the server runs at once; try again later", max)}
+	}
+	if tt.byOwner[t.owner] >= perOwner {
+		return &Error{Code: CodeOverloaded, Message: fmt.Sprintf("Server overloaded: %d of your tasks are running, as many as the server runs at once for one requester; try again when one ends", perOwner)}
 	}
 	if tt.tasks == nil {
 		tt.tasks = make(map[string]*serverTask)
+		tt.byOwner = make(map[string]int)
 	}
 	tt.tasks[t.task.ID] = t
-	return true
+	tt.byOwner[t.owner]++
+	return nil
 }
 
 // find returns the running task id if principal owns it.
@@ -185,7 +192,14 @@ func (tt *taskTable) find(id, principal string) *serverTask {
 func (tt *taskTable) remove(id string) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
+	t := tt.tasks[id]
+	if t == nil {
+		return
+	}
 	delete(tt.tasks, id)
+	if tt.byOwner[t.owner]--; tt.byOwner[t.owner] <= 0 {
+		delete(tt.byOwner, t.owner)
+	}
 }
 
 // len is how many tasks are running.
@@ -193,6 +207,38 @@ func (tt *taskTable) len() int {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	return len(tt.tasks)
+}
+
+// anonymousOwner prefixes the owner of an anonymous session's tasks; no
+// principal an authorizer names starts with a NUL byte.
+const anonymousOwner = "\x00anonymous "
+
+// taskOwner is who owns the tasks the request creates, and whose tasks it
+// may see, read and cancel: its principal. Without one, on the older
+// revisions, its session owns them (the HTTP session, shared by the
+// instances of a SessionStore, or else the connection), so that anonymous
+// clients do not share tasks. An anonymous 2026-07-28 request has no
+// session: its tasks belong to every anonymous requester that holds their
+// id, which is unguessable and told only to the task's creator.
+func (r *RequestInfo) taskOwner() string {
+	if p := r.Principal(); p != "" || r.modern || r.session == nil {
+		return p
+	}
+	return r.session.anonymousOwner()
+}
+
+// anonymousOwner is the owner of the session's anonymous tasks.
+func (ss *serverSession) anonymousOwner() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.anonOwner == "" {
+		if ss.sessionID != "" {
+			ss.anonOwner = anonymousOwner + "session " + ss.sessionID
+		} else {
+			ss.anonOwner = anonymousOwner + "connection " + newTaskID()
+		}
+	}
+	return ss.anonOwner
 }
 
 // taskStore returns the server's TaskStore.
@@ -278,7 +324,7 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 	taskCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t := &serverTask{
 		srv:    s,
-		owner:  info.Principal(),
+		owner:  info.taskOwner(),
 		cancel: cancel,
 		task: Task{ID: id, Status: TaskWorking, CreatedAt: now, LastUpdatedAt: now,
 			TTL: ttl, PollInterval: s.cfg.server.taskPollInterval},
@@ -287,9 +333,9 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		changed: make(chan struct{}),
 	}
 	created := t.task
-	if max := s.cfg.server.maxTasks; !s.tasks.reserve(t, max) {
+	if err := s.tasks.reserve(t, s.cfg.server.maxTasks, s.cfg.server.maxTasksPerOwner); err != nil {
 		cancel()
-		return Task{}, &Error{Code: CodeOverloaded, Message: fmt.Sprintf("Server overloaded: %d tasks are running, as many as the server runs at once; try again later", max)}
+		return Task{}, err
 	}
 	if s.fan != nil {
 		// Subscribed before anyone knows the id, so that a tasks/cancel
@@ -315,6 +361,9 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		cancel()
 		if errors.Is(err, ErrTaskStoreFull) {
 			return Task{}, &Error{Code: CodeOverloaded, Message: "Server overloaded: the task store is full; try again later"}
+		}
+		if errors.Is(err, ErrTaskQuotaExceeded) {
+			return Task{}, &Error{Code: CodeOverloaded, Message: "Server overloaded: you hold as many tasks as the task store keeps for one requester; try again when one expires"}
 		}
 		return Task{}, storeError(id, err)
 	}
@@ -361,7 +410,7 @@ func (s *Server) runTask(ctx context.Context, t *serverTask, h ToolHandler, p *C
 		defer s.fan.release(t.feed)
 	}
 	var payload json.RawMessage
-	for {
+	for round := 0; ; round++ {
 		info := *base
 		info.gateway = nil
 		t.mu.Lock()
@@ -392,9 +441,23 @@ func (s *Server) runTask(ctx context.Context, t *serverTask, h ToolHandler, p *C
 			t.complete(out, oerr)
 			return
 		}
+		// As on a plain call: a bounded number of rounds, and no ask the
+		// client did not declare it can answer.
+		if round == maxShimRounds {
+			t.complete(nil, errKeptAsking())
+			return
+		}
+		if err := checkAsks(base.caps, asks); err != nil {
+			t.complete(nil, err)
+			return
+		}
 		if !base.modern {
-			if !t.askLive(ctx, asks) {
-				t.finish(TaskCancelled, nil, nil)
+			if err := t.askLive(ctx, asks); err != nil {
+				if ctx.Err() != nil {
+					t.finish(TaskCancelled, nil, nil)
+				} else {
+					t.complete(nil, err)
+				}
 				return
 			}
 			continue
@@ -587,7 +650,7 @@ func (s *Server) serveModernTasks(ctx context.Context, req *inboundRequest, info
 	if p.TaskID == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + req.method + " needs params {\"taskId\": string}"}
 	}
-	owner := info.Principal()
+	owner := info.taskOwner()
 	rec, err := s.readTask(ctx, owner, p.TaskID)
 	if err != nil {
 		return nil, storeError(p.TaskID, err)
@@ -676,7 +739,7 @@ func (s *Server) callAsLegacyTask(ctx context.Context, st *serverTool, call *too
 	}
 	ttl := s.cfg.server.taskTTL
 	if p.Task.TTL != nil && *p.Task.TTL > 0 {
-		if d := time.Duration(*p.Task.TTL) * time.Millisecond; ttl == 0 || d < ttl {
+		if d := peerDuration(*p.Task.TTL, time.Millisecond); ttl == 0 || d < ttl {
 			ttl = d
 		}
 	}
@@ -690,24 +753,27 @@ func (s *Server) callAsLegacyTask(ctx context.Context, st *serverTool, call *too
 
 // askLive sends a 2025-11-25 task's asks (of an InputRequiredError) to the
 // client as live requests, the task input_required meanwhile, and files the
-// answers; an ask the client refuses is left unanswered. False when the
-// task's context ended first.
-func (t *serverTask) askLive(ctx context.Context, asks map[string]InputRequest) bool {
+// answers. An ask the client refuses, or that cannot reach it, ends the
+// asking with that error, which ends the task: asking again would be
+// refused again.
+func (t *serverTask) askLive(ctx context.Context, asks map[string]InputRequest) error {
 	t.setAsking(true)
 	defer t.setAsking(false)
 	for key, ask := range asks {
 		params := withMeta(ask.Params, relatedTask(t.task.ID))
 		answer, err := t.conn.call(ctx, ask.Method, params, &callOptions{})
-		if ctx.Err() != nil {
-			return false
+		if err != nil {
+			var rpcErr *Error
+			if errors.As(err, &rpcErr) {
+				return &Error{Code: rpcErr.Code, Message: fmt.Sprintf("the client answered %s with an error: %s", ask.Method, rpcErr.Message), Data: rpcErr.Data}
+			}
+			return fmt.Errorf("asking the client (%s): %w", ask.Method, err)
 		}
-		if err == nil {
-			t.mu.Lock()
-			putEntry(&t.answers, key, answer)
-			t.mu.Unlock()
-		}
+		t.mu.Lock()
+		putEntry(&t.answers, key, answer)
+		t.mu.Unlock()
 	}
-	return true
+	return nil
 }
 
 // setAsking moves a 2025-11-25 task to input_required while it waits on a
@@ -736,7 +802,7 @@ func appendLegacyTask(b []byte, rec *TaskRecord) []byte {
 // tasks/cancel, each on the caller's own tasks.
 func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error) {
 	s := ss.srv
-	owner := info.Principal()
+	owner := info.taskOwner()
 	if req.method == "tasks/list" {
 		var p listParams
 		if err := decodeParams(req.params, &p); err != nil {

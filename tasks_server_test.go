@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -149,6 +150,9 @@ func urlCaller(t *testing.T, url, principal string) modernCaller {
 // without polling: each change of a running task wakes it.
 func waitTask(t *testing.T, srv *Server, id, principal string, ok func(*TaskRecord) bool) {
 	t.Helper()
+	if principal == "" {
+		principal = taskOwnerOf(srv, id) // an anonymous session's own
+	}
 	timeout := time.After(10 * time.Second)
 	for {
 		var changed chan struct{}
@@ -171,6 +175,39 @@ func waitTask(t *testing.T, srv *Server, id, principal string, ok func(*TaskReco
 			t.Fatalf("task %s: %+v never got there", id, rec)
 		}
 	}
+}
+
+// asPrincipal makes every session of a server act for principal from its
+// initialize on, as an authorizer would over HTTP: sessions of one
+// principal share its tasks.
+func asPrincipal(principal string) Option {
+	return WithInboundMiddleware(func(next MethodHandler) MethodHandler {
+		return func(ctx context.Context, req *Request) (json.RawMessage, error) {
+			if req.Method == "initialize" && req.Info != nil {
+				req.Info.session.principal = principal
+			}
+			return next(ctx, req)
+		}
+	})
+}
+
+// taskOwnerOf returns the owner of task id, running or in srv's memory
+// store; "" when there is none.
+func taskOwnerOf(srv *Server, id string) string {
+	srv.tasks.mu.Lock()
+	t := srv.tasks.tasks[id]
+	srv.tasks.mu.Unlock()
+	if t != nil {
+		return t.owner
+	}
+	if m, ok := srv.store.(*MemoryTaskStore); ok {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if st := m.tasks[id]; st != nil {
+			return st.rec.Owner
+		}
+	}
+	return ""
 }
 
 func hasStatus(s TaskStatus) func(*TaskRecord) bool {
@@ -550,7 +587,7 @@ func TestTasksLegacy(t *testing.T) {
 		if !strings.Contains(ask, `"`+metaRelatedTask+`":{"taskId":"`+id+`"}`) {
 			t.Fatalf("an ask without its task: %s", ask)
 		}
-		rec, _ := rig.srv.store.Get(context.Background(), "", id)
+		rec, _ := rig.srv.store.Get(context.Background(), taskOwnerOf(rig.srv, id), id)
 		if rec.Status != TaskInputRequired {
 			t.Fatalf("status while asking: %s", rec.Status)
 		}
@@ -881,7 +918,9 @@ func TestTasksChildProcess(t *testing.T) {
 // interleave (it once said the task ran in another process when the task
 // left the running set between the request's two looks).
 func TestTaskResultRightAfterTheEnd(t *testing.T) {
-	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTaskStore(NewMemoryTaskStore(1<<20, 1<<40)))
+	store := NewMemoryTaskStore(1<<20, 1<<40)
+	store.SetMaxTasksPerOwner(1 << 20)
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTaskStore(store))
 	srv.AddTool(Tool{Name: "echo", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent("hello")}}, nil
 	})
@@ -902,4 +941,298 @@ func TestTaskResultRightAfterTheEnd(t *testing.T) {
 			t.Fatalf("task %d: tasks/result: %v, %v", i, res, err)
 		}
 	}
+}
+
+// TestTaskTTLHuge: a TTL too large for a Duration, on either revision,
+// gets the server's TTL, not an overflow to a task that never expires.
+func TestTaskTTLHuge(t *testing.T) {
+	for _, ttl := range []string{"9223372036855", "9223372036854775807"} {
+		rig := newTaskRig(WithTaskTTL(time.Hour))
+		p := &legacyPeer{rawPeer: rawServer(t, rig.srv)}
+		p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}`)
+		got := p.call(1, "tools/call", `"name":"rpc_error","arguments":{},"task":{"ttl":`+ttl+`}`)
+		if field(t, got, "result.task.ttl") != float64(3600000) {
+			t.Fatalf("2025-11-25, ttl %s: %s", ttl, got)
+		}
+		call := memoryCaller(t, rig.srv)
+		got = call(2, "tools/call", `"name":"rpc_error","arguments":{},"task":{"ttl":`+ttl+`,"ttlMs":`+ttl+`}`, taskCaps)
+		if field(t, got, "result.ttlMs") != float64(3600000) {
+			t.Fatalf("2026-07-28, ttl %s: %s", ttl, got)
+		}
+	}
+}
+
+// askingServer has a task tool that asks the client, with an
+// InputRequiredError, for a new answer every time it runs, and counts its
+// runs.
+func askingServer(runs *atomic.Int64) *Server {
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"})
+	srv.AddTool(Tool{Name: "asker", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		n := runs.Add(1)
+		return nil, &InputRequiredError{Requests: map[string]InputRequest{
+			fmt.Sprint("q", n): {Method: "elicitation/create", Params: json.RawMessage(`{"message":"again?","requestedSchema":{"type":"object","properties":{}}}`)},
+		}}
+	})
+	return srv
+}
+
+// TestTaskAsksBounded: a task whose handler keeps asking runs it at most
+// as many rounds as a plain call; an ask the client refuses fails the task
+// with that error and the handler does not run again; an ask the client
+// did not declare the capability for fails the task with -32021 and is
+// not sent. Both revisions.
+func TestTaskAsksBounded(t *testing.T) {
+	legacy := func(t *testing.T, caps string) (*legacyPeer, *atomic.Int64, string) {
+		var runs atomic.Int64
+		p := &legacyPeer{rawPeer: rawServer(t, askingServer(&runs))}
+		p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"raw","version":"0"}`)
+		p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		got := p.call(1, "tools/call", `"name":"asker","arguments":{},"task":{}`)
+		id, _ := field(t, got, "result.task.taskId").(string)
+		if id == "" {
+			t.Fatalf("tools/call: %s", got)
+		}
+		return p, &runs, id
+	}
+	// answerAll answers every ask (or refuses it) until the task's result.
+	answerAll := func(t *testing.T, p *legacyPeer, id string, answer string) (string, int) {
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
+		asked := 0
+		for {
+			got := p.next()
+			if field(t, got, "id") == float64(2) && field(t, got, "method") == nil {
+				return got, asked
+			}
+			if field(t, got, "method") == "elicitation/create" {
+				if asked++; asked > 4*maxShimRounds {
+					t.Fatalf("asked %d times and still asking", asked)
+				}
+				p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,%s}`, toJSON(field(t, got, "id")), answer))
+			}
+		}
+	}
+
+	t.Run("2025-11-25 answered", func(t *testing.T) {
+		p, runs, id := legacy(t, `{"elicitation":{}}`)
+		got, asked := answerAll(t, p, id, `"result":{"action":"accept","content":{}}`)
+		if field(t, got, "error.code") != float64(CodeInternalError) || !strings.Contains(got, "kept asking") {
+			t.Fatalf("tasks/result: %s", got)
+		}
+		if n := runs.Load(); n != maxShimRounds+1 || asked != maxShimRounds {
+			t.Fatalf("the handler ran %d times and asked %d, want %d and %d", n, asked, maxShimRounds+1, maxShimRounds)
+		}
+	})
+	t.Run("2025-11-25 refused", func(t *testing.T) {
+		p, runs, id := legacy(t, `{"elicitation":{}}`)
+		got, asked := answerAll(t, p, id, `"error":{"code":-1,"message":"user said no"}`)
+		if field(t, got, "error.code") != float64(-1) || !strings.Contains(got, "user said no") {
+			t.Fatalf("tasks/result: %s", got)
+		}
+		if n := runs.Load(); n != 1 || asked != 1 {
+			t.Fatalf("the handler ran %d times and asked %d, want 1 and 1", n, asked)
+		}
+	})
+	t.Run("2025-11-25 undeclared", func(t *testing.T) {
+		p, runs, id := legacy(t, `{}`)
+		got, asked := answerAll(t, p, id, `"result":{"action":"decline"}`)
+		if field(t, got, "error.code") != float64(CodeMissingRequiredClientCapability) {
+			t.Fatalf("tasks/result: %s", got)
+		}
+		if n := runs.Load(); n != 1 || asked != 0 {
+			t.Fatalf("the handler ran %d times and asked %d, want 1 and 0", n, asked)
+		}
+	})
+	t.Run("2025-11-25 over HTTP without a GET stream", func(t *testing.T) {
+		var runs atomic.Int64
+		ts := serveHTTP(t, askingServer(&runs))
+		cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125),
+			WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+				return &ElicitResult{Action: ActionAccept}, nil
+			}))
+		if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL, WithoutStandaloneStream())); err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		_, err := cl.CallTool(context.Background(), "asker", nil)
+		if err == nil || !strings.Contains(err.Error(), "asking the client") {
+			t.Fatalf("CallTool: %v", err)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("the handler ran %d times, want 1", n)
+		}
+	})
+	t.Run("2026-07-28 answered", func(t *testing.T) {
+		var runs atomic.Int64
+		srv := askingServer(&runs)
+		call := memoryCaller(t, srv)
+		id := startTask(t, call, 1, "asker")
+		answered := map[string]bool{}
+		for i := 0; ; i++ {
+			// Until the task ends or asks something not yet answered.
+			waitTask(t, srv, id, "", func(r *TaskRecord) bool {
+				for key := range r.InputRequests {
+					if !answered[key] {
+						return true
+					}
+				}
+				return r.Status.Terminal()
+			})
+			got := call(2, "tasks/get", `"taskId":"`+id+`"`, taskCaps)
+			if field(t, got, "result.status") != "input_required" {
+				if field(t, got, "result.status") != "failed" || !strings.Contains(got, "kept asking") {
+					t.Fatalf("tasks/get: %s", got)
+				}
+				break
+			}
+			if i > 2*maxShimRounds {
+				t.Fatalf("still asking after %d answers", i)
+			}
+			asks, _ := field(t, got, "result.inputRequests").(map[string]any)
+			for key := range asks {
+				answered[key] = true
+				call(3, "tasks/update", `"taskId":"`+id+`","inputResponses":{"`+key+`":{"action":"accept","content":{}}}`, taskCaps)
+			}
+		}
+		if n := runs.Load(); n != maxShimRounds+1 {
+			t.Fatalf("the handler ran %d times, want %d", n, maxShimRounds+1)
+		}
+	})
+	t.Run("2026-07-28 undeclared", func(t *testing.T) {
+		var runs atomic.Int64
+		srv := askingServer(&runs)
+		call := memoryCaller(t, srv)
+		got := call(1, "tools/call", `"name":"asker","arguments":{}`, `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
+		id := field(t, got, "result.taskId").(string)
+		waitTask(t, srv, id, "", isTerminal)
+		got = call(2, "tasks/get", `"taskId":"`+id+`"`, taskCaps)
+		if field(t, got, "result.status") != "failed" || field(t, got, "result.error.code") != float64(CodeMissingRequiredClientCapability) || runs.Load() != 1 {
+			t.Fatalf("tasks/get after %d runs: %s", runs.Load(), got)
+		}
+	})
+}
+
+// TestAnonymousTasksPerSession: without a principal, a 2025-11-25 task
+// belongs to the session that made it: another anonymous session, over
+// the same connection kind or HTTP, cannot list, read, wait on or cancel
+// it, while its own session can. A 2026-07-28 anonymous task is read by
+// its id alone, which only its creator was told; it is not a legacy
+// session's, nor is a legacy session's task its.
+func TestAnonymousTasksPerSession(t *testing.T) {
+	rig := newTaskRig()
+	defer close(rig.release)
+	legacy := func() *legacyPeer {
+		p := &legacyPeer{rawPeer: rawServer(t, rig.srv)}
+		p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}`)
+		p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		return p
+	}
+	a, b := legacy(), legacy()
+	id := field(t, a.call(1, "tools/call", `"name":"work","arguments":{},"task":{}`), "result.task.taskId").(string)
+	if ids := listedIDs(t, b.call(2, "tasks/list", ``)); len(ids) != 0 {
+		t.Fatalf("another session lists %v", ids)
+	}
+	for i, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		if got := b.call(3+i, method, `"taskId":"`+id+`"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+			t.Fatalf("%s from another session: %s", method, got)
+		}
+	}
+	if ids := listedIDs(t, a.call(6, "tasks/list", ``)); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("its own session lists %v", ids)
+	}
+	if got := a.call(7, "tasks/get", `"taskId":"`+id+`"`); field(t, got, "result.status") != "working" {
+		t.Fatalf("tasks/get from its own session: %s", got)
+	}
+
+	// 2026-07-28: the id reads it on any connection, but not a legacy
+	// session's task, and a legacy session does not read it.
+	modernA, modernB := memoryCaller(t, rig.srv), memoryCaller(t, rig.srv)
+	mid := startTask(t, modernA, 10, "work")
+	if got := modernB(11, "tasks/get", `"taskId":"`+mid+`"`, taskCaps); field(t, got, "result.status") != "working" {
+		t.Fatalf("a 2026-07-28 task read by its id: %s", got)
+	}
+	if got := modernB(12, "tasks/get", `"taskId":"`+id+`"`, taskCaps); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("a legacy session's task read on 2026-07-28: %s", got)
+	}
+	if got := b.call(13, "tasks/get", `"taskId":"`+mid+`"`); field(t, got, "error.code") != float64(CodeInvalidParams) {
+		t.Fatalf("a 2026-07-28 task read by a legacy session: %s", got)
+	}
+	if got := modernB(14, "tasks/list", ``, taskCaps); field(t, got, "error.code") != float64(CodeMethodNotFound) {
+		t.Fatalf("tasks/list on 2026-07-28: %s", got)
+	}
+
+	// Over HTTP, each anonymous session is its own.
+	ts := serveHTTP(t, rig.srv)
+	ctx := context.Background()
+	httpA := dial(t, ts.URL, WithProtocolVersion(Version20251125))
+	httpB := dial(t, ts.URL, WithProtocolVersion(Version20251125))
+	tt, err := httpA.StartTool(ctx, "work", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := httpB.ListTasks(ctx, ""); err != nil || len(got.Tasks) != 0 {
+		t.Fatalf("another HTTP session lists %+v, %v", got, err)
+	}
+	if _, err := httpB.OpenTask(tt.Task().ID).Get(ctx); err == nil {
+		t.Fatal("another HTTP session reads the task")
+	}
+	if err := httpB.OpenTask(tt.Task().ID).Cancel(ctx); err == nil {
+		t.Fatal("another HTTP session cancels the task")
+	}
+	if got, err := httpA.OpenTask(tt.Task().ID).Get(ctx); err != nil || got.Status != TaskWorking {
+		t.Fatalf("its own HTTP session: %+v, %v", got, err)
+	}
+}
+
+// TestTaskQuotas: one principal at its quota of running tasks, or of
+// stored ones, is refused with -32000 while another principal still
+// starts tasks; anonymous 2025-11-25 sessions each have a quota of their
+// own.
+func TestTaskQuotas(t *testing.T) {
+	t.Run("running", func(t *testing.T) {
+		rig := newTaskRig(WithMaxTasksPerPrincipal(2))
+		defer close(rig.release)
+		alice, bob := httpCaller(t, rig.srv, "alice"), httpCaller(t, rig.srv, "bob")
+		startTask(t, alice, 1, "work")
+		startTask(t, alice, 2, "work")
+		got := alice(3, "tools/call", `"name":"work","arguments":{}`, taskCaps)
+		if field(t, got, "error.code") != float64(CodeOverloaded) || !strings.Contains(got, "2 of your tasks are running") {
+			t.Fatalf("alice's third task: %s", got)
+		}
+		startTask(t, bob, 4, "work")
+		startTask(t, bob, 5, "work")
+
+		legacy := func() *legacyPeer {
+			p := &legacyPeer{rawPeer: rawServer(t, rig.srv)}
+			p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}`)
+			p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			return p
+		}
+		a, b := legacy(), legacy()
+		for i := range 2 {
+			if got := a.call(10+i, "tools/call", `"name":"work","arguments":{},"task":{}`); field(t, got, "result.task.taskId") == nil {
+				t.Fatalf("session a's task %d: %s", i, got)
+			}
+		}
+		if got := a.call(12, "tools/call", `"name":"work","arguments":{},"task":{}`); field(t, got, "error.code") != float64(CodeOverloaded) {
+			t.Fatalf("session a's third task: %s", got)
+		}
+		if got := b.call(13, "tools/call", `"name":"work","arguments":{},"task":{}`); field(t, got, "result.task.taskId") == nil {
+			t.Fatalf("session b's task: %s", got)
+		}
+	})
+	t.Run("stored", func(t *testing.T) {
+		store := NewMemoryTaskStore(0, 0)
+		store.SetMaxTasksPerOwner(3)
+		rig := newTaskRig(WithTaskStore(store))
+		alice, bob := httpCaller(t, rig.srv, "alice"), httpCaller(t, rig.srv, "bob")
+		for i := range 3 {
+			id := startTask(t, alice, i, "rpc_error")
+			waitTask(t, rig.srv, id, "alice", isTerminal)
+		}
+		got := alice(3, "tools/call", `"name":"rpc_error","arguments":{}`, taskCaps)
+		if field(t, got, "error.code") != float64(CodeOverloaded) || !strings.Contains(got, "as many tasks as the task store keeps for one requester") {
+			t.Fatalf("alice's fourth stored task: %s", got)
+		}
+		startTask(t, bob, 4, "rpc_error")
+	})
 }

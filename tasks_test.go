@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,6 +54,15 @@ func TestTaskWire(t *testing.T) {
 	}
 	if _, ok := m["pollIntervalMs"]; ok {
 		t.Fatalf("no poll interval is written: %s", raw)
+	}
+	// A peer's durations too large for a Duration are clamped, not
+	// overflowed into negative ones.
+	for _, modern := range []bool{false, true} {
+		huge := `{"taskId":"a","status":"working","createdAt":"2026-08-01T10:00:00Z","lastUpdatedAt":"2026-08-01T10:00:00Z","ttl":9223372036854775807,"pollInterval":9223372036854775807,"ttlMs":9223372036854775807,"pollIntervalMs":9223372036854775807}`
+		back, err := decodeTask([]byte(huge), modern)
+		if err != nil || back.TTL < 290*365*24*time.Hour || back.PollInterval < 290*365*24*time.Hour {
+			t.Fatalf("modern %v: huge durations read as %v and %v (%v)", modern, back.TTL, back.PollInterval, err)
+		}
 	}
 	for _, bad := range []string{`{}`, `{"taskId":"a","status":"working","createdAt":"2026-08-01T10:00:00Z"}`, `{"taskId":"a","status":"working","createdAt":"yesterday","lastUpdatedAt":"2026-08-01T10:00:00Z"}`, `[]`} {
 		if _, err := decodeTask([]byte(bad), true); err == nil {
@@ -115,7 +125,8 @@ func taskPairServer(ended chan<- struct{}) *Server {
 // call asks; a task that fails with a protocol error gives *Error, one
 // with a tool error its result; the ToolTask handle sees the task end; a
 // task cancelled mid-run ends its handler's context; a task started
-// before the client went away is read on a new connection.
+// before the client went away is read on a new connection on 2026-07-28,
+// and is not on 2025-11-25, where an anonymous task is its session's.
 func TestTasksClientAgainstServer(t *testing.T) {
 	for _, version := range []string{Version20251125, Version20260728} {
 		for _, carrier := range []string{"memory", "child", "http"} {
@@ -207,7 +218,9 @@ func TestTasksClientAgainstServer(t *testing.T) {
 					<-ended
 				}
 
-				// The client goes away; another connection reads the task.
+				// The client goes away; on 2026-07-28 another connection
+				// reads the task by its id. On 2025-11-25 an anonymous
+				// task belongs to its session: a new one cannot read it.
 				if carrier == "child" {
 					return // the server goes with its process
 				}
@@ -215,10 +228,49 @@ func TestTasksClientAgainstServer(t *testing.T) {
 					t.Fatal(err)
 				}
 				cl.Close()
-				if res, err = connect().OpenTask(task.Task().ID).Wait(ctx); err != nil || res.Content[0].Text != "read later" {
+				res, err = connect().OpenTask(task.Task().ID).Wait(ctx)
+				if version == Version20251125 {
+					if !errors.As(err, &rpcErr) || rpcErr.Code != CodeInvalidParams {
+						t.Fatalf("another session's task read on a new connection: %v, %v", res, err)
+					}
+				} else if err != nil || res.Content[0].Text != "read later" {
 					t.Fatalf("a task read on a new connection: %v, %v", res, err)
 				}
 			})
 		}
 	}
+}
+
+// FuzzTaskDurations: whatever ttl and poll interval a peer sends, a task's
+// durations never come out negative: not as a client reads them from a
+// server's task, nor as a 2025-11-25 server takes params.task.ttl, where
+// the task gets at most the server's TTL.
+func FuzzTaskDurations(f *testing.F) {
+	for _, n := range []int64{0, -1, 1, 1000, 9223372036855, math.MaxInt64, math.MinInt64} {
+		f.Add(n, n)
+	}
+	store := NewMemoryTaskStore(math.MaxInt32, math.MaxInt64)
+	store.SetMaxTasksPerOwner(math.MaxInt32) // every run's task is kept
+	rig := newTaskRig(WithTaskTTL(time.Hour), WithTaskStore(store), WithTaskLease(0))
+	ct, st := NewInMemoryTransports()
+	go rig.srv.Serve(context.Background(), st)
+	p := &legacyPeer{rawPeer: newRawPeer(f, ct.(*IOTransport))}
+	f.Cleanup(func() { p.w.Close() })
+	p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}`)
+	id := 0
+	f.Fuzz(func(t *testing.T, ttl, poll int64) {
+		for _, modern := range []bool{false, true} {
+			raw := fmt.Sprintf(`{"taskId":"a","status":"working","createdAt":"2026-08-01T10:00:00Z","lastUpdatedAt":"2026-08-01T10:00:00Z","ttl":%d,"pollInterval":%d,"ttlMs":%d,"pollIntervalMs":%d}`, ttl, poll, ttl, poll)
+			task, err := decodeTask([]byte(raw), modern)
+			if err != nil || task.TTL < 0 || task.PollInterval < 0 || (ttl > 0) != (task.TTL > 0) || (poll > 0) != (task.PollInterval > 0) {
+				t.Fatalf("modern %v: ttl %d and poll %d read as %v and %v (%v)", modern, ttl, poll, task.TTL, task.PollInterval, err)
+			}
+		}
+		id++
+		p.rawPeer.t = t
+		got := p.call(id, "tools/call", fmt.Sprintf(`"name":"rpc_error","arguments":{},"task":{"ttl":%d}`, ttl))
+		if got, ok := field(t, got, "result.task.ttl").(float64); !ok || got <= 0 || got > 3600000 || (ttl > 0 && ttl < 3600000 && got != float64(ttl)) {
+			t.Fatalf("params.task.ttl %d: the task's ttl is %v", ttl, got)
+		}
+	})
 }

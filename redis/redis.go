@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/e6ac58cb/mcp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,6 +43,17 @@ const (
 	// DefaultMaxTaskBytes is how large one task may be, its outcome
 	// included. Server side.
 	DefaultMaxTaskBytes = 4 << 20
+	// DefaultMaxStoredTasks is how many tasks a TaskStore holds, as the
+	// library's memory store does. Server side.
+	DefaultMaxStoredTasks = mcp.DefaultMaxStoredTasks
+	// DefaultMaxTaskStoreBytes is how many bytes of tasks and their
+	// outcomes a TaskStore holds, as the library's memory store does.
+	// Server side.
+	DefaultMaxTaskStoreBytes = mcp.DefaultMaxTaskStoreBytes
+	// DefaultMaxStoredTasksPerOwner is how many tasks of one owner (a
+	// principal, or an anonymous session) a TaskStore holds, as the
+	// library's memory store does. Server side.
+	DefaultMaxStoredTasksPerOwner = mcp.DefaultMaxStoredTasksPerOwner
 	// DefaultQueueLength is how many messages wait for one slow
 	// subscriber before more are dropped. Server side.
 	DefaultQueueLength = 1024
@@ -62,20 +74,27 @@ type config struct {
 	maxEvents    int64
 	eventTTL     time.Duration
 	maxTaskBytes int
-	queueLength  int
-	pingInterval time.Duration
+	// maxTasks and maxStoreBytes bound a TaskStore as a whole.
+	maxTasks      int
+	maxStoreBytes int
+	maxPerOwner   int
+	queueLength   int
+	pingInterval  time.Duration
 }
 
 func newConfig(opts []Option) *config {
 	c := &config{
-		prefix:       DefaultKeyPrefix,
-		timeout:      DefaultTimeout,
-		log:          slog.Default(),
-		maxEvents:    DefaultMaxStreamEvents,
-		eventTTL:     DefaultEventTTL,
-		maxTaskBytes: DefaultMaxTaskBytes,
-		queueLength:  DefaultQueueLength,
-		pingInterval: DefaultPingInterval,
+		prefix:        DefaultKeyPrefix,
+		timeout:       DefaultTimeout,
+		log:           slog.Default(),
+		maxEvents:     DefaultMaxStreamEvents,
+		eventTTL:      DefaultEventTTL,
+		maxTaskBytes:  DefaultMaxTaskBytes,
+		maxTasks:      DefaultMaxStoredTasks,
+		maxStoreBytes: DefaultMaxTaskStoreBytes,
+		maxPerOwner:   DefaultMaxStoredTasksPerOwner,
+		queueLength:   DefaultQueueLength,
+		pingInterval:  DefaultPingInterval,
 	}
 	for _, o := range opts {
 		o(c)
@@ -133,6 +152,46 @@ func WithMaxTaskBytes(n int) Option {
 	return func(c *config) {
 		if n > 0 {
 			c.maxTaskBytes = n
+		}
+	}
+}
+
+// WithMaxStoredTasks bounds how many tasks a TaskStore holds, across every
+// instance that shares it, ended ones kept for their TTL included; past it
+// Create returns mcp.ErrTaskStoreFull, which the server answers as
+// overloaded. Zero or less takes the default, [DefaultMaxStoredTasks].
+// Server side; TaskStore.
+func WithMaxStoredTasks(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxTasks = n
+		}
+	}
+}
+
+// WithMaxStoredTasksPerOwner bounds how many tasks of one owner a
+// TaskStore holds, across every instance that shares it, ended ones kept
+// for their TTL included, so that one owner cannot fill the store for the
+// others; past it Create returns mcp.ErrTaskQuotaExceeded, which the
+// server answers as overloaded. Zero or less takes the default,
+// [DefaultMaxStoredTasksPerOwner]. Server side; TaskStore.
+func WithMaxStoredTasksPerOwner(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxPerOwner = n
+		}
+	}
+}
+
+// WithMaxTaskStoreBytes bounds how many bytes of tasks, their outcomes
+// included, a TaskStore holds across every instance that shares it; past
+// it Create, UpdateStatus and PutResult return mcp.ErrTaskStoreFull. Zero
+// or less takes the default, [DefaultMaxTaskStoreBytes]. Server side;
+// TaskStore.
+func WithMaxTaskStoreBytes(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxStoreBytes = n
 		}
 	}
 }

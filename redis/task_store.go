@@ -13,11 +13,15 @@ import (
 
 // TaskStore is an [mcp.TaskStore] on Redis: a hash per task, expiring
 // with the task's TTL; a sorted set per owner listing its tasks in the
-// order they were created; and one sorted set of the tasks that have a
-// TTL by when it ends, which DeleteExpired sweeps to clean the owner sets
-// once Redis expired the tasks themselves. UpdateStatus and PutResult are
-// scripts, so a task that ended keeps its outcome whatever runs beside
-// them. Server side.
+// order they were created; one sorted set of the tasks that have a TTL by
+// when it ends, which DeleteExpired (and every Create) sweeps to clean the
+// owner sets once Redis expired the tasks themselves; and a hash of every
+// task's size with their total, which bound the store as a whole
+// ([WithMaxStoredTasks], [WithMaxTaskStoreBytes]); the owner sets bound
+// how many tasks one owner holds ([WithMaxStoredTasksPerOwner]). Create, UpdateStatus
+// and PutResult are scripts, so the bounds hold whatever other instances
+// do at the same time, and a task that ended keeps its outcome. Server
+// side.
 type TaskStore struct{ client }
 
 var _ mcp.TaskStore = (*TaskStore)(nil)
@@ -31,6 +35,8 @@ func (s *TaskStore) taskKey(id string) string     { return s.cfg.prefix + "task:
 func (s *TaskStore) ownerKey(owner string) string { return s.cfg.prefix + "tasks:" + owner }
 func (s *TaskStore) seqKey() string               { return s.cfg.prefix + "taskseq" }
 func (s *TaskStore) expiryKey() string            { return s.cfg.prefix + "taskexpiry" }
+func (s *TaskStore) sizesKey() string             { return s.cfg.prefix + "tasksizes" }
+func (s *TaskStore) bytesKey() string             { return s.cfg.prefix + "taskbytes" }
 
 // taskFixed is the part of a task that never changes once created; the
 // rest sits in hash fields of its own, so that the scripts change them
@@ -72,12 +78,71 @@ func expiryMember(owner, id string) string {
 	return strconv.Itoa(len(owner)) + ":" + owner + id
 }
 
-// createScript stores a new task. KEYS: the task, its owner's set, the
-// sequence counter, the expiry set. ARGV: owner, fixed part, status,
-// message, updated, inputs, result, error, ended, when the TTL ends in
-// milliseconds and microseconds (0: never), task id, expiry member, when
-// the lease ends in microseconds ("": no lease).
-var createScript = redis.NewScript(`
+// taskOverhead is what every task counts against the byte bound beside
+// its variable parts, as the memory store counts it.
+const taskOverhead = 256
+
+// sweepLua defines sweep(expiry, prefix, sizes, bytes, now, batch): it
+// deletes up to batch tasks whose TTL ended by now, with their place in
+// their owner's set and their size in the totals, and returns how many.
+const sweepLua = `
+local function sweep(expiry, prefix, sizes, bytes, now, batch)
+  local m = redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, batch)
+  for _, member in ipairs(m) do
+    local colon = string.find(member, ':', 1, true)
+    local n = tonumber(string.sub(member, 1, colon - 1))
+    local owner = string.sub(member, colon + 1, colon + n)
+    local id = string.sub(member, colon + n + 1)
+    redis.call('DEL', prefix .. 'task:' .. id)
+    redis.call('ZREM', prefix .. 'tasks:' .. owner, id)
+    redis.call('ZREM', expiry, member)
+    local size = redis.call('HGET', sizes, id)
+    if size then
+      redis.call('HDEL', sizes, id)
+      redis.call('DECRBY', bytes, size)
+    end
+  end
+  return #m
+end
+`
+
+// resizeLua defines resize(sizes, bytes, id, size, max): it counts the
+// task id as size bytes from now on, unless the store's total would pass
+// max; false then.
+const resizeLua = `
+local function resize(sizes, bytes, id, size, max)
+  local old = tonumber(redis.call('HGET', sizes, id) or '0')
+  local total = tonumber(redis.call('GET', bytes) or '0')
+  if size > old and total - old + size > max then return false end
+  redis.call('HSET', sizes, id, size)
+  redis.call('INCRBY', bytes, size - old)
+  return true
+end
+`
+
+// createSweep is how many expired tasks Create sweeps before it counts.
+const createSweep = 1000
+
+// createScript stores a new task, after sweeping tasks whose TTL ended,
+// unless the store holds as many tasks or bytes as it may. KEYS: the
+// task, its owner's set, the sequence counter, the expiry set, the sizes
+// hash, the byte total. ARGV: owner, fixed part, status, message, updated,
+// inputs, result, error, ended, when the TTL ends in milliseconds and
+// microseconds (0: never), task id, expiry member, when the lease ends in
+// microseconds ("": no lease), now in microseconds, the key prefix, the
+// task bound, the byte bound, the bound of one owner's tasks. It returns
+// the task's creation number, -1 when the store is full, or -2 when the
+// owner holds as many tasks as one may.
+var createScript = redis.NewScript(sweepLua + resizeLua + `
+sweep(KEYS[4], ARGV[16], KEYS[5], KEYS[6], ARGV[15], ` + strconv.Itoa(createSweep) + `)
+if redis.call('HEXISTS', KEYS[5], ARGV[12]) == 0 and redis.call('HLEN', KEYS[5]) >= tonumber(ARGV[17]) then
+  return -1
+end
+if not redis.call('ZSCORE', KEYS[2], ARGV[12]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[19]) then
+  return -2
+end
+local size = ` + strconv.Itoa(taskOverhead) + ` + #ARGV[1] + #ARGV[2] + #ARGV[4] + #ARGV[6] + #ARGV[7] + #ARGV[8]
+if not resize(KEYS[5], KEYS[6], ARGV[12], size, tonumber(ARGV[18])) then return -1 end
 local seq = redis.call('INCR', KEYS[3])
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'task', ARGV[2], 'status', ARGV[3], 'message', ARGV[4],
@@ -91,7 +156,10 @@ return seq
 `)
 
 // Create implements mcp.TaskStore; mcp.ErrTaskStoreFull when the record
-// is larger than [WithMaxTaskBytes] allows.
+// is larger than [WithMaxTaskBytes] allows, or the store already holds as
+// many tasks or bytes as [WithMaxStoredTasks] and [WithMaxTaskStoreBytes]
+// allow; mcp.ErrTaskQuotaExceeded when the record's owner holds as many
+// tasks as [WithMaxStoredTasksPerOwner] allows.
 func (s *TaskStore) Create(ctx context.Context, rec *mcp.TaskRecord) error {
 	key := s.taskKey(rec.ID)
 	fixed, err := encodeJSON(&taskFixed{ID: rec.ID, CreatedAt: rec.CreatedAt, TTL: rec.TTL, PollInterval: rec.PollInterval})
@@ -116,10 +184,16 @@ func (s *TaskStore) Create(ctx context.Context, rec *mcp.TaskRecord) error {
 	}
 	ctx, cancel := s.cfg.call(ctx)
 	defer cancel()
-	err = createScript.Run(ctx, s.rdb, []string{key, s.ownerKey(rec.Owner), s.seqKey(), s.expiryKey()},
+	seq, err := createScript.Run(ctx, s.rdb, []string{key, s.ownerKey(rec.Owner), s.seqKey(), s.expiryKey(), s.sizesKey(), s.bytesKey()},
 		rec.Owner, fixed, string(rec.Status), rec.StatusMessage, rec.LastUpdatedAt.Format(time.RFC3339Nano),
 		inputs, string(rec.Result), errJSON, flag(rec.Status.Terminal()), atMs, atUs, rec.ID, expiryMember(rec.Owner, rec.ID),
-		encodeLease(rec.LeaseExpires)).Err()
+		encodeLease(rec.LeaseExpires), time.Now().UnixMicro(), s.cfg.prefix, s.cfg.maxTasks, s.cfg.maxStoreBytes, s.cfg.maxPerOwner).Int64()
+	switch {
+	case err == nil && seq == -2:
+		return mcp.ErrTaskQuotaExceeded
+	case err == nil && seq < 0:
+		return mcp.ErrTaskStoreFull
+	}
 	return fail("TaskStore.Create", key, err)
 }
 
@@ -183,15 +257,18 @@ func decodeTask(h map[string]string, owner string) (*mcp.TaskRecord, error) {
 	return rec, nil
 }
 
-// updateScript sets a live task's status. KEYS: the task. ARGV: owner,
-// status, message, updated, inputs, whether the status is terminal, the
-// byte bound. It returns 0 for a task not found, 2 when the bound is
-// passed, 1 otherwise.
-var updateScript = redis.NewScript(`
+// updateScript sets a live task's status. KEYS: the task, the sizes
+// hash, the byte total. ARGV: owner, status, message, updated, inputs,
+// whether the status is terminal, the byte bound of a task, the task's
+// id, the byte bound of the store. It returns 0 for a task not found, 2
+// when a bound is passed, 1 otherwise.
+var updateScript = redis.NewScript(resizeLua + `
 local f = redis.call('HMGET', KEYS[1], 'owner', 'ended', 'task', 'result', 'error')
 if f[1] ~= ARGV[1] then return 0 end
 if f[2] == '1' or ARGV[6] == '1' then return 1 end
-if #f[3] + #ARGV[3] + #ARGV[5] + #(f[4] or '') + #(f[5] or '') > tonumber(ARGV[7]) then return 2 end
+local own = #f[3] + #ARGV[3] + #ARGV[5] + #(f[4] or '') + #(f[5] or '')
+if own > tonumber(ARGV[7]) then return 2 end
+if not resize(KEYS[2], KEYS[3], ARGV[8], ` + strconv.Itoa(taskOverhead) + ` + #ARGV[1] + own, tonumber(ARGV[9])) then return 2 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'message', ARGV[3], 'updated', ARGV[4], 'inputs', ARGV[5])
 return 1
 `)
@@ -205,8 +282,8 @@ func (s *TaskStore) UpdateStatus(ctx context.Context, owner, id string, status m
 	}
 	ctx, cancel := s.cfg.call(ctx)
 	defer cancel()
-	n, err := updateScript.Run(ctx, s.rdb, []string{key}, owner, string(status), message,
-		time.Now().Format(time.RFC3339Nano), inputs, flag(status.Terminal()), s.cfg.maxTaskBytes).Int()
+	n, err := updateScript.Run(ctx, s.rdb, []string{key, s.sizesKey(), s.bytesKey()}, owner, string(status), message,
+		time.Now().Format(time.RFC3339Nano), inputs, flag(status.Terminal()), s.cfg.maxTaskBytes, id, s.cfg.maxStoreBytes).Int()
 	return scriptOutcome("TaskStore.UpdateStatus", key, n, err)
 }
 
@@ -249,14 +326,17 @@ func (s *TaskStore) RenewLease(ctx context.Context, owner, id string, until time
 	return scriptOutcome("TaskStore.RenewLease", key, n, err)
 }
 
-// resultScript ends a live task. KEYS: the task. ARGV: owner, status,
-// updated, result, error, whether the status is terminal, the byte bound.
-// It returns as updateScript does.
-var resultScript = redis.NewScript(`
+// resultScript ends a live task. KEYS: the task, the sizes hash, the
+// byte total. ARGV: owner, status, updated, result, error, whether the
+// status is terminal, the byte bound of a task, the task's id, the byte
+// bound of the store. It returns as updateScript does.
+var resultScript = redis.NewScript(resizeLua + `
 local f = redis.call('HMGET', KEYS[1], 'owner', 'ended', 'task', 'message')
 if f[1] ~= ARGV[1] then return 0 end
 if f[2] == '1' then return 1 end
-if #f[3] + #(f[4] or '') + #ARGV[4] + #ARGV[5] > tonumber(ARGV[7]) then return 2 end
+local own = #f[3] + #(f[4] or '') + #ARGV[4] + #ARGV[5]
+if own > tonumber(ARGV[7]) then return 2 end
+if not resize(KEYS[2], KEYS[3], ARGV[8], ` + strconv.Itoa(taskOverhead) + ` + #ARGV[1] + own, tonumber(ARGV[9])) then return 2 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'updated', ARGV[3], 'inputs', '', 'result', ARGV[4],
   'error', ARGV[5], 'ended', ARGV[6])
 return 1
@@ -272,8 +352,8 @@ func (s *TaskStore) PutResult(ctx context.Context, owner, id string, status mcp.
 	}
 	ctx, cancel := s.cfg.call(ctx)
 	defer cancel()
-	n, err := resultScript.Run(ctx, s.rdb, []string{key}, owner, string(status),
-		time.Now().Format(time.RFC3339Nano), string(result), errJSON, flag(status.Terminal()), s.cfg.maxTaskBytes).Int()
+	n, err := resultScript.Run(ctx, s.rdb, []string{key, s.sizesKey(), s.bytesKey()}, owner, string(status),
+		time.Now().Format(time.RFC3339Nano), string(result), errJSON, flag(status.Terminal()), s.cfg.maxTaskBytes, id, s.cfg.maxStoreBytes).Int()
 	return scriptOutcome("TaskStore.PutResult", key, n, err)
 }
 
@@ -349,20 +429,11 @@ func (s *TaskStore) List(ctx context.Context, owner, cursor string, limit int) (
 const expiredBatch = 500
 
 // sweepScript deletes up to a batch of tasks whose TTL ended, with their
-// place in their owner's set. KEYS: the expiry set. ARGV: now in
-// microseconds, the key prefix, the batch size.
-var sweepScript = redis.NewScript(`
-local m = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
-for _, member in ipairs(m) do
-  local colon = string.find(member, ':', 1, true)
-  local n = tonumber(string.sub(member, 1, colon - 1))
-  local owner = string.sub(member, colon + 1, colon + n)
-  local id = string.sub(member, colon + n + 1)
-  redis.call('DEL', ARGV[2] .. 'task:' .. id)
-  redis.call('ZREM', ARGV[2] .. 'tasks:' .. owner, id)
-  redis.call('ZREM', KEYS[1], member)
-end
-return #m
+// place in their owner's set and their size. KEYS: the expiry set, the
+// sizes hash, the byte total. ARGV: now in microseconds, the key prefix,
+// the batch size.
+var sweepScript = redis.NewScript(sweepLua + `
+return sweep(KEYS[1], ARGV[2], KEYS[2], KEYS[3], ARGV[1], ARGV[3])
 `)
 
 // DeleteExpired implements mcp.TaskStore. Redis deletes a task when its
@@ -373,7 +444,7 @@ func (s *TaskStore) DeleteExpired(ctx context.Context, now time.Time) (int, erro
 	defer cancel()
 	total := 0
 	for {
-		n, err := sweepScript.Run(ctx, s.rdb, []string{key}, now.UnixMicro(), s.cfg.prefix, expiredBatch).Int()
+		n, err := sweepScript.Run(ctx, s.rdb, []string{key, s.sizesKey(), s.bytesKey()}, now.UnixMicro(), s.cfg.prefix, expiredBatch).Int()
 		if err != nil {
 			return total, fail("TaskStore.DeleteExpired", key, err)
 		}

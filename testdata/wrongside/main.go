@@ -24,6 +24,7 @@ func main() {
 	mcp.NewClient(info, mcp.WithTaskStore(nil))                                // ERROR
 	mcp.NewClient(info, mcp.WithTaskLease(time.Second))                        // ERROR
 	mcp.NewClient(info, mcp.WithBroadcaster(nil))                              // ERROR
+	mcp.NewClient(info, mcp.WithMaxTasksPerPrincipal(1))                       // ERROR
 
 	// Client options given to a server.
 	mcp.NewServer(info, mcp.WithElicitationHandler(nil))          // ERROR
