@@ -3,6 +3,7 @@ package mcp
 import (
 	"cmp"
 	"encoding/base64"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,5 +122,5 @@ func decodeCursor(kind, cursor string) (last uint64, ok bool) {
 		return 0, false
 	}
 	last, err = strconv.ParseUint(text, 10, 64)
-	return last, err == nil
+	return last, err == nil && last < math.MaxUint64 // a page starts at last+1
 }
