@@ -789,8 +789,17 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 		s.detach(gen)
 		return false
 	}
+	// An SSE answer takes what the stream holds before it goes, written
+	// after the replay (first): left in a standalone stream's backlog, it
+	// would be pushed out (trimBacklogLocked) by what comes once the
+	// client has the answer, before this writer took it, though the
+	// client reads.
+	var first []streamEvent
+	var firstState *streamState
 	if m.sse {
-		if err := start(nil); err != nil {
+		evs, st := s.take(r.Context(), gen)
+		first, firstState = evs, &st
+		if err := start(evs); err != nil {
 			return fail(err)
 		}
 		if len(m.replay) > 0 {
@@ -803,7 +812,13 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 		}
 	}
 	for {
-		evs, st := s.take(r.Context(), gen)
+		var evs []streamEvent
+		var st streamState
+		if firstState != nil {
+			evs, st, first, firstState = first, *firstState, nil, nil
+		} else {
+			evs, st = s.take(r.Context(), gen)
+		}
 		if st.superseded {
 			return false
 		}
