@@ -49,6 +49,10 @@ type inboundCall struct {
 	cancel    context.CancelCauseFunc
 	cancelled bool
 	alone     bool // no other request or notification occupied a slot when it came
+	// released: cancelled, it gave its slot back and counts in lingering
+	// until its holds (its handler, a user cancel handler) are done.
+	released bool
+	holds    int8
 }
 
 // outgoing is one queued write.
@@ -98,11 +102,14 @@ type conn struct {
 	inbound  map[ID]*inboundCall
 	// The dispatch slots, taken by requests and queued notifications.
 	occupied    int
-	notifyQueue []func()
-	notifying   bool
-	shed        int64
-	closed      bool
-	closeErr    error
+	notifyQueue []queuedNotification
+	// lingering counts the cancelled requests that gave their slot back
+	// and whose handlers have not all returned (conn_cancel.go).
+	lingering int
+	notifying bool
+	shed      int64
+	closed    bool
+	closeErr  error
 	// inputEnded is set when the peer's input ended (endOfInput): nothing
 	// more is read and no call may be sent, but the connection stays open
 	// until the handlers' answers are written. drained is closed when the
@@ -576,7 +583,11 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, err error) {
 	c.mu.Lock()
 	delete(c.inbound, req.id)
-	c.occupied--
+	if in.released {
+		c.unlingerLocked(in)
+	} else {
+		c.occupied--
+	}
 	cancelled := in.cancelled
 	c.mu.Unlock()
 	in.cancel(nil)
@@ -662,116 +673,48 @@ func (c *conn) routeNotification(method string, params json.RawMessage) {
 		return
 	}
 	if c.cfg.inbound != nil {
-		c.enqueueNotificationLocked(c.notificationThrough(method, params, h), method)
+		c.enqueueNotificationLocked(c.notificationThrough(method, params, h), method, nil)
 	} else {
-		c.enqueueNotificationLocked(func() { h(c.baseCtx, params) }, method)
+		c.enqueueNotificationLocked(func() { h(c.baseCtx, params) }, method, nil)
 	}
 	c.mu.Unlock()
 }
-
-// routeCancelled performs inbound cancellation. Below the cap a user handler
-// replaces the default; at the cap the engine cancels the named request
-// itself, and only a cancel that took effect admits the notification past
-// the cap (each request can push at most one cancellation through).
-func (c *conn) routeCancelled(params json.RawMessage) {
-	var p struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		c.log.Debug("ignoring a malformed notifications/cancelled")
-		return
-	}
-	id, ok := parseID(p.RequestID)
-	if !ok {
-		c.log.Debug("ignoring a notifications/cancelled without a usable requestId")
-		return
-	}
-	user := c.cfg.notifications["notifications/cancelled"]
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.atCapLocked() {
-		if !c.cancelInboundLocked(id, p.Reason) {
-			c.noteShedLocked("notifications/cancelled")
-			return
-		}
-		if user != nil {
-			c.enqueueNotificationLocked(func() { user(c.baseCtx, params) }, "notifications/cancelled")
-		}
-		return
-	}
-	if user != nil {
-		c.enqueueNotificationLocked(func() { user(c.baseCtx, params) }, "notifications/cancelled")
-		return
-	}
-	if !c.cancelInboundLocked(id, p.Reason) {
-		c.log.Debug("ignoring a cancellation naming a request that is not in flight or is already cancelled", attrRequestID, id.String())
-	}
-}
-
-// CancelledError is the cause of a handler context cancelled by the peer's
-// notifications/cancelled; read it with context.Cause.
-type CancelledError struct {
-	// Reason is the peer's reason, possibly empty.
-	Reason string
-}
-
-// Error implements the error interface.
-func (e *CancelledError) Error() string {
-	if e.Reason == "" {
-		return "mcp: request cancelled by the peer"
-	}
-	return "mcp: request cancelled by the peer: " + e.Reason
-}
-
-// Is makes a CancelledError match context.Canceled.
-func (e *CancelledError) Is(target error) bool { return target == context.Canceled }
-
-// cancelInboundLocked cancels an in-flight inbound request; it reports
-// whether this call did it (false for unknown, finished or already
-// cancelled ids).
-func (c *conn) cancelInboundLocked(id ID, reason string) bool {
-	in := c.inbound[id]
-	if in == nil || in.cancelled {
-		return false
-	}
-	in.cancelled = true
-	in.cancel(&CancelledError{Reason: reason})
-	return true
-}
-
-// cancelInbound is cancelInboundLocked for a caller without the lock.
-func (c *conn) cancelInbound(id ID, reason string) {
-	c.mu.Lock()
-	c.cancelInboundLocked(id, reason)
-	c.mu.Unlock()
-}
-
-// cancelHandlers cancels the context of every handler, running or to come,
-// and leaves the connection open: what the handlers answer is still written.
-func (c *conn) cancelHandlers(cause error) { c.cancelBase(cause) }
 
 // batchesAllowed reports whether the peer may send JSON-RPC batches: only
 // on protocol revision 2025-03-26.
 func (c *conn) batchesAllowed() bool { return c.batchOK.Load() }
 
+// queuedNotification is a notification handler waiting to run.
+type queuedNotification struct {
+	run func()
+	// on: the cancelled request on whose allowance it runs (see
+	// routeCancelled); nil when it occupies a slot.
+	on *inboundCall
+}
+
 // enqueueNotificationLocked queues a notification handler. It occupies a
-// dispatch slot until it has run; handlers run one at a time, in order, on a
-// goroutine that exists only while the queue is non-empty.
-func (c *conn) enqueueNotificationLocked(run func(), method string) {
+// dispatch slot until it has run, or a hold on the cancelled request on;
+// handlers run one at a time, in order, on a goroutine that exists only
+// while the queue is non-empty.
+func (c *conn) enqueueNotificationLocked(run func(), method string, on *inboundCall) {
 	if c.closed {
+		if on != nil {
+			c.unlingerLocked(on)
+		}
 		return
 	}
-	c.occupied++
+	if on == nil {
+		c.occupied++
+	}
 	c.handling.Add(1)
-	c.notifyQueue = append(c.notifyQueue, func() {
+	c.notifyQueue = append(c.notifyQueue, queuedNotification{on: on, run: func() {
 		defer func() {
 			if p := recover(); p != nil {
 				c.log.Error("notification handler panicked", attrMethod, method, "panic", p)
 			}
 		}()
 		run()
-	})
+	}})
 	if !c.notifying {
 		c.notifying = true
 		c.wg.Add(1)
@@ -806,13 +749,17 @@ func (c *conn) runNotifications() {
 			c.mu.Unlock()
 			return
 		}
-		run := c.notifyQueue[0]
-		c.notifyQueue[0] = nil
+		next := c.notifyQueue[0]
+		c.notifyQueue[0] = queuedNotification{}
 		c.notifyQueue = c.notifyQueue[1:]
 		c.mu.Unlock()
-		run()
+		next.run()
 		c.mu.Lock()
-		c.occupied--
+		if next.on != nil {
+			c.unlingerLocked(next.on)
+		} else {
+			c.occupied--
+		}
 		c.mu.Unlock()
 		c.handled()
 	}

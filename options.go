@@ -121,6 +121,15 @@ func WithLogger(l *slog.Logger) Option {
 // answered at once with a CodeOverloaded error and never started; a
 // notification over the cap is dropped, except that notifications/cancelled
 // still cancels the request it names.
+//
+// A request the peer cancels gives its slot back at once, so a request the
+// peer sends after the cancel is admitted. Its handler may still be running;
+// such handlers are bounded by an allowance of their own, as large as the
+// cap, so a connection never runs more than twice the cap of handlers.
+// Once that allowance is used up, a cancel still cancels, but its slot comes
+// free only when its handler returns. On Streamable HTTP at 2026-07-28 the
+// cancel is the client closing the request's stream, which the server
+// notices in its own time, not in order with the client's next POST.
 // It configures either peer (NewClient or NewServer).
 func WithMaxInFlight(n int) Option {
 	return bothOption(func(c *config) {
