@@ -622,11 +622,18 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 func (c *conn) runHandler(ctx context.Context, req *inboundRequest) (result any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("handler panicked", attrMethod, req.method, "panic", p, "stack", string(debug.Stack()))
+			c.logPanic("handler panicked", req.method, p)
 			result, err = nil, &Error{Code: CodeInternalError, Message: "Internal error"}
 		}
 	}()
 	return c.disp.handleRequest(ctx, req)
+}
+
+// logPanic logs a panic recovered from user code with its stack: to the
+// logger of WithLogger, or to slog.Default when none was given, so that an
+// operator sees it as net/http shows a handler's panic.
+func (c *conn) logPanic(msg, method string, p any) {
+	c.cfg.panicLogger().Error(msg, attrMethod, method, "panic", p, "stack", string(debug.Stack()))
 }
 
 func marshalResult(v any) (json.RawMessage, error) {
@@ -710,7 +717,7 @@ func (c *conn) enqueueNotificationLocked(run func(), method string, on *inboundC
 	c.notifyQueue = append(c.notifyQueue, queuedNotification{on: on, run: func() {
 		defer func() {
 			if p := recover(); p != nil {
-				c.log.Error("notification handler panicked", attrMethod, method, "panic", p)
+				c.logPanic("notification handler panicked", method, p)
 			}
 		}()
 		run()

@@ -50,6 +50,7 @@ const DefaultMaxInFlight = 1024
 
 type config struct {
 	logger            *slog.Logger
+	loggerSet         bool // WithLogger was given: panics go to logger too
 	requestTimeout    time.Duration
 	maxRequestTimeout time.Duration
 	maxInFlight       int
@@ -90,7 +91,10 @@ func newConfig() *config {
 
 // WithLogger sets the logger for the engine's own diagnostics: orphan
 // responses, shed notifications, failed sends, a child's standard error.
-// The default discards everything.
+// The default discards everything except a panic recovered from a handler
+// (of a tool, prompt, resource, notification, middleware, or a client's
+// handler of a server's request), which goes with its stack to
+// slog.Default, as net/http logs its handlers' panics.
 //
 // At debug level the engine also logs each request it serves ("served a
 // request") and each it sends ("sent a request") once it is answered. Its
@@ -111,9 +115,18 @@ func newConfig() *config {
 func WithLogger(l *slog.Logger) Option {
 	return bothOption(func(c *config) {
 		if l != nil {
-			c.logger = l
+			c.logger, c.loggerSet = l, true
 		}
 	})
+}
+
+// panicLogger is where a recovered panic is logged: the logger given, or
+// slog.Default at the time of the panic.
+func (c *config) panicLogger() *slog.Logger {
+	if c.loggerSet {
+		return c.logger
+	}
+	return slog.Default()
 }
 
 // WithMaxInFlight caps the inbound requests and notification handlers that
