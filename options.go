@@ -200,7 +200,11 @@ func WithNotificationHandler(method string, h NotificationHandler) Option {
 }
 
 // WithProtocolVersion pins the protocol revision: a client speaks only that
-// one, a server accepts only that one.
+// one, a server accepts only that one. A server pinned to 2026-07-28
+// refuses initialize, and one pinned to an older revision refuses a
+// 2026-07-28 request, each with CodeUnsupportedProtocolVersion naming the
+// revision it speaks; over HTTP a server pinned to 2026-07-28 keeps no
+// sessions, as with WithStatelessOnly.
 // It configures either peer (NewClient or NewServer).
 func WithProtocolVersion(v string) Option {
 	return bothOption(func(c *config) { c.protocolVersion = v })
