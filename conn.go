@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"runtime/debug"
@@ -215,7 +214,7 @@ func (c *conn) readLoop() {
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) {
 				c.log.Warn("dropping an oversized message", "err", err)
-				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()}, nil)
+				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: untitledText(err)}, nil)
 				continue
 			}
 			if errors.Is(err, io.EOF) {
@@ -603,7 +602,7 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 	if err != nil {
 		var rpcErr *Error
 		if !errors.As(err, &rpcErr) {
-			rpcErr = &Error{Code: CodeInternalError, Message: err.Error()}
+			rpcErr = &Error{Code: CodeInternalError, Message: untitledText(err)}
 		}
 		data = encodeError(req.id, rpcErr)
 	} else {
@@ -786,7 +785,7 @@ func (c *conn) notify(method string, params any, related ID, route any) error {
 	if _, ok := rawJSONOf(params); ok || params == nil {
 		raw, err := marshalObject(params)
 		if err != nil {
-			return fmt.Errorf("mcp: the params of %s: %w", method, err)
+			return errorf("the params of %s: %w", method, err)
 		}
 		return c.queueWrite(outgoing{data: encodeRequest(ID{}, method, raw), related: related, route: route}, mayWait)
 	}
@@ -800,7 +799,7 @@ func (c *conn) notify(method string, params any, related ID, route any) error {
 	}
 	if err != nil {
 		recycleMessage(b)
-		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+		return errorf("the params of %s: %w", method, err)
 	}
 	return c.queueWrite(outgoing{data: append(b, '}'), related: related, route: route}, mayWait)
 }
@@ -839,7 +838,7 @@ func (c *conn) failCall(id ID, err error) {
 // anything until asked.
 type closedError struct{ cause error }
 
-func (e *closedError) Error() string   { return ErrClosed.Error() + ": " + e.cause.Error() }
+func (e *closedError) Error() string   { return ErrClosed.Error() + ": " + untitledText(e.cause) }
 func (e *closedError) Unwrap() []error { return []error{ErrClosed, e.cause} }
 
 // closedErr is the error of a call on a closed connection; nil while the
@@ -1066,9 +1065,9 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		cause := context.Cause(ctx)
 		c.abandon(call, o, "The request was cancelled by the caller: "+cause.Error())
 		if cause != ctx.Err() {
-			return nil, fmt.Errorf("mcp: request %s (%s) abandoned: %w (%w)", call.id, call.method, ctx.Err(), cause)
+			return nil, errorf("request %s (%s) abandoned: %w (%w)", call.id, call.method, ctx.Err(), cause)
 		}
-		return nil, fmt.Errorf("mcp: request %s (%s) abandoned: %w", call.id, call.method, ctx.Err())
+		return nil, errorf("request %s (%s) abandoned: %w", call.id, call.method, ctx.Err())
 	}
 }
 

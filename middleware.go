@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 )
 
 // Request is one JSON-RPC request or notification on its way through
@@ -269,7 +268,7 @@ func (t *outboundCall) send(ctx context.Context, r *Request) (json.RawMessage, e
 func (c *conn) notifyThrough(ctx context.Context, method string, params any, related ID, route any) error {
 	raw, err := marshalObject(params)
 	if err != nil {
-		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+		return errorf("the params of %s: %w", method, err)
 	}
 	version, session := c.describe()
 	r := &Request{Method: method, Params: raw, ProtocolVersion: version, SessionID: session}
@@ -286,7 +285,7 @@ func (c *conn) notifyBuilt(ctx context.Context, msg []byte, method string, relat
 	var m wireMessage
 	if err := decodeEnvelope(msg, &m); err != nil {
 		recycleMessage(msg)
-		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+		return errorf("the params of %s: %w", method, err)
 	}
 	params := bytes.Clone(m.Params)
 	recycleMessage(msg)

@@ -48,7 +48,7 @@ func TestConnectNamesTheRevisionsEachSideOffered(t *testing.T) {
 			name: "2026-07-28 against a server of the older revisions", pin: Version20260728,
 			server:  func() Transport { return rawOnly(notFound) },
 			offered: []string{Version20260728},
-			text:    "mcp: no protocol revision in common: the client offered 2026-07-28; the server named none (it does not know server/discover, so it speaks only revisions before 2026-07-28, which begin with initialize): mcp: Method not found (code -32601)",
+			text:    "mcp: no protocol revision in common: the client offered 2026-07-28; the server named none (it does not know server/discover, so it speaks only revisions before 2026-07-28, which begin with initialize): Method not found (code -32601)",
 		},
 		{
 			name: "2026-07-28 against a server pinned to 2025-11-25", pin: Version20260728,
