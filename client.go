@@ -732,6 +732,10 @@ func WithResourceUpdatedHandler(h func(ctx context.Context, uri string)) ClientO
 // WithLoggingMessageHandler calls h with each log message the server sends:
 // on the older revisions at the level set with [Client.SetLoggingLevel] and
 // above, on 2026-07-28 only about requests sent after SetLoggingLevel.
+// Messages are handled one at a time, in order, never on the reader; a call
+// returns only once every message the server sent before its answer has
+// been handled, as with its progress. A call h makes must use the ctx h is
+// given, which does not wait for h itself.
 // It configures a client (NewClient).
 //
 // Deprecated: Logging is deprecated by SEP-2577 as of protocol revision

@@ -105,6 +105,7 @@ type conn struct {
 	// lingering counts the cancelled requests that gave their slot back
 	// and whose handlers have not all returned (conn_cancel.go).
 	lingering int
+	logs      logOrder // the peer's log messages, queued and handled (conn_logs.go)
 	notifying bool
 	shed      int64
 	closed    bool
@@ -678,10 +679,14 @@ func (c *conn) routeNotification(method string, params json.RawMessage) {
 		c.mu.Unlock()
 		return
 	}
+	ctx := c.baseCtx
+	if method == "notifications/message" {
+		ctx = c.logContextLocked()
+	}
 	if c.cfg.inbound != nil {
-		c.enqueueNotificationLocked(c.notificationThrough(method, params, h), method, nil)
+		c.enqueueNotificationLocked(c.notificationThrough(ctx, method, params, h), method, nil)
 	} else {
-		c.enqueueNotificationLocked(func() { h(c.baseCtx, params) }, method, nil)
+		c.enqueueNotificationLocked(func() { h(ctx, params) }, method, nil)
 	}
 	c.mu.Unlock()
 }
@@ -693,6 +698,7 @@ func (c *conn) batchesAllowed() bool { return c.batchOK.Load() }
 // queuedNotification is a notification handler waiting to run.
 type queuedNotification struct {
 	run func()
+	log bool // a log message (conn_logs.go)
 	// on: the cancelled request on whose allowance it runs (see
 	// routeCancelled); nil when it occupies a slot.
 	on *inboundCall
@@ -713,7 +719,11 @@ func (c *conn) enqueueNotificationLocked(run func(), method string, on *inboundC
 		c.occupied++
 	}
 	c.handling.Add(1)
-	c.notifyQueue = append(c.notifyQueue, queuedNotification{on: on, run: func() {
+	log := method == "notifications/message"
+	if log {
+		c.logs.queued++
+	}
+	c.notifyQueue = append(c.notifyQueue, queuedNotification{on: on, log: log, run: func() {
 		defer func() {
 			if p := recover(); p != nil {
 				c.logPanic("notification handler panicked", method, p)
@@ -766,6 +776,9 @@ func (c *conn) runNotifications() {
 		} else {
 			c.occupied--
 		}
+		if next.log {
+			c.loggedLocked()
+		}
 		c.mu.Unlock()
 		c.handled()
 	}
@@ -815,6 +828,7 @@ func (c *conn) takePending(id ID) *pendingCall {
 		if call.progress != nil && c.progress[call.id] == call {
 			delete(c.progress, call.id)
 		}
+		call.logsBefore = c.logs.queued
 	}
 	return call
 }
@@ -1035,6 +1049,7 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		select {
 		case <-call.done:
 			call.runProgress()
+			c.awaitLogs(ctx, call)
 			if call.err != nil {
 				return nil, call.err
 			}
@@ -1053,6 +1068,7 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 			// The response won the race; take it.
 			<-call.done
 			call.runProgress()
+			c.awaitLogs(ctx, call)
 			if call.err != nil {
 				return nil, call.err
 			}

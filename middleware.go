@@ -200,7 +200,7 @@ func (c *Client) answerThrough(ctx context.Context, req *inboundRequest) (any, e
 // through the inbound middleware; h, the notification's handler, may be
 // nil, when the innermost handler does nothing. A middleware's error is
 // logged: a notification has no answer.
-func (c *conn) notificationThrough(method string, params json.RawMessage, h NotificationHandler) func() {
+func (c *conn) notificationThrough(ctx context.Context, method string, params json.RawMessage, h NotificationHandler) func() {
 	return func() {
 		version, session := c.describe()
 		r := &Request{Method: method, Params: params, ProtocolVersion: version, SessionID: session}
@@ -210,7 +210,7 @@ func (c *conn) notificationThrough(method string, params json.RawMessage, h Noti
 			}
 			return nil, nil
 		})
-		if _, err := next(c.baseCtx, r); err != nil {
+		if _, err := next(ctx, r); err != nil {
 			c.log.Debug("inbound middleware refused a notification", attrMethod, method, "err", err)
 		}
 	}
