@@ -346,7 +346,7 @@ func (c *Client) session() (*conn, []metaEntry, error) {
 func (c *Client) SendRequest(ctx context.Context, method string, params any, result any, opts ...CallOption) error {
 	raw, err := marshalObject(params)
 	if err != nil {
-		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+		return errorf("the params of %s: %w", method, err)
 	}
 	res, err := c.request(ctx, method, raw, opts)
 	if err != nil {
@@ -354,7 +354,7 @@ func (c *Client) SendRequest(ctx context.Context, method string, params any, res
 	}
 	if result != nil {
 		if err := json.Unmarshal(res, result); err != nil {
-			return fmt.Errorf("mcp: decoding %s result: %w", method, err)
+			return errorf("decoding %s result: %w", method, err)
 		}
 	}
 	return nil
@@ -423,7 +423,7 @@ func (c *Client) requestWith(ctx context.Context, conn *conn, method string, par
 			RequestState  *string                 `json:"requestState"`
 		}
 		if err := json.Unmarshal(res, &ir); err != nil {
-			return nil, fmt.Errorf("mcp: malformed %s result: %w", method, err)
+			return nil, errorf("malformed %s result: %w", method, err)
 		}
 		switch ir.ResultType {
 		case "", resultComplete:
@@ -444,7 +444,7 @@ func (c *Client) requestWith(ctx context.Context, conn *conn, method string, par
 		for key, ask := range ir.InputRequests {
 			answer, err := c.answer(ctx, ask.Method, ask.Params)
 			if err != nil {
-				return nil, fmt.Errorf("mcp: answering the server's %s ask %q: %w", ask.Method, key, err)
+				return nil, errorf("answering the server's %s ask %q: %w", ask.Method, key, err)
 			}
 			if responses[key], err = marshalResult(answer); err != nil {
 				return nil, err
@@ -505,7 +505,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 	}
 	var res CallToolResult
 	if err := decodeCallToolResult(raw, &res); err != nil {
-		return nil, fmt.Errorf("mcp: decoding tools/call result: %w", err)
+		return nil, errorf("decoding tools/call result: %w", err)
 	}
 	return &res, nil
 }
@@ -526,7 +526,7 @@ func toolCallParams(name string, args any) ([]byte, error) {
 		given, err := marshalObject(args)
 		if err != nil {
 			recycleMessage(params)
-			return nil, fmt.Errorf("mcp: the arguments of %s: %w", name, err)
+			return nil, errorf("the arguments of %s: %w", name, err)
 		}
 		if len(given) > 0 {
 			params = append(params, `,"arguments":`...)
@@ -538,11 +538,11 @@ func toolCallParams(name string, args any) ([]byte, error) {
 		var err error
 		if params, err = appendJSON(params, args); err != nil {
 			recycleMessage(params)
-			return nil, fmt.Errorf("mcp: encoding arguments of %s: %w", name, err)
+			return nil, errorf("encoding arguments of %s: %w", name, err)
 		}
 		if err := checkObject(args, params[start:]); err != nil {
 			recycleMessage(params)
-			return nil, fmt.Errorf("mcp: the arguments of %s: %w", name, err)
+			return nil, errorf("the arguments of %s: %w", name, err)
 		}
 	}
 	return append(params, '}'), nil
@@ -646,7 +646,7 @@ func handlerResult[T any](v *T, err error) (any, error) {
 		if errors.As(err, &rpcErr) {
 			return nil, rpcErr
 		}
-		return nil, &Error{Code: CodeInternalError, Message: err.Error()}
+		return nil, &Error{Code: CodeInternalError, Message: untitledText(err)}
 	}
 	if v == nil {
 		return nil, &Error{Code: CodeInternalError, Message: "Internal error: the handler returned no result"}
@@ -735,6 +735,10 @@ func WithResourceUpdatedHandler(h func(ctx context.Context, uri string)) ClientO
 // WithLoggingMessageHandler calls h with each log message the server sends:
 // on the older revisions at the level set with [Client.SetLoggingLevel] and
 // above, on 2026-07-28 only about requests sent after SetLoggingLevel.
+// Messages are handled one at a time, in order, never on the reader; a call
+// returns only once every message the server sent before its answer has
+// been handled, as with its progress. A call h makes must use the ctx h is
+// given, which does not wait for h itself.
 // It configures a client (NewClient).
 //
 // Deprecated: Logging is deprecated by SEP-2577 as of protocol revision

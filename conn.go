@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"runtime/debug"
@@ -49,6 +48,10 @@ type inboundCall struct {
 	cancel    context.CancelCauseFunc
 	cancelled bool
 	alone     bool // no other request or notification occupied a slot when it came
+	// released: cancelled, it gave its slot back and counts in lingering
+	// until its holds (its handler, a user cancel handler) are done.
+	released bool
+	holds    int8
 }
 
 // outgoing is one queued write.
@@ -98,11 +101,15 @@ type conn struct {
 	inbound  map[ID]*inboundCall
 	// The dispatch slots, taken by requests and queued notifications.
 	occupied    int
-	notifyQueue []func()
-	notifying   bool
-	shed        int64
-	closed      bool
-	closeErr    error
+	notifyQueue []queuedNotification
+	// lingering counts the cancelled requests that gave their slot back
+	// and whose handlers have not all returned (conn_cancel.go).
+	lingering int
+	logs      logOrder // the peer's log messages, queued and handled (conn_logs.go)
+	notifying bool
+	shed      int64
+	closed    bool
+	closeErr  error
 	// inputEnded is set when the peer's input ended (endOfInput): nothing
 	// more is read and no call may be sent, but the connection stays open
 	// until the handlers' answers are written. drained is closed when the
@@ -208,7 +215,7 @@ func (c *conn) readLoop() {
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) {
 				c.log.Warn("dropping an oversized message", "err", err)
-				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()}, nil)
+				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: untitledText(err)}, nil)
 				continue
 			}
 			if errors.Is(err, io.EOF) {
@@ -576,7 +583,11 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, err error) {
 	c.mu.Lock()
 	delete(c.inbound, req.id)
-	c.occupied--
+	if in.released {
+		c.unlingerLocked(in)
+	} else {
+		c.occupied--
+	}
 	cancelled := in.cancelled
 	c.mu.Unlock()
 	in.cancel(nil)
@@ -592,7 +603,7 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 	if err != nil {
 		var rpcErr *Error
 		if !errors.As(err, &rpcErr) {
-			rpcErr = &Error{Code: CodeInternalError, Message: err.Error()}
+			rpcErr = &Error{Code: CodeInternalError, Message: untitledText(err)}
 		}
 		data = encodeError(req.id, rpcErr)
 	} else {
@@ -611,11 +622,18 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 func (c *conn) runHandler(ctx context.Context, req *inboundRequest) (result any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("handler panicked", attrMethod, req.method, "panic", p, "stack", string(debug.Stack()))
+			c.logPanic("handler panicked", req.method, p)
 			result, err = nil, &Error{Code: CodeInternalError, Message: "Internal error"}
 		}
 	}()
 	return c.disp.handleRequest(ctx, req)
+}
+
+// logPanic logs a panic recovered from user code with its stack: to the
+// logger of WithLogger, or to slog.Default when none was given, so that an
+// operator sees it as net/http shows a handler's panic.
+func (c *conn) logPanic(msg, method string, p any) {
+	c.cfg.panicLogger().Error(msg, attrMethod, method, "panic", p, "stack", string(debug.Stack()))
 }
 
 func marshalResult(v any) (json.RawMessage, error) {
@@ -661,117 +679,58 @@ func (c *conn) routeNotification(method string, params json.RawMessage) {
 		c.mu.Unlock()
 		return
 	}
+	ctx := c.baseCtx
+	if method == "notifications/message" {
+		ctx = c.logContextLocked()
+	}
 	if c.cfg.inbound != nil {
-		c.enqueueNotificationLocked(c.notificationThrough(method, params, h), method)
+		c.enqueueNotificationLocked(c.notificationThrough(ctx, method, params, h), method, nil)
 	} else {
-		c.enqueueNotificationLocked(func() { h(c.baseCtx, params) }, method)
+		c.enqueueNotificationLocked(func() { h(ctx, params) }, method, nil)
 	}
 	c.mu.Unlock()
 }
-
-// routeCancelled performs inbound cancellation. Below the cap a user handler
-// replaces the default; at the cap the engine cancels the named request
-// itself, and only a cancel that took effect admits the notification past
-// the cap (each request can push at most one cancellation through).
-func (c *conn) routeCancelled(params json.RawMessage) {
-	var p struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		c.log.Debug("ignoring a malformed notifications/cancelled")
-		return
-	}
-	id, ok := parseID(p.RequestID)
-	if !ok {
-		c.log.Debug("ignoring a notifications/cancelled without a usable requestId")
-		return
-	}
-	user := c.cfg.notifications["notifications/cancelled"]
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.atCapLocked() {
-		if !c.cancelInboundLocked(id, p.Reason) {
-			c.noteShedLocked("notifications/cancelled")
-			return
-		}
-		if user != nil {
-			c.enqueueNotificationLocked(func() { user(c.baseCtx, params) }, "notifications/cancelled")
-		}
-		return
-	}
-	if user != nil {
-		c.enqueueNotificationLocked(func() { user(c.baseCtx, params) }, "notifications/cancelled")
-		return
-	}
-	if !c.cancelInboundLocked(id, p.Reason) {
-		c.log.Debug("ignoring a cancellation naming a request that is not in flight or is already cancelled", attrRequestID, id.String())
-	}
-}
-
-// CancelledError is the cause of a handler context cancelled by the peer's
-// notifications/cancelled; read it with context.Cause.
-type CancelledError struct {
-	// Reason is the peer's reason, possibly empty.
-	Reason string
-}
-
-// Error implements the error interface.
-func (e *CancelledError) Error() string {
-	if e.Reason == "" {
-		return "mcp: request cancelled by the peer"
-	}
-	return "mcp: request cancelled by the peer: " + e.Reason
-}
-
-// Is makes a CancelledError match context.Canceled.
-func (e *CancelledError) Is(target error) bool { return target == context.Canceled }
-
-// cancelInboundLocked cancels an in-flight inbound request; it reports
-// whether this call did it (false for unknown, finished or already
-// cancelled ids).
-func (c *conn) cancelInboundLocked(id ID, reason string) bool {
-	in := c.inbound[id]
-	if in == nil || in.cancelled {
-		return false
-	}
-	in.cancelled = true
-	in.cancel(&CancelledError{Reason: reason})
-	return true
-}
-
-// cancelInbound is cancelInboundLocked for a caller without the lock.
-func (c *conn) cancelInbound(id ID, reason string) {
-	c.mu.Lock()
-	c.cancelInboundLocked(id, reason)
-	c.mu.Unlock()
-}
-
-// cancelHandlers cancels the context of every handler, running or to come,
-// and leaves the connection open: what the handlers answer is still written.
-func (c *conn) cancelHandlers(cause error) { c.cancelBase(cause) }
 
 // batchesAllowed reports whether the peer may send JSON-RPC batches: only
 // on protocol revision 2025-03-26.
 func (c *conn) batchesAllowed() bool { return c.batchOK.Load() }
 
+// queuedNotification is a notification handler waiting to run.
+type queuedNotification struct {
+	run func()
+	log bool // a log message (conn_logs.go)
+	// on: the cancelled request on whose allowance it runs (see
+	// routeCancelled); nil when it occupies a slot.
+	on *inboundCall
+}
+
 // enqueueNotificationLocked queues a notification handler. It occupies a
-// dispatch slot until it has run; handlers run one at a time, in order, on a
-// goroutine that exists only while the queue is non-empty.
-func (c *conn) enqueueNotificationLocked(run func(), method string) {
+// dispatch slot until it has run, or a hold on the cancelled request on;
+// handlers run one at a time, in order, on a goroutine that exists only
+// while the queue is non-empty.
+func (c *conn) enqueueNotificationLocked(run func(), method string, on *inboundCall) {
 	if c.closed {
+		if on != nil {
+			c.unlingerLocked(on)
+		}
 		return
 	}
-	c.occupied++
+	if on == nil {
+		c.occupied++
+	}
 	c.handling.Add(1)
-	c.notifyQueue = append(c.notifyQueue, func() {
+	log := method == "notifications/message"
+	if log {
+		c.logs.queued++
+	}
+	c.notifyQueue = append(c.notifyQueue, queuedNotification{on: on, log: log, run: func() {
 		defer func() {
 			if p := recover(); p != nil {
-				c.log.Error("notification handler panicked", attrMethod, method, "panic", p)
+				c.logPanic("notification handler panicked", method, p)
 			}
 		}()
 		run()
-	})
+	}})
 	if !c.notifying {
 		c.notifying = true
 		c.wg.Add(1)
@@ -806,13 +765,20 @@ func (c *conn) runNotifications() {
 			c.mu.Unlock()
 			return
 		}
-		run := c.notifyQueue[0]
-		c.notifyQueue[0] = nil
+		next := c.notifyQueue[0]
+		c.notifyQueue[0] = queuedNotification{}
 		c.notifyQueue = c.notifyQueue[1:]
 		c.mu.Unlock()
-		run()
+		next.run()
 		c.mu.Lock()
-		c.occupied--
+		if next.on != nil {
+			c.unlingerLocked(next.on)
+		} else {
+			c.occupied--
+		}
+		if next.log {
+			c.loggedLocked()
+		}
 		c.mu.Unlock()
 		c.handled()
 	}
@@ -832,7 +798,7 @@ func (c *conn) notify(method string, params any, related ID, route any) error {
 	if _, ok := rawJSONOf(params); ok || params == nil {
 		raw, err := marshalObject(params)
 		if err != nil {
-			return fmt.Errorf("mcp: the params of %s: %w", method, err)
+			return errorf("the params of %s: %w", method, err)
 		}
 		return c.queueWrite(outgoing{data: encodeRequest(ID{}, method, raw), related: related, route: route}, mayWait)
 	}
@@ -846,7 +812,7 @@ func (c *conn) notify(method string, params any, related ID, route any) error {
 	}
 	if err != nil {
 		recycleMessage(b)
-		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+		return errorf("the params of %s: %w", method, err)
 	}
 	return c.queueWrite(outgoing{data: append(b, '}'), related: related, route: route}, mayWait)
 }
@@ -862,6 +828,7 @@ func (c *conn) takePending(id ID) *pendingCall {
 		if call.progress != nil && c.progress[call.id] == call {
 			delete(c.progress, call.id)
 		}
+		call.logsBefore = c.logs.queued
 	}
 	return call
 }
@@ -885,7 +852,7 @@ func (c *conn) failCall(id ID, err error) {
 // anything until asked.
 type closedError struct{ cause error }
 
-func (e *closedError) Error() string   { return ErrClosed.Error() + ": " + e.cause.Error() }
+func (e *closedError) Error() string   { return ErrClosed.Error() + ": " + untitledText(e.cause) }
 func (e *closedError) Unwrap() []error { return []error{ErrClosed, e.cause} }
 
 // closedErr is the error of a call on a closed connection; nil while the
@@ -1082,6 +1049,7 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		select {
 		case <-call.done:
 			call.runProgress()
+			c.awaitLogs(ctx, call)
 			if call.err != nil {
 				return nil, call.err
 			}
@@ -1100,6 +1068,7 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 			// The response won the race; take it.
 			<-call.done
 			call.runProgress()
+			c.awaitLogs(ctx, call)
 			if call.err != nil {
 				return nil, call.err
 			}
@@ -1112,9 +1081,9 @@ func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (js
 		cause := context.Cause(ctx)
 		c.abandon(call, o, "The request was cancelled by the caller: "+cause.Error())
 		if cause != ctx.Err() {
-			return nil, fmt.Errorf("mcp: request %s (%s) abandoned: %w (%w)", call.id, call.method, ctx.Err(), cause)
+			return nil, errorf("request %s (%s) abandoned: %w (%w)", call.id, call.method, ctx.Err(), cause)
 		}
-		return nil, fmt.Errorf("mcp: request %s (%s) abandoned: %w", call.id, call.method, ctx.Err())
+		return nil, errorf("request %s (%s) abandoned: %w", call.id, call.method, ctx.Err())
 	}
 }
 

@@ -117,7 +117,7 @@ func (c *conn) readFor(ctx context.Context, call *pendingCall) {
 			continue
 		case errors.Is(err, ErrMessageTooLarge):
 			c.log.Warn("dropping an oversized message", "err", err)
-			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: err.Error()}, nil)
+			c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: untitledText(err)}, nil)
 			continue
 		case errors.Is(err, os.ErrDeadlineExceeded):
 		default:

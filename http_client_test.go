@@ -183,7 +183,7 @@ func TestHTTPClientSessionExpired(t *testing.T) {
 		t.Fatalf("DELETE: %d", r.status)
 	}
 	_, err := cl.CallTool(context.Background(), "echo", nil)
-	if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), ErrSessionExpired.Error()) {
+	if !errors.Is(err, ErrClosed) || !errors.Is(err, ErrSessionExpired) || !strings.Contains(err.Error(), "the HTTP session expired") {
 		t.Fatalf("CallTool on an expired session = %v", err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Protocol revisions this package speaks.
@@ -136,6 +137,33 @@ func NewError(code int, message string, data any) *Error {
 // ErrClosed is wrapped by every error that reports a call or a handler cut
 // short because its connection ended.
 var ErrClosed = errors.New("mcp: connection closed")
+
+// errorf is fmt.Errorf for an error of this package: its text starts with
+// "mcp: " once, however many of the package's errors it wraps, so that a
+// chain reads as one sentence. format is written without the prefix.
+func errorf(format string, args ...any) error {
+	for i, a := range args {
+		if err, ok := a.(error); ok && strings.HasPrefix(err.Error(), errPrefix) {
+			args[i] = untitled{err}
+		}
+	}
+	return fmt.Errorf(errPrefix+format, args...)
+}
+
+// errPrefix starts the text of every error the package makes.
+const errPrefix = "mcp: "
+
+// untitled is an error of the package inside another: its text without the
+// prefix, which the outer error has.
+type untitled struct{ err error }
+
+func (u untitled) Error() string { return untitledText(u.err) }
+func (u untitled) Unwrap() error { return u.err }
+
+// untitledText is err's text without the package's prefix: for an error
+// wrapped in another of the package's, or sent to the peer as a JSON-RPC
+// error message, whose *Error adds the prefix again.
+func untitledText(err error) string { return strings.TrimPrefix(err.Error(), errPrefix) }
 
 // ID is a JSON-RPC request id. It keeps its JSON type: the number 1 and the
 // string "1" are different ids, and an id is echoed back as it came.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 )
 
 // Request is one JSON-RPC request or notification on its way through
@@ -201,7 +200,7 @@ func (c *Client) answerThrough(ctx context.Context, req *inboundRequest) (any, e
 // through the inbound middleware; h, the notification's handler, may be
 // nil, when the innermost handler does nothing. A middleware's error is
 // logged: a notification has no answer.
-func (c *conn) notificationThrough(method string, params json.RawMessage, h NotificationHandler) func() {
+func (c *conn) notificationThrough(ctx context.Context, method string, params json.RawMessage, h NotificationHandler) func() {
 	return func() {
 		version, session := c.describe()
 		r := &Request{Method: method, Params: params, ProtocolVersion: version, SessionID: session}
@@ -211,7 +210,7 @@ func (c *conn) notificationThrough(method string, params json.RawMessage, h Noti
 			}
 			return nil, nil
 		})
-		if _, err := next(c.baseCtx, r); err != nil {
+		if _, err := next(ctx, r); err != nil {
 			c.log.Debug("inbound middleware refused a notification", attrMethod, method, "err", err)
 		}
 	}
@@ -269,7 +268,7 @@ func (t *outboundCall) send(ctx context.Context, r *Request) (json.RawMessage, e
 func (c *conn) notifyThrough(ctx context.Context, method string, params any, related ID, route any) error {
 	raw, err := marshalObject(params)
 	if err != nil {
-		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+		return errorf("the params of %s: %w", method, err)
 	}
 	version, session := c.describe()
 	r := &Request{Method: method, Params: raw, ProtocolVersion: version, SessionID: session}
@@ -286,7 +285,7 @@ func (c *conn) notifyBuilt(ctx context.Context, msg []byte, method string, relat
 	var m wireMessage
 	if err := decodeEnvelope(msg, &m); err != nil {
 		recycleMessage(msg)
-		return fmt.Errorf("mcp: the params of %s: %w", method, err)
+		return errorf("the params of %s: %w", method, err)
 	}
 	params := bytes.Clone(m.Params)
 	recycleMessage(msg)

@@ -360,12 +360,13 @@ func streamPair(t *testing.T, carrier string) (client, server Transport) {
 
 func TestMiddlewareNotOnReader(t *testing.T) {
 	// A client's middleware that holds a notification does not hold the
-	// responses to the client's calls.
+	// responses to the client's calls. (Not a log message: a call waits
+	// for the log messages read before its answer, conn_logs.go.)
 	release := make(chan struct{})
 	holding := make(chan struct{}, 8)
 	hold := func(next MethodHandler) MethodHandler {
 		return func(ctx context.Context, r *Request) (json.RawMessage, error) {
-			if r.Method == "notifications/message" {
+			if r.Method == "test/note" {
 				holding <- struct{}{}
 				<-release
 			}
@@ -376,13 +377,21 @@ func TestMiddlewareNotOnReader(t *testing.T) {
 		t.Run(carrier, func(t *testing.T) {
 			ct, st := streamPair(t, carrier)
 			srv := newTestServer(WithProtocolVersion(Version20251125))
+			srv.AddTool(Tool{Name: "note"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+				for range 4 {
+					if err := req.Gateway().Notify("test/note", nil); err != nil {
+						return nil, err
+					}
+				}
+				return &CallToolResult{}, nil
+			})
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(context.Background(), st) }()
 			cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125), WithInboundMiddleware(hold))
 			if err := cl.Connect(context.Background(), ct); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := cl.CallTool(context.Background(), "log", nil); err != nil {
+			if _, err := cl.CallTool(context.Background(), "note", nil); err != nil {
 				t.Fatal(err)
 			}
 			<-holding

@@ -39,7 +39,7 @@ func (e *VersionError) Error() string {
 		msg += " (" + e.Detail + ")"
 	}
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		msg += ": " + untitledText(e.Err)
 	}
 	return msg
 }
@@ -130,7 +130,7 @@ func (c *Client) discover(ctx context.Context, version string, pinned bool) (boo
 	}
 	var res DiscoverResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return false, fmt.Errorf("mcp: malformed server/discover result: %w", err)
+		return false, errorf("malformed server/discover result: %w", err)
 	}
 	if !slices.Contains(res.SupportedVersions, version) {
 		if pinned {
@@ -179,11 +179,11 @@ func (c *Client) initialize(ctx context.Context, version string, pinned bool) er
 				return &VersionError{Offered: offered, ServerOffered: supported, Err: err}
 			}
 		}
-		return fmt.Errorf("mcp: initialize: %w", err)
+		return errorf("initialize: %w", err)
 	}
 	var res InitializeResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("mcp: malformed initialize result: %w", err)
+		return errorf("malformed initialize result: %w", err)
 	}
 	if !slices.Contains(offered, res.ProtocolVersion) {
 		return &VersionError{Offered: offered, ServerOffered: []string{res.ProtocolVersion}, Detail: "its answer to initialize"}

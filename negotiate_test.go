@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -47,7 +48,7 @@ func TestConnectNamesTheRevisionsEachSideOffered(t *testing.T) {
 			name: "2026-07-28 against a server of the older revisions", pin: Version20260728,
 			server:  func() Transport { return rawOnly(notFound) },
 			offered: []string{Version20260728},
-			text:    "mcp: no protocol revision in common: the client offered 2026-07-28; the server named none (it does not know server/discover, so it speaks only revisions before 2026-07-28, which begin with initialize): mcp: Method not found (code -32601)",
+			text:    "mcp: no protocol revision in common: the client offered 2026-07-28; the server named none (it does not know server/discover, so it speaks only revisions before 2026-07-28, which begin with initialize): Method not found (code -32601)",
 		},
 		{
 			name: "2026-07-28 against a server pinned to 2025-11-25", pin: Version20260728,
@@ -98,4 +99,81 @@ func jsonID(id any) string {
 		return fmt.Sprintf("%q", s)
 	}
 	return fmt.Sprint(id)
+}
+
+// TestServerPinHolds: a server pinned to 2026-07-28 refuses a legacy
+// initialize with -32022 naming the revision it speaks, and one pinned to
+// an older revision refuses a 2026-07-28 request the same way; either
+// keeps serving its own revision afterwards, on stdio and over HTTP.
+func TestServerPinHolds(t *testing.T) {
+	t.Parallel()
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+	refused := func(t *testing.T, got, supported, requested string) {
+		t.Helper()
+		if field(t, got, "error.code") != float64(CodeUnsupportedProtocolVersion) ||
+			fmt.Sprint(field(t, got, "error.data.supported")) != "["+supported+"]" ||
+			field(t, got, "error.data.requested") != requested {
+			t.Fatalf("want -32022 naming %s: %s", supported, got)
+		}
+	}
+	t.Run("stdio pinned to 2026-07-28", func(t *testing.T) {
+		t.Parallel()
+		p := rawServer(t, newTestServer(WithProtocolVersion(Version20260728)))
+		p.send(initialize)
+		refused(t, p.recv(), Version20260728, Version20251125)
+		p.send(modernRequest("2", "tools/list", ""))
+		if got := p.recv(); field(t, got, "result.tools") == nil {
+			t.Fatalf("the modern request after: %s", got)
+		}
+	})
+	t.Run("stdio pinned to 2025-06-18", func(t *testing.T) {
+		t.Parallel()
+		p := rawServer(t, newTestServer(WithProtocolVersion(Version20250618)))
+		p.send(modernRequest("1", "tools/list", ""))
+		refused(t, p.recv(), Version20250618, Version20260728)
+		p.initialize(Version20250618)
+	})
+	t.Run("http pinned to 2026-07-28", func(t *testing.T) {
+		t.Parallel()
+		ts := serveHTTP(t, newTestServer(WithProtocolVersion(Version20260728)))
+		r := doHTTP(t, "POST", ts.URL, initialize, postHeaders())
+		refused(t, strings.TrimSpace(sseData(r.body)), Version20260728, Version20251125)
+		if sid := r.header.Get("Mcp-Session-Id"); sid != "" {
+			t.Fatalf("a refused initialize made session %q", sid)
+		}
+		if r := doHTTP(t, "POST", ts.URL, modernRequest("2", "tools/list", ""), modernHeaders("tools/list")); r.status != 200 {
+			t.Fatalf("the modern request after: %d %s", r.status, r.body)
+		}
+	})
+	t.Run("http pinned to 2025-06-18", func(t *testing.T) {
+		t.Parallel()
+		ts := serveHTTP(t, newTestServer(WithProtocolVersion(Version20250618)))
+		r := doHTTP(t, "POST", ts.URL, modernRequest("1", "tools/list", ""), modernHeaders("tools/list"))
+		refused(t, strings.TrimSpace(sseData(r.body)), Version20250618, Version20260728)
+		legacySession(t, ts.URL, Version20250618)
+	})
+	t.Run("clients", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct{ server, client string }{{Version20260728, Version20251125}, {Version20250618, Version20260728}} {
+			cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(tc.client))
+			ct, st := NewInMemoryTransports()
+			go newTestServer(WithProtocolVersion(tc.server)).Serve(context.Background(), st)
+			var ve *VersionError
+			if err := cl.Connect(context.Background(), ct); !errors.As(err, &ve) || !slices.Equal(ve.ServerOffered, []string{tc.server}) {
+				t.Fatalf("a client of %s against a server pinned to %s: %v", tc.client, tc.server, err)
+			}
+			ct.Close()
+		}
+	})
+}
+
+// sseData returns the data of the first event of an SSE body, or the body
+// itself when it is plain JSON.
+func sseData(body string) string {
+	for _, line := range strings.Split(body, "\n") {
+		if data, ok := strings.CutPrefix(line, "data:"); ok {
+			return data
+		}
+	}
+	return body
 }

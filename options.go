@@ -50,6 +50,7 @@ const DefaultMaxInFlight = 1024
 
 type config struct {
 	logger            *slog.Logger
+	loggerSet         bool // WithLogger was given: panics go to logger too
 	requestTimeout    time.Duration
 	maxRequestTimeout time.Duration
 	maxInFlight       int
@@ -92,7 +93,10 @@ func newConfig() *config {
 
 // WithLogger sets the logger for the engine's own diagnostics: orphan
 // responses, shed notifications, failed sends, a child's standard error.
-// The default discards everything.
+// The default discards everything except a panic recovered from a handler
+// (of a tool, prompt, resource, notification, middleware, or a client's
+// handler of a server's request), which goes with its stack to
+// slog.Default, as net/http logs its handlers' panics.
 //
 // At debug level the engine also logs each request it serves ("served a
 // request") and each it sends ("sent a request") once it is answered. Its
@@ -113,9 +117,18 @@ func newConfig() *config {
 func WithLogger(l *slog.Logger) Option {
 	return bothOption(func(c *config) {
 		if l != nil {
-			c.logger = l
+			c.logger, c.loggerSet = l, true
 		}
 	})
+}
+
+// panicLogger is where a recovered panic is logged: the logger given, or
+// slog.Default at the time of the panic.
+func (c *config) panicLogger() *slog.Logger {
+	if c.loggerSet {
+		return c.logger
+	}
+	return slog.Default()
 }
 
 // WithMaxInFlight caps the inbound requests and notification handlers that
@@ -123,6 +136,15 @@ func WithLogger(l *slog.Logger) Option {
 // answered at once with a CodeOverloaded error and never started; a
 // notification over the cap is dropped, except that notifications/cancelled
 // still cancels the request it names.
+//
+// A request the peer cancels gives its slot back at once, so a request the
+// peer sends after the cancel is admitted. Its handler may still be running;
+// such handlers are bounded by an allowance of their own, as large as the
+// cap, so a connection never runs more than twice the cap of handlers.
+// Once that allowance is used up, a cancel still cancels, but its slot comes
+// free only when its handler returns. On Streamable HTTP at 2026-07-28 the
+// cancel is the client closing the request's stream, which the server
+// notices in its own time, not in order with the client's next POST.
 // It configures either peer (NewClient or NewServer).
 func WithMaxInFlight(n int) Option {
 	return bothOption(func(c *config) {
@@ -180,7 +202,11 @@ func WithNotificationHandler(method string, h NotificationHandler) Option {
 }
 
 // WithProtocolVersion pins the protocol revision: a client speaks only that
-// one, a server accepts only that one.
+// one, a server accepts only that one. A server pinned to 2026-07-28
+// refuses initialize, and one pinned to an older revision refuses a
+// 2026-07-28 request, each with CodeUnsupportedProtocolVersion naming the
+// revision it speaks; over HTTP a server pinned to 2026-07-28 keeps no
+// sessions, as with WithStatelessOnly.
 // It configures either peer (NewClient or NewServer).
 func WithProtocolVersion(v string) Option {
 	return bothOption(func(c *config) { c.protocolVersion = v })

@@ -60,6 +60,9 @@ type pendingCall struct {
 
 	deadline *deadline
 	progress *callProgress // nil when the call asked for no progress
+	// logsBefore is how many log messages were queued when the response
+	// came: the caller waits for them (conn_logs.go).
+	logsBefore uint64
 }
 
 // callProgress is the progress a call's caller has not yet seen: the reader

@@ -626,6 +626,12 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 		return nil, err
 	}
 	s := ss.srv
+	if pinned := s.cfg.protocolVersion; isModernVersion(pinned) {
+		// Pinned to a revision without initialize: refuse it, naming the
+		// revision served, as a server of the new revisions only should.
+		return nil, NewError(CodeUnsupportedProtocolVersion, "Unsupported protocol version: this server speaks only "+pinned+", which has no initialize",
+			map[string]any{"supported": s.supportedVersions(), "requested": p.ProtocolVersion})
+	}
 	version := LatestLegacyVersion
 	if pinned := s.cfg.protocolVersion; pinned != "" && !isModernVersion(pinned) {
 		version = pinned

@@ -63,7 +63,7 @@ func CallToolAs[Out any](ctx context.Context, c *Client, name string, args any, 
 	}
 	out, err := StructuredContent[Out](res)
 	if errors.Is(err, ErrNoStructuredContent) {
-		return out, fmt.Errorf("mcp: tool %s: %w", name, err)
+		return out, errorf("tool %s: %w", name, err)
 	}
 	return out, err
 }

@@ -54,7 +54,7 @@ func TestCallToolAsDecodesTheTypedOutput(t *testing.T) {
 			if !errors.As(err, &te) || te.Name != "sum" || err.Error() != "mcp: tool sum failed: a must not be negative" {
 				t.Fatalf("a failing tool: %v", err)
 			}
-			if _, err := CallToolAs[sumOut](ctx, cl, "plain", nil); !errors.Is(err, ErrNoStructuredContent) || err.Error() != "mcp: tool plain: mcp: the tool result has no structured content" {
+			if _, err := CallToolAs[sumOut](ctx, cl, "plain", nil); !errors.Is(err, ErrNoStructuredContent) || err.Error() != "mcp: tool plain: the tool result has no structured content" {
 				t.Fatalf("no structured content: %v", err)
 			}
 			if _, err := StructuredContent[sumOut](nil); !errors.Is(err, ErrNoStructuredContent) {

@@ -451,6 +451,7 @@ func WithMaxAnswerPosts(n int) HTTPTransportOption {
 // sent.
 func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 	h := &httpHandler{srv: s, cfg: handlerConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
+	h.cfg.statelessOnly = h.cfg.statelessOnly || isModernVersion(s.cfg.protocolVersion) // pinned: no sessions
 	if !h.cfg.storeSet {
 		h.cfg.store = NewMemoryEventStore(DefaultEventStoreBytes)
 	}

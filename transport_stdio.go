@@ -376,7 +376,7 @@ func (t *CommandTransport) start(ctx context.Context, log *slog.Logger, maxMessa
 	closeFiles(inR, outW, errW)
 	if err != nil {
 		closeFiles(inW, outR, errR)
-		return fmt.Errorf("mcp: starting %s: %w", t.cmd.Path, err)
+		return errorf("starting %s: %w", t.cmd.Path, err)
 	}
 	t.stdin, t.stdout, t.stderr = inW, outR, errR
 	t.IOTransport = NewIOTransport(outR, inW)
