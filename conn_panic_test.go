@@ -41,6 +41,10 @@ func panickingClientNotification(context.Context, json.RawMessage) { panic("clie
 
 func panickingRoots(context.Context) ([]Root, error) { panic("roots boom") }
 
+func panickingTaskTool(context.Context, *CallToolRequest) (*CallToolResult, error) {
+	panic("task boom")
+}
+
 // recordTexts is a slog handler that sends each record, with its
 // attributes, as one line of text.
 type recordTexts chan string
@@ -75,6 +79,7 @@ func TestPanicsAreLoggedByDefault(t *testing.T) {
 	srv := newTestServer(WithInboundMiddleware(panickingMiddleware),
 		WithNotificationHandler("notifications/boom", panickingServerNotification))
 	srv.AddTool(Tool{Name: "boom"}, panickingTool)
+	srv.AddTool(Tool{Name: "task", Execution: &ToolExecution{TaskSupport: TaskRequired}}, panickingTaskTool)
 	srv.AddPrompt(Prompt{Name: "boom"}, panickingPrompt)
 	srv.AddResource(Resource{URI: "test://boom", Name: "boom"}, panickingResource)
 	srv.AddTool(Tool{Name: "ask"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
@@ -117,6 +122,9 @@ func TestPanicsAreLoggedByDefault(t *testing.T) {
 	_, err := cl.CallTool(ctx, "boom", nil)
 	internal(err)
 	logged("tool boom", "panickingTool")
+	_, err = cl.CallTool(ctx, "task", nil)
+	internal(err)
+	logged("task boom", "panickingTaskTool")
 	_, err = cl.GetPrompt(ctx, "boom", nil)
 	internal(err)
 	logged("prompt boom", "panickingPrompt")

@@ -225,6 +225,7 @@ func (r *taskReceiver) run(ctx context.Context, t *receivedTask, method string, 
 	func() {
 		defer func() {
 			if v := recover(); v != nil {
+				r.conn.logPanic("task handler panicked", method, v)
 				res, err = nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: the handler panicked: %v", v)}
 			}
 		}()

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -416,7 +418,7 @@ func (s *Server) runTask(ctx context.Context, t *serverTask, h ToolHandler, p *C
 		t.mu.Lock()
 		info.round = &inputRound{owner: base.Principal(), method: "tools/call", answers: maps.Clone(t.answers), payload: payload}
 		t.mu.Unlock()
-		res, err := runTaskHandler(ctx, h, &CallToolRequest{Params: p, RequestInfo: &info})
+		res, err := runTaskHandler(ctx, s.cfg.panicLogger, h, &CallToolRequest{Params: p, RequestInfo: &info})
 		if ctx.Err() != nil {
 			t.finish(TaskCancelled, nil, nil)
 			return
@@ -470,10 +472,12 @@ func (s *Server) runTask(ctx context.Context, t *serverTask, h ToolHandler, p *C
 }
 
 // runTaskHandler runs a task's handler, turning a panic into the task's
-// protocol error: nobody else would see it.
-func runTaskHandler(ctx context.Context, h ToolHandler, req *CallToolRequest) (res *CallToolResult, err error) {
+// protocol error, and logging it with its stack as a request's handler's
+// panic is.
+func runTaskHandler(ctx context.Context, logger func() *slog.Logger, h ToolHandler, req *CallToolRequest) (res *CallToolResult, err error) {
 	defer func() {
 		if v := recover(); v != nil {
+			logger().Error("task handler panicked", attrMethod, "tools/call", "tool", req.Params.Name, "panic", v, "stack", string(debug.Stack()))
 			res, err = nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: the tool panicked: %v", v)}
 		}
 	}()
