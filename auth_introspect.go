@@ -130,7 +130,7 @@ type introspectCall struct {
 // Server side.
 func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, error) {
 	if u, err := url.Parse(cfg.Endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("mcp: IntrospectionConfig.Endpoint %q is not an http(s) URL", cfg.Endpoint)
+		return nil, errorf("IntrospectionConfig.Endpoint %q is not an http(s) URL", cfg.Endpoint)
 	}
 	if cfg.Audience == "" {
 		return nil, errors.New("mcp: IntrospectionConfig.Audience is required")
@@ -185,7 +185,7 @@ func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (
 			}
 		}
 		v.mu.Unlock()
-		return nil, fmt.Errorf("mcp: token introspection: %w", context.Cause(ctx))
+		return nil, errorf("token introspection: %w", context.Cause(ctx))
 	}
 }
 
@@ -219,11 +219,11 @@ func (v *IntrospectionVerifier) ask(ctx context.Context, token string) (*TokenIn
 	select {
 	case v.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("mcp: token introspection: %s: no call slot came free (%d calls under way): %w", v.cfg.Endpoint, cap(v.slots), context.Cause(ctx))
+		return nil, errorf("token introspection: %s: no call slot came free (%d calls under way): %w", v.cfg.Endpoint, cap(v.slots), context.Cause(ctx))
 	}
 	defer func() { <-v.slots }()
 	if ctx.Err() != nil { // the slot and the end came at once
-		return nil, fmt.Errorf("mcp: token introspection: %w", context.Cause(ctx))
+		return nil, errorf("token introspection: %w", context.Cause(ctx))
 	}
 	claims, err := v.introspect(ctx, token)
 	if err != nil {
@@ -237,7 +237,7 @@ func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (m
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, v.cfg.Endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return nil, fmt.Errorf("mcp: token introspection: %s: %w", v.cfg.Endpoint, err)
+		return nil, errorf("token introspection: %s: %w", v.cfg.Endpoint, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -246,21 +246,21 @@ func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (m
 	}
 	res, err := v.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: token introspection: %w", err)
+		return nil, errorf("token introspection: %w", err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, v.cfg.MaxResponseBytes+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("mcp: token introspection: %s: reading the response: %w", v.cfg.Endpoint, err)
+		return nil, errorf("token introspection: %s: reading the response: %w", v.cfg.Endpoint, err)
 	case res.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("mcp: token introspection: %s: status %d", v.cfg.Endpoint, res.StatusCode)
+		return nil, errorf("token introspection: %s: status %d", v.cfg.Endpoint, res.StatusCode)
 	case int64(len(body)) > v.cfg.MaxResponseBytes:
-		return nil, fmt.Errorf("mcp: token introspection: %s: the response exceeds %d bytes", v.cfg.Endpoint, v.cfg.MaxResponseBytes)
+		return nil, errorf("token introspection: %s: the response exceeds %d bytes", v.cfg.Endpoint, v.cfg.MaxResponseBytes)
 	}
 	var claims map[string]any
 	if err := json.Unmarshal(body, &claims); err != nil || claims == nil {
-		return nil, fmt.Errorf("mcp: token introspection: %s: the response is not a JSON object", v.cfg.Endpoint)
+		return nil, errorf("token introspection: %s: the response is not a JSON object", v.cfg.Endpoint)
 	}
 	return claims, nil
 }

@@ -275,11 +275,11 @@ func (c *jwksCache) download(ctx context.Context) ([]*jsonWebKey, time.Duration,
 	}
 	body, header, err := getBounded(ctx, c.client, u, c.maxBytes)
 	if err != nil {
-		return nil, 0, fmt.Errorf("mcp: fetching the JWKS: %w", err)
+		return nil, 0, errorf("fetching the JWKS: %w", err)
 	}
 	keys, err := parseJWKS(body)
 	if err != nil {
-		return nil, 0, fmt.Errorf("mcp: fetching the JWKS: %s: %w", u, err)
+		return nil, 0, errorf("fetching the JWKS: %s: %w", u, err)
 	}
 	if keys == nil {
 		keys = []*jsonWebKey{} // fetched, if empty
@@ -328,7 +328,7 @@ func (c *jwksCache) discover(ctx context.Context) (string, error) {
 		}
 		return m.JWKSURI, nil
 	}
-	return "", fmt.Errorf("mcp: discovering the JWKS URL of issuer %q: %w", c.issuer, errors.Join(errs...))
+	return "", errorf("discovering the JWKS URL of issuer %q: %w", c.issuer, errors.Join(errs...))
 }
 
 // issuerMetadataURLs lists where an issuer's metadata may be: RFC 8414's

@@ -286,10 +286,10 @@ func NewJWTVerifier(cfg JWTVerifierConfig) (*JWTVerifier, error) {
 	}
 	if cfg.JWKSURL == "" {
 		if _, err := url.Parse(cfg.Issuer); err != nil {
-			return nil, fmt.Errorf("mcp: JWTVerifierConfig.Issuer: %w", err)
+			return nil, errorf("JWTVerifierConfig.Issuer: %w", err)
 		}
 	} else if u, err := url.Parse(cfg.JWKSURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("mcp: JWTVerifierConfig.JWKSURL %q is not an http(s) URL", cfg.JWKSURL)
+		return nil, errorf("JWTVerifierConfig.JWKSURL %q is not an http(s) URL", cfg.JWKSURL)
 	}
 	v := &JWTVerifier{
 		issuer: cfg.Issuer, audience: cfg.Audience,

@@ -435,10 +435,10 @@ func (c *Client) requestWith(ctx context.Context, conn *conn, method string, par
 			}
 			fallthrough
 		default:
-			return nil, fmt.Errorf("mcp: %s answered with an unknown resultType %q", method, ir.ResultType)
+			return nil, errorf("%s answered with an unknown resultType %q", method, ir.ResultType)
 		}
 		if round >= c.cfg.client.maxInputRounds {
-			return nil, fmt.Errorf("mcp: %s still needed input after %d rounds", method, round)
+			return nil, errorf("%s still needed input after %d rounds", method, round)
 		}
 		responses := make(map[string]json.RawMessage, len(ir.InputRequests))
 		for key, ask := range ir.InputRequests {
@@ -801,7 +801,7 @@ func (c *Client) Complete(ctx context.Context, params *CompleteParams, opts ...C
 // revision.
 func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel, opts ...CallOption) error {
 	if !validLevel(level) {
-		return fmt.Errorf("mcp: unknown logging level %q", level)
+		return errorf("unknown logging level %q", level)
 	}
 	c.mu.Lock()
 	if c.conn == nil {
@@ -865,7 +865,7 @@ func (c *Client) changeSubscription(ctx context.Context, uri string, on bool, op
 		return err
 	}
 	if on && !slices.Contains(honoured.ResourceSubscriptions, uri) {
-		return fmt.Errorf("mcp: the server does not honour a subscription to %s", uri)
+		return errorf("the server does not honour a subscription to %s", uri)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 )
 
@@ -110,7 +109,7 @@ func pages[R, T any](ctx context.Context, c *Client, opts []CallOption, list fun
 				barren++
 			}
 			if barren >= c.cfg.client.maxBarrenPages {
-				yield(zero, fmt.Errorf("mcp: the server gave %d pages in a row with nothing new; stopped paging", barren))
+				yield(zero, errorf("the server gave %d pages in a row with nothing new; stopped paging", barren))
 				return
 			}
 			cursors[next] = true

@@ -122,13 +122,13 @@ func (g *ClientGateway) Progress(progress, total float64, message string) error 
 		return nil
 	}
 	if math.IsNaN(progress) || math.IsInf(progress, 0) || math.IsNaN(total) || math.IsInf(total, 0) {
-		return fmt.Errorf("mcp: progress %g of %g is not a finite number", progress, total)
+		return errorf("progress %g of %g is not a finite number", progress, total)
 	}
 	g.mu.Lock()
 	if g.sentProgress && progress <= g.lastProgress {
 		last := g.lastProgress
 		g.mu.Unlock()
-		return fmt.Errorf("mcp: progress must increase: %g does not follow %g", progress, last)
+		return errorf("progress must increase: %g does not follow %g", progress, last)
 	}
 	g.sentProgress, g.lastProgress = true, progress
 	g.mu.Unlock()
@@ -177,11 +177,11 @@ type logMessage struct {
 // OpenTelemetry instead. It keeps working on every revision.
 func (g *ClientGateway) Log(level LoggingLevel, logger string, data any) error {
 	if !validLevel(level) {
-		return fmt.Errorf("mcp: unknown logging level %q", level)
+		return errorf("unknown logging level %q", level)
 	}
 	data, err := jsonData(data)
 	if err != nil {
-		return fmt.Errorf("mcp: the log data: %w", err)
+		return errorf("the log data: %w", err)
 	}
 	if threshold, ok := clientLogThreshold(g.req); !ok || levelRank[level] < levelRank[threshold] {
 		return nil
@@ -412,7 +412,7 @@ func (g *ClientGateway) SupportsSamplingTools() bool { return g.req.caps.hasSub(
 func (g *ClientGateway) Elicit(ctx context.Context, message string, schema any, opts ...AskOption) (*ElicitResult, error) {
 	rawSchema, err := elicitSchema(schema)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: Elicit: the requested schema: %w", err)
+		return nil, errorf("Elicit: the requested schema: %w", err)
 	}
 	if len(rawSchema) == 0 {
 		rawSchema = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -523,7 +523,7 @@ func ask[R any](ctx context.Context, g *ClientGateway, kind, method string, para
 	}
 	raw, err := marshalObject(params)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: the params of %s: %w", method, err)
+		return nil, errorf("the params of %s: %w", method, err)
 	}
 	var answer json.RawMessage
 	if g.req.modern {
@@ -552,7 +552,7 @@ func ask[R any](ctx context.Context, g *ClientGateway, kind, method string, para
 		if errors.As(err, &rpcErr) {
 			// The client's refusal is this handler's error to handle, not a
 			// protocol error of the request being served.
-			return nil, fmt.Errorf("mcp: the client answered %s with an error: %w", method, err)
+			return nil, errorf("the client answered %s with an error: %w", method, err)
 		}
 	}
 	if err != nil {
@@ -560,7 +560,7 @@ func ask[R any](ctx context.Context, g *ClientGateway, kind, method string, para
 	}
 	result := new(R)
 	if err := json.Unmarshal(answer, result); err != nil {
-		return nil, fmt.Errorf("mcp: the client's answer to %s is malformed: %w", method, err)
+		return nil, errorf("the client's answer to %s is malformed: %w", method, err)
 	}
 	return result, nil
 }
@@ -813,7 +813,7 @@ func (s *Server) finishRound(r *inputRound, caps capabilitySet, result any, err 
 		if own.State != nil {
 			payload, merr := json.Marshal(own.State)
 			if merr != nil {
-				return nil, fmt.Errorf("mcp: encoding the handler's state: %w", merr)
+				return nil, errorf("encoding the handler's state: %w", merr)
 			}
 			r.next = payload
 		}

@@ -499,7 +499,7 @@ func (t *HTTPTransport) post(ctx context.Context, ex *exchange, m *sentMessage, 
 	defer t.endExchange(m.id, ex)
 	isRequest := m.kind == kindRequest
 	if t.urlErr != nil {
-		t.fail(fmt.Errorf("mcp: bad endpoint URL: %w", t.urlErr))
+		t.fail(errorf("bad endpoint URL: %w", t.urlErr))
 		return
 	}
 	resp, err := t.send(ctx, ex, body, header)

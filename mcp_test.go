@@ -68,6 +68,22 @@ func TestErrorsSayMCPOnce(t *testing.T) {
 		t.Errorf("a handler's error: %v", err)
 	}
 
+	// A handler's ask the client refused, as the handler sees it.
+	asked := make(chan error, 1)
+	srv2 := newTestServer()
+	srv2.AddTool(Tool{Name: "ask"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		_, err := req.Gateway().ListRoots(ctx)
+		asked <- err
+		return &CallToolResult{}, nil
+	})
+	refusing := pair(t, srv2, WithProtocolVersion(Version20251125), WithRootsHandler(func(context.Context) ([]Root, error) {
+		return nil, fmt.Errorf("%w: no roots today", ErrClosed)
+	}))
+	if _, err := refusing.CallTool(ctx, "ask", nil); err != nil {
+		t.Fatal(err)
+	}
+	once(t, "an ask the client refused", <-asked)
+
 	// A message too large, answered by the engine.
 	p := rawServer(t, newTestServer(WithMaxMessageSize(64)))
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 100) + `"}}`)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -67,7 +66,7 @@ func supportedIn(data json.RawMessage) []string {
 func (c *Client) negotiate(ctx context.Context) error {
 	pinned := c.cfg.protocolVersion
 	if pinned != "" && !isSupportedVersion(pinned) {
-		return fmt.Errorf("mcp: protocol version %q is not one this package speaks", pinned)
+		return errorf("protocol version %q is not one this package speaks", pinned)
 	}
 	if pinned == "" || isModernVersion(pinned) {
 		version := pinned

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 )
 
@@ -42,7 +41,7 @@ func StructuredContent[T any](r *CallToolResult) (T, error) {
 		return v, ErrNoStructuredContent
 	}
 	if err := json.Unmarshal(r.StructuredContent, &v); err != nil {
-		return v, fmt.Errorf("mcp: decoding the structured content into %T: %w", v, err)
+		return v, errorf("decoding the structured content into %T: %w", v, err)
 	}
 	return v, nil
 }

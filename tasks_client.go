@@ -234,11 +234,11 @@ func (c *Client) startTool(ctx context.Context, name string, params []byte, opts
 			ResultType string `json:"resultType"`
 		}
 		if err := json.Unmarshal(raw, &head); err != nil {
-			return nil, fmt.Errorf("mcp: malformed tools/call result: %w", err)
+			return nil, errorf("malformed tools/call result: %w", err)
 		}
 		if head.ResultType == resultTask {
 			if t.task, err = decodeTask(raw, true); err != nil {
-				return nil, fmt.Errorf("mcp: malformed tools/call task: %w", err)
+				return nil, errorf("malformed tools/call task: %w", err)
 			}
 			return t, nil
 		}
@@ -247,11 +247,11 @@ func (c *Client) startTool(ctx context.Context, name string, params []byte, opts
 			Task json.RawMessage `json:"task"`
 		}
 		if err := json.Unmarshal(raw, &created); err != nil {
-			return nil, fmt.Errorf("mcp: malformed tools/call result: %w", err)
+			return nil, errorf("malformed tools/call result: %w", err)
 		}
 		if len(created.Task) > 0 && created.Task[0] == '{' {
 			if t.task, err = decodeTask(created.Task, false); err != nil {
-				return nil, fmt.Errorf("mcp: malformed tools/call task: %w", err)
+				return nil, errorf("malformed tools/call task: %w", err)
 			}
 			return t, nil
 		}
@@ -282,7 +282,7 @@ func withTaskParam(params []byte, ttl time.Duration) []byte {
 func taskCallError(name string, err error) error {
 	var rpcErr *Error
 	if errors.As(err, &rpcErr) && rpcErr.Code == CodeMissingRequiredClientCapability && bytes.Contains(rpcErr.Data, []byte(TasksExtension)) {
-		return fmt.Errorf("mcp: tool %q runs only as a task and the call did not offer one (list the tools first, or call with WithTask): %w", name, err)
+		return errorf("tool %q runs only as a task and the call did not offer one (list the tools first, or call with WithTask): %w", name, err)
 	}
 	return err
 }
@@ -362,7 +362,7 @@ func (t *ToolTask) get(ctx context.Context, conn *conn, o *callOptions) (Task, e
 	}
 	task, err := decodeTask(raw, t.modern)
 	if err != nil {
-		return Task{}, fmt.Errorf("mcp: malformed tasks/get result: %w", err)
+		return Task{}, errorf("malformed tasks/get result: %w", err)
 	}
 	var detail struct {
 		Result        json.RawMessage         `json:"result"`
@@ -371,7 +371,7 @@ func (t *ToolTask) get(ctx context.Context, conn *conn, o *callOptions) (Task, e
 	}
 	if t.modern {
 		if err := json.Unmarshal(raw, &detail); err != nil {
-			return Task{}, fmt.Errorf("mcp: malformed tasks/get result: %w", err)
+			return Task{}, errorf("malformed tasks/get result: %w", err)
 		}
 	}
 	t.mu.Lock()
@@ -499,7 +499,7 @@ func (t *ToolTask) wait(ctx context.Context, opts []CallOption, cancel bool) (*C
 			}
 			return nil, t.abandon(ctx, conn, cancel, &RequestTimeoutError{Method: "tools/call", Bound: bound, Timeout: elapsed, ProgressReports: reports})
 		case <-ctx.Done():
-			err := fmt.Errorf("mcp: waiting on task %s (%s) abandoned: %w", task.ID, t.name, ctx.Err())
+			err := errorf("waiting on task %s (%s) abandoned: %w", task.ID, t.name, ctx.Err())
 			return nil, t.abandon(ctx, conn, cancel, err)
 		}
 		if _, err := t.get(ctx, conn, o); err != nil {
@@ -569,7 +569,7 @@ func (t *ToolTask) answer(ctx context.Context, conn *conn, o *callOptions) error
 		ask := asks[key]
 		answer, err := t.c.answer(ctx, ask.Method, ask.Params)
 		if err != nil {
-			return fmt.Errorf("mcp: answering task %s's %s ask %q: %w", id, ask.Method, key, err)
+			return errorf("answering task %s's %s ask %q: %w", id, ask.Method, key, err)
 		}
 		if responses[key], err = marshalResult(answer); err != nil {
 			return err
@@ -615,7 +615,7 @@ func (t *ToolTask) outcome(ctx context.Context, conn *conn, o *callOptions) (*Ca
 	}
 	switch {
 	case task.Status == TaskCancelled:
-		return nil, fmt.Errorf("mcp: task %s (%s): %w", task.ID, t.name, ErrTaskCancelled)
+		return nil, errorf("task %s (%s): %w", task.ID, t.name, ErrTaskCancelled)
 	case failure != nil:
 		return nil, failure
 	case task.Status == TaskFailed && raw == nil:
@@ -623,13 +623,13 @@ func (t *ToolTask) outcome(ctx context.Context, conn *conn, o *callOptions) (*Ca
 		if msg == "" {
 			msg = "no reason given"
 		}
-		return nil, fmt.Errorf("mcp: task %s (%s) failed: %s", task.ID, t.name, msg)
+		return nil, errorf("task %s (%s) failed: %s", task.ID, t.name, msg)
 	case raw == nil:
-		return nil, fmt.Errorf("mcp: task %s (%s) completed without a result", task.ID, t.name)
+		return nil, errorf("task %s (%s) completed without a result", task.ID, t.name)
 	}
 	var res CallToolResult
 	if err := decodeCallToolResult(raw, &res); err != nil {
-		return nil, fmt.Errorf("mcp: decoding the result of task %s: %w", task.ID, err)
+		return nil, errorf("decoding the result of task %s: %w", task.ID, err)
 	}
 	return &res, nil
 }
@@ -687,7 +687,7 @@ func (c *Client) ListTasks(ctx context.Context, cursor string, opts ...CallOptio
 	version := c.version
 	c.mu.Unlock()
 	if version != Version20251125 {
-		return nil, fmt.Errorf("mcp: tasks/list exists only on protocol revision %s; this connection speaks %q", Version20251125, version)
+		return nil, errorf("tasks/list exists only on protocol revision %s; this connection speaks %q", Version20251125, version)
 	}
 	var page struct {
 		Tasks      []json.RawMessage `json:"tasks"`
@@ -700,7 +700,7 @@ func (c *Client) ListTasks(ctx context.Context, cursor string, opts ...CallOptio
 	for _, raw := range page.Tasks {
 		task, err := decodeTask(raw, false)
 		if err != nil {
-			return nil, fmt.Errorf("mcp: malformed tasks/list result: %w", err)
+			return nil, errorf("malformed tasks/list result: %w", err)
 		}
 		res.Tasks = append(res.Tasks, task)
 	}

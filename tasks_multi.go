@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 )
 
@@ -133,7 +132,7 @@ func (t *serverTask) publish() {
 func (s *Server) sendToTask(ctx context.Context, id string, m taskMessage) error {
 	msg, _ := json.Marshal(m)
 	if err := s.fan.b.Publish(ctx, taskChannel(id), msg); err != nil {
-		return fmt.Errorf("mcp: cannot pass the %s of task %s on to the instance that runs it (broadcaster channel %s): %w", m.Kind, id, taskChannel(id), err)
+		return errorf("cannot pass the %s of task %s on to the instance that runs it (broadcaster channel %s): %w", m.Kind, id, taskChannel(id), err)
 	}
 	return nil
 }

@@ -954,7 +954,7 @@ func askAsTask(ctx context.Context, c *conn, method string, params json.RawMessa
 	}
 	t, err := decodeTask(res.Task, false)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: the client's answer to a task-augmented %s: %w", method, err)
+		return nil, errorf("the client's answer to a task-augmented %s: %w", method, err)
 	}
 	id := appendJSONString([]byte(`{"taskId":`), t.ID)
 	id = append(id, '}')

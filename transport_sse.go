@@ -186,11 +186,11 @@ func (t *SSETransport) start(ctx context.Context, log *slog.Logger, maxMessageSi
 	defer stop()
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("mcp: opening the event stream: %w", err)
+		return errorf("opening the event stream: %w", err)
 	}
 	if resp.StatusCode/100 != 2 || mediaTypeOf(resp.Header.Get("Content-Type")) != "text/event-stream" {
 		resp.Body.Close()
-		return fmt.Errorf("mcp: opening the event stream: HTTP %s, %q", resp.Status, resp.Header.Get("Content-Type"))
+		return errorf("opening the event stream: HTTP %s, %q", resp.Status, resp.Header.Get("Content-Type"))
 	}
 	p := newSSEParser(resp.Body, t.maxMsg)
 	for {
@@ -200,7 +200,7 @@ func (t *SSETransport) start(ctx context.Context, log *slog.Logger, maxMessageSi
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("mcp: the event stream ended before the endpoint event: %w", err)
+			return errorf("the event stream ended before the endpoint event: %w", err)
 		}
 		if ev.event != "endpoint" {
 			continue
@@ -228,10 +228,10 @@ func sameOriginURL(base, ref string) (string, error) {
 	}
 	u, err := b.Parse(strings.TrimSpace(ref))
 	if err != nil {
-		return "", fmt.Errorf("mcp: bad endpoint %q: %w", ref, err)
+		return "", errorf("bad endpoint %q: %w", ref, err)
 	}
 	if u.Scheme != b.Scheme || u.Host != b.Host {
-		return "", fmt.Errorf("mcp: the endpoint %q is not on the event stream's origin", ref)
+		return "", errorf("the endpoint %q is not on the event stream's origin", ref)
 	}
 	return u.String(), nil
 }
