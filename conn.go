@@ -840,6 +840,10 @@ func (c *conn) awaits(id ID) bool {
 	return c.pending[id] != nil
 }
 
+// busy reports whether a request or notification of the peer is still
+// being handled.
+func (c *conn) busy() bool { return c.handling.Load() > 0 }
+
 // failCall ends the pending call id with err, if it still waits.
 func (c *conn) failCall(id ID, err error) {
 	if call := c.takePending(id); call != nil {

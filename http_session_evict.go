@@ -86,12 +86,18 @@ func (q *idleSessions) oldest() *httpSession {
 	return s
 }
 
+// evictScan bounds the idle sessions one initialize looks at for one to
+// evict, so that sessions whose handlers run on cannot make it a long walk.
+const evictScan = 64
+
 // evictIdle ends the idle session used least recently, to make room at the
-// session cap; it reports false when every session is busy. With a
-// SessionStore only the copy here ends: the cap is this instance's, and the
-// session's next request loads it again, here or elsewhere.
+// session cap; it reports false when every session is busy. A session with
+// no HTTP request in progress whose handler still runs (its POST went
+// away; the answer waits in the event store) is in use: it goes last. With
+// a SessionStore only the copy here ends: the cap is this instance's, and
+// the session's next request loads it again, here or elsewhere.
 func (h *httpHandler) evictIdle() bool {
-	for {
+	for range evictScan {
 		s := h.idle.oldest()
 		if s == nil {
 			return false
@@ -101,10 +107,16 @@ func (h *httpHandler) evictIdle() bool {
 			s.mu.Unlock()
 			continue // busy again (its end puts it back) or ending anyway
 		}
+		if s.conn.busy() {
+			s.mu.Unlock()
+			h.idle.add(s, true)
+			continue
+		}
 		s.evicted = true // begin refuses it from now on
 		s.mu.Unlock()
 		h.log.Debug("evicting the idle HTTP session used least recently: the session cap is reached", "session", s.id)
 		s.conn.close(errSessionEvicted)
 		return true
 	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -158,4 +159,53 @@ func TestSharedSessionEvictionKeepsCopies(t *testing.T) {
 	if n := c.holders(first); n != 2 {
 		t.Fatalf("%d copies of the session in use, want 2", n)
 	}
+}
+
+// TestHTTPSessionEvictionSparesRunningHandlers: a session whose POST went
+// away while its handlers run on (a 2025-03-26 batch, answered on a stream
+// the client may resume) is in use, not idle: the cap evicts another.
+func TestHTTPSessionEvictionSparesRunningHandlers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		srv := newTestServer()
+		srv.AddTool(Tool{Name: "wait"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+			<-release
+			return &CallToolResult{}, nil
+		})
+		h := NewHTTPHandler(srv, WithMaxSessions(2)).(*httpHandler)
+		defer h.shutdown()
+		rec := serveDirect(h, "POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`, postHeaders())
+		a := rec.Header().Get("Mcp-Session-Id")
+		if rec := serveDirect(h, "POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, postHeaders("Mcp-Session-Id", a, "Mcp-Protocol-Version", "2025-03-26")); rec.Code != 202 {
+			t.Fatalf("initialized: %d", rec.Code)
+		}
+		b := directSession(t, h)
+		// a's call waits; its client leaves.
+		ctx, leave := context.WithCancel(context.Background())
+		left := make(chan struct{})
+		go func() {
+			defer close(left)
+			req := httptest.NewRequestWithContext(ctx, "POST", "/mcp", strings.NewReader(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait","arguments":{}}}]`))
+			for k, v := range postHeaders("Mcp-Session-Id", a, "Mcp-Protocol-Version", "2025-03-26") {
+				req.Header.Set(k, v)
+			}
+			h.ServeHTTP(httptest.NewRecorder(), req)
+		}()
+		synctest.Wait()
+		leave()
+		<-left
+		if rec := serveDirect(h, "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, postHeaders("Mcp-Session-Id", b)); rec.Code != 200 {
+			t.Fatalf("ping: %d", rec.Code)
+		}
+		// b was used last, but a's handler still runs.
+		if rec := serveDirect(h, "POST", initBody, postHeaders()); rec.Code != 200 {
+			t.Fatalf("initialize at the cap: %d %s", rec.Code, rec.Body)
+		}
+		expectSessionGone(t, h, b)
+		close(release)
+		synctest.Wait()
+		if rec := serveDirect(h, "POST", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, postHeaders("Mcp-Session-Id", a, "Mcp-Protocol-Version", "2025-03-26")); rec.Code != 200 {
+			t.Fatalf("the session whose handler ran on: %d %s", rec.Code, rec.Body)
+		}
+	})
 }

@@ -25,6 +25,9 @@ type pushConn interface {
 	// awaits reports whether one of the engine's calls to the peer waits
 	// for a response to id.
 	awaits(id ID) bool
+	// busy reports whether a request or notification of the peer is still
+	// being handled, whether or not an HTTP request waits for it.
+	busy() bool
 	// close ends the connection and closes its transport.
 	close(cause error)
 }
