@@ -331,7 +331,17 @@ func (s *httpSession) deliver(data []byte) {
 		}
 	case relayState:
 		var change sessionChange
-		if json.Unmarshal(m.Message, &change) == nil && s.ss.apply(change) {
+		if json.Unmarshal(m.Message, &change) != nil {
+			break
+		}
+		s.mu.Lock()
+		if s.shared.catchingUp {
+			s.shared.changes = append(s.shared.changes, change) // catchUp makes it
+			s.mu.Unlock()
+			break
+		}
+		s.mu.Unlock()
+		if s.ss.apply(change) {
 			s.standaloneStream() // its updates need somewhere to wait
 		}
 	case relayRelease:

@@ -100,6 +100,10 @@ type sharedState struct {
 	saveDone chan struct{}
 	// stopRelay ends the subscription to the session's channel.
 	stopRelay func()
+	// catchingUp: the copy is being made and loads its record once more
+	// (catchUp); the changes its channel brings meanwhile wait in changes.
+	catchingUp bool
+	changes    []sessionChange
 	// holder is the instance that holds the session's GET stream, when
 	// another does ("": this one, or none known).
 	holder string
@@ -240,7 +244,12 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 	s := h.makeSession(sid, principal, rec)
 	s.shared.lastTouch = time.Now() // Load proved it live
 	s.shared.revision = rec.Revision
+	s.shared.catchingUp = true
 	err = s.joinRelay()
+	subscribed := false
+	if err == nil {
+		subscribed, err = s.catchUp(ctx)
+	}
 	h.mu.Lock()
 	held := h.sessions[sid]
 	if err != nil || held != nil || h.stopped {
@@ -259,10 +268,39 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 	h.mu.Unlock()
 	h.log.Debug("serving a legacy session created on another instance", "session", sid)
 	s.publish(ctx, relayJoin, nil) // the holder of its GET stream, if any, says so
-	if len(rec.Subscriptions) > 0 {
+	if len(rec.Subscriptions) > 0 || subscribed {
 		s.standaloneStream() // its resource updates need somewhere to wait
 	}
 	return s, nil
+}
+
+// catchUp loads the record of a copy being made once more, now that the
+// copy hears the session's channel. Another instance saves a change before
+// it publishes it, so a change saved after the first Load is either in
+// this record or heard on the channel; without the second Load, one saved
+// and published in between was lost (a subscription, whose updates this
+// copy then dropped). What the channel brought meanwhile is made again on
+// the record, in order: each change sets or clears one thing, so the last
+// word wins whichever of the two saw it first. It reports whether the copy
+// gained a subscription.
+func (s *httpSession) catchUp(ctx context.Context) (subscribed bool, err error) {
+	rec, err := s.h.cfg.sessions.Load(ctx, s.id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changes := s.shared.changes
+	s.shared.catchingUp, s.shared.changes = false, nil
+	switch {
+	case errors.Is(err, ErrSessionNotFound):
+		return false, errSessionUnknown
+	case err != nil:
+		return false, &sessionStoreError{"load", s.id, err}
+	}
+	subscribed = s.ss.adopt(rec)
+	s.shared.revision = max(s.shared.revision, rec.Revision)
+	for _, c := range changes {
+		subscribed = s.ss.apply(c) || subscribed
+	}
+	return subscribed, nil
 }
 
 // save makes change (none for initialize) to the session's state and saves

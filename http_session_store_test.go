@@ -100,6 +100,7 @@ type checkedSessionStore struct {
 	mu      sync.Mutex
 	calls   map[string]int
 	touched func() // called at the first Touch
+	loaded  func() // called after the next Load has read the record
 	// saving, when set, is called before each Save, with no lock held; an
 	// error it returns is the Save's.
 	saving func(rec *SessionRecord) error
@@ -172,7 +173,23 @@ func (s *checkedSessionStore) Load(ctx context.Context, id string) (*SessionReco
 	if err := s.enter("Load", id); err != nil {
 		return nil, err
 	}
-	return s.MemorySessionStore.Load(ctx, id)
+	rec, err := s.MemorySessionStore.Load(ctx, id)
+	s.mu.Lock()
+	f := s.loaded
+	s.loaded = nil
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return rec, err
+}
+
+// onLoad has f called after the next Load has read the record, before
+// it returns it.
+func (s *checkedSessionStore) onLoad(f func()) {
+	s.mu.Lock()
+	s.loaded = f
+	s.mu.Unlock()
 }
 
 func (s *checkedSessionStore) Touch(ctx context.Context, id string, ttl time.Duration) error {
@@ -747,5 +764,85 @@ func TestSharedSessionChangeAfterEnd(t *testing.T) {
 	}
 	if r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusNotFound {
 		t.Fatalf("ping: %d %s", r.status, r.body)
+	}
+}
+
+// subscribedAt reports whether instance i's copy of session sid is
+// subscribed to uri.
+func subscribedAt(c *sessionCluster, i int, sid, uri string) bool {
+	sess := c.handlers[i].session(sid)
+	if sess == nil {
+		return false
+	}
+	sess.ss.mu.Lock()
+	defer sess.ss.mu.Unlock()
+	_, ok := sess.ss.subscriptions[uri]
+	return ok
+}
+
+// TestSharedSessionCopyHearsWhatChangedWhileItLoaded: a subscription made
+// on one instance while another loads its copy of the session (saved after
+// that Load read the record, published before the copy heard its channel)
+// reaches the copy, and with it the resource's updates.
+func TestSharedSessionCopyHearsWhatChangedWhileItLoaded(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 2)
+	addResources(c, "res://a")
+	sid := legacySession(t, c.url(0), Version20251125)
+	read, resume := make(chan struct{}), make(chan struct{})
+	c.store.onLoad(func() {
+		close(read)
+		<-resume
+	})
+	pinged := make(chan int)
+	go func() {
+		pinged <- doHTTP(t, "POST", c.url(1), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, postHeaders("Mcp-Session-Id", sid)).status
+	}()
+	<-read // the copy on instance 1 has read the record, and hears nothing yet
+	subscribeAt(t, c.url(0), sid, "res://a")
+	close(resume)
+	if status := <-pinged; status != 200 {
+		t.Fatalf("ping at the second instance: %d", status)
+	}
+	if !subscribedAt(c, 1, sid, "res://a") {
+		t.Fatal("the copy made while the session subscribed missed the subscription")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := getStream(t, ctx, c.url(1), sid, "")
+	nextEvent(t, p, true) // priming
+	c.servers[0].ResourceUpdated("res://a")
+	if got := updatesUntil(t, p, "res://a", 0, nil); len(got) != 1 {
+		t.Fatalf("updates on the copy's stream: %v", got)
+	}
+}
+
+// TestSharedSessionSubscribeWhileCopiesLoad: 1,000 times, a session
+// subscribes on one instance while its first request on another loads a
+// copy there, as a client that sends notifications/initialized and
+// resources/subscribe together through a balancer does; every copy ends
+// subscribed.
+func TestSharedSessionSubscribeWhileCopiesLoad(t *testing.T) {
+	t.Parallel()
+	c := newSessionCluster(t, 2)
+	addResources(c, "res://a")
+	runs := 1000
+	if testing.Short() {
+		runs = 100
+	}
+	for run := range runs {
+		sid := legacySession(t, c.url(0), Version20251125)
+		var wg sync.WaitGroup
+		wg.Go(func() { subscribeAt(t, c.url(0), sid, "res://a") })
+		wg.Go(func() {
+			if r := doHTTP(t, "POST", c.url(1), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {
+				t.Errorf("ping: %d", r.status)
+			}
+		})
+		wg.Wait()
+		if !subscribedAt(c, 1, sid, "res://a") {
+			t.Fatalf("run %d: the copy on the second instance missed the subscription", run)
+		}
+		doHTTP(t, "DELETE", c.url(0), "", map[string]string{"Mcp-Session-Id": sid})
 	}
 }
