@@ -40,6 +40,9 @@ type clientConfig struct {
 
 	taskRequests bool // WithTaskRequests
 
+	listenGap     func(context.Context, ListenGap) // WithListenGapHandler
+	listenResumes int                              // WithListenResumeAttempts
+
 	taskPoll    time.Duration // when the server suggests no poll interval
 	taskPollMin time.Duration // the floor of any poll interval
 
@@ -825,7 +828,8 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel, opts .
 // client's subscriptions/listen stream, which then carries every subscribed
 // URI and the list changes the client has handlers for, and returns once
 // the server acknowledged it; it is an error if the server does not honour
-// the subscription.
+// the subscription. Should that stream break, the client reopens it with
+// the same subscriptions; see [WithListenGapHandler].
 func (c *Client) Subscribe(ctx context.Context, uri string, opts ...CallOption) error {
 	return c.changeSubscription(ctx, uri, true, opts)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -53,6 +52,9 @@ type clientSubscriptions struct {
 	// wants is what the open stream was agreed to carry: an older stream's
 	// notification of anything else is dropped (an unsubscribed URI).
 	wants SubscriptionFilter
+	// gen counts the replacements, so that reopening a broken stream stops
+	// once a Subscribe or Unsubscribe has replaced it.
+	gen uint64
 }
 
 // listenDrain is how long a listen stream the client ended is still read,
@@ -74,6 +76,7 @@ func (s *clientSubscriptions) replace(call *listenCall, wants SubscriptionFilter
 	s.mu.Lock()
 	old := s.current
 	s.current, s.wants = call, wants
+	s.gen++
 	s.mu.Unlock()
 	if old != nil {
 		old.end()
@@ -83,8 +86,12 @@ func (s *clientSubscriptions) replace(call *listenCall, wants SubscriptionFilter
 
 // listenCall is one subscriptions/listen call in flight.
 type listenCall struct {
+	conn  *conn // the connection it is on
 	stop  context.CancelFunc
 	ended chan struct{} // closed once the call returned, its cancellation queued
+	// over is set, under subs.mu, once the call returned; err is why.
+	over bool
+	err  error
 }
 
 // end ends the call and waits until its cancellation is on its way, so
@@ -113,6 +120,10 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 		subs.replace(nil, SubscriptionFilter{})
 		return SubscriptionFilter{}, nil
 	}
+	conn, _, err := c.session()
+	if err != nil {
+		return SubscriptionFilter{}, err
+	}
 	acks := make(chan SubscriptionFilter, 1)
 	subs.mu.Lock()
 	subs.acks = acks
@@ -120,7 +131,7 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 	// The stream outlives this call: it ends when replaced, or with the
 	// connection. It has no timeout: it is meant to stay open.
 	streamCtx, stop := context.WithCancel(context.Background())
-	call := &listenCall{stop: stop, ended: make(chan struct{})}
+	call := &listenCall{conn: conn, stop: stop, ended: make(chan struct{})}
 	result := make(chan error, 1)
 	go func() {
 		defer close(call.ended)
@@ -130,15 +141,11 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 		result <- err
 		subs.mu.Lock()
 		defer subs.mu.Unlock()
+		call.over, call.err = true, err
 		if subs.current == call {
-			// The server ended the stream, or the connection went: what it
-			// carried is lost until the next Subscribe.
+			// The server ended the stream, or the connection to it failed.
 			subs.current = nil
-			level := slog.LevelWarn
-			if errors.Is(err, ErrClosed) {
-				level = slog.LevelDebug
-			}
-			c.cfg.logger.Log(context.Background(), level, "the subscriptions/listen stream ended", "err", err)
+			c.listenBroke(call, err)
 		}
 	}()
 	var honoured SubscriptionFilter
@@ -154,6 +161,13 @@ func (c *Client) listen(ctx context.Context, uris []string, opts []CallOption) (
 		return SubscriptionFilter{}, ctx.Err()
 	}
 	subs.replace(call, honoured)
+	subs.mu.Lock()
+	if subs.current == call && call.over {
+		// It broke between its acknowledgement and now.
+		subs.current = nil
+		c.listenBroke(call, call.err)
+	}
+	subs.mu.Unlock()
 	return honoured, nil
 }
 

@@ -85,6 +85,7 @@ func newConfig() *config {
 	c.server.maxTasksPerOwner = DefaultMaxTasksPerPrincipal
 	c.client.maxInputRounds = DefaultMaxInputRounds
 	c.client.maxBarrenPages = DefaultMaxBarrenPages
+	c.client.listenResumes = DefaultListenResumeAttempts
 	c.client.discoverTimeout = DefaultDiscoverTimeout
 	c.client.taskPoll = DefaultTaskPollInterval
 	c.client.taskPollMin = DefaultMinTaskPollInterval

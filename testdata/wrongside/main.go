@@ -37,6 +37,8 @@ func main() {
 	mcp.NewServer(info, mcp.WithDiscoverTimeout(time.Second))     // ERROR
 	mcp.NewServer(info, mcp.WithMaxInputRounds(3))                // ERROR
 	mcp.NewServer(info, mcp.WithMaxBarrenPages(3))                // ERROR
+	mcp.NewServer(info, mcp.WithListenGapHandler(nil))            // ERROR
+	mcp.NewServer(info, mcp.WithListenResumeAttempts(3))          // ERROR
 	mcp.NewServer(info, mcp.WithMinTaskPollInterval(time.Second)) // ERROR
 	mcp.NewServer(info, mcp.WithTaskRequests())                   // ERROR
 	mcp.NewServer(info, mcp.WithToolListChangedHandler(noop))     // ERROR
