@@ -21,7 +21,9 @@ import (
 //
 // Each instance keeps its own registries: a tool added on one instance is
 // announced to the clients of all, so the same change is to be made on
-// every instance, as their start-up code does.
+// every instance, as their start-up code does. What the start-up code
+// registers before the instance serves is not announced (listChanged): a
+// restart changes no list.
 
 // serverChannel is the broadcaster channel of server-wide notifications.
 const serverChannel = "mcp:server"

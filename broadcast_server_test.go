@@ -459,3 +459,76 @@ func TestListenReplacedInFlight(t *testing.T) {
 		t.Fatalf("updates %v, want %v", got, want)
 	}
 }
+
+// TestRestartAnnouncesNoChange: an instance that (re)starts beside
+// another, registering what every instance registers before it serves,
+// tells the clients of the fleet of no change, on either era; a change it
+// makes once it serves reaches every client of every instance, its own
+// included, and registering again what it already serves changes nothing.
+func TestRestartAnnouncesNoChange(t *testing.T) {
+	b := NewMemoryBroadcaster()
+	first := featureServer(WithBroadcaster(b))
+	ts := httptest.NewServer(NewHTTPHandler(first))
+	t.Cleanup(ts.Close)
+	ctx := context.Background()
+	var recs []*changeRecorder
+	for _, v := range []string{Version20251125, LatestVersion} {
+		rec := newChangeRecorder()
+		cl := dial(t, ts.URL, append(rec.options(), WithProtocolVersion(v))...)
+		if v != LatestVersion {
+			// From here on, changes from any instance reach the
+			// session. (A 2026-07-28 client's listen stream, for the
+			// lists it has handlers for, is acknowledged in Connect.)
+			if err := cl.Subscribe(ctx, "test://static-text"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		recs = append(recs, rec)
+	}
+
+	// The restart: the same registrations, then its handler. A change
+	// from then on is one, even before the instance has a client: the
+	// first instance's clients see its lists.
+	restarted := featureServer(WithBroadcaster(b))
+	rs := httptest.NewServer(NewHTTPHandler(restarted))
+	t.Cleanup(rs.Close)
+	restarted.AddTool(Tool{Name: "early"}, nil)
+	for i, rec := range recs {
+		select {
+		case got := <-rec.got:
+			if got != "tools" {
+				t.Fatalf("client %d: got %q, want the early tool's %q", i, got, "tools")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("client %d: no notification of the early tool", i)
+		}
+	}
+	own := newChangeRecorder()
+	if err := dial(t, rs.URL, append(own.options(), WithProtocolVersion(Version20251125))...).Subscribe(ctx, "test://static-text"); err != nil {
+		t.Fatal(err)
+	}
+	recs = append(recs, own)
+	// Again what it serves: no change either.
+	restarted.AddPrompt(Prompt{Name: "p2"}, nil)
+	restarted.AddPrompt(Prompt{Name: "p2"}, nil)
+	restarted.AddTool(Tool{Name: "added"}, nil)
+	restarted.AddTool(Tool{Name: "added"}, nil)
+	// A replaced definition is a change.
+	restarted.AddTool(Tool{Name: "added", Description: "Changed."}, nil)
+	restarted.RemovePrompts("p2")
+
+	// Had the restart announced anything, its tools, resources and
+	// prompts would come first.
+	for i, rec := range recs {
+		for _, want := range []string{"prompts", "tools", "tools", "prompts"} {
+			select {
+			case got := <-rec.got:
+				if got != want {
+					t.Fatalf("client %d: got %q, want %q", i, got, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("client %d: no %q notification", i, want)
+			}
+		}
+	}
+}

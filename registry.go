@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
@@ -62,14 +64,39 @@ func (r *registry[T]) remove(keys []string) bool {
 	return true
 }
 
+// registryItem is an item of a registry: listing is what the list method shows
+// of it.
+type registryItem interface {
+	listing() any
+}
+
+func (t *serverTool) listing() any     { return t.tool }
+func (r *serverResource) listing() any { return r.resource }
+func (t *serverTemplate) listing() any { return t.template }
+func (p *serverPrompt) listing() any   { return p.prompt }
+
 // register adds or replaces an item of one of s's registries, marks its
-// feature offered, and tells clients that the feature's list changed.
-func register[T any](s *Server, reg *registry[T], offers *bool, feature, key string, item T) {
+// feature offered, and tells clients that the feature's list changed,
+// unless the item replaced one that lists the same: a program that
+// registers again what it already serves changes nothing a client sees.
+func register[T registryItem](s *Server, reg *registry[T], offers *bool, feature, key string, item T) {
 	s.mu.Lock()
+	old, replaced := reg.get(key)
 	reg.add(key, item)
 	*offers = true
 	s.mu.Unlock()
+	if replaced && sameListing(old.listing(), item.listing()) {
+		return
+	}
 	s.listChanged(feature)
+}
+
+// sameListing reports whether two items show the same in their list: the
+// same JSON, which is what a client compares.
+func sameListing(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 // unregister removes items from one of s's registries and, if any was

@@ -149,7 +149,10 @@ func (r *RequestInfo) SessionID() string {
 // Server serves tools, resources and prompts to MCP clients. One Server can
 // serve many connections at once, each on either protocol era. Tools,
 // resources and prompts may be added and removed while it serves: connected
-// clients are told with the list_changed notifications.
+// clients are told with the list_changed notifications. What is registered
+// before it serves (before Serve, or before its HTTP handler is made), and
+// registering again what lists the same, is no change and is not
+// announced.
 type Server struct {
 	info Implementation
 	cfg  *config
@@ -173,6 +176,10 @@ type Server struct {
 	fan   *fanout   // the subscriptions to WithBroadcaster's channels; nil without one
 	// announced numbers the changes this instance announced (announce).
 	announced atomic.Uint64
+	// serving is set once the server serves or is about to: by Serve and
+	// the HTTP handlers' constructors, and by every session (newSession).
+	// List changes from then on are announced (listChanged).
+	serving atomic.Bool
 
 	sessionsMu sync.Mutex
 	// sessions get every broadcast; each holds the server channel's
@@ -295,6 +302,7 @@ func (s *Server) Serve(ctx context.Context, t Transport) error {
 // HTTP handler (pushSession: one per legacy session, one per 2026-07-28
 // POST) create every server connection through it.
 func (s *Server) newSession(t Transport, mode connMode) (*serverSession, *conn) {
+	s.serving.Store(true)
 	ss := &serverSession{srv: s}
 	c := newConn(t, s.cfg, ss, mode)
 	ss.conn = c

@@ -111,7 +111,21 @@ func (s *Server) awaitBroadcasts(ctx context.Context, ss *serverSession) error {
 // listChanged tells clients that a list changed: kind is "tools",
 // "resources" or "prompts". With a broadcaster, the clients of every
 // instance.
+//
+// A change made before this server serves (before Serve, before its HTTP
+// handler is made, before any session) is no change to anyone: its own
+// clients will list it whole, and the instances of a fleet run the same
+// start-up registrations, so announcing those would tell every client of
+// the fleet of a change at each instance's (re)start. From then on every
+// change is announced, even by an instance that has no client yet: the
+// other instances' clients see its lists. One notification per call: each
+// call returns once its change is announced, in order with the server's
+// other announcements, which a delay to merge changes made together would
+// give up.
 func (s *Server) listChanged(kind string) {
+	if !s.serving.Load() {
+		return
+	}
 	s.announce(serverMessage{Kind: kindListChanged, List: kind})
 }
 

@@ -450,6 +450,7 @@ func WithMaxAnswerPosts(n int) HTTPTransportOption {
 // read as it arrives, so that a client holds only as much memory as it has
 // sent.
 func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
+	s.serving.Store(true)
 	h := &httpHandler{srv: s, cfg: handlerConfig(opts), log: s.cfg.logger, sessions: make(map[string]*httpSession)}
 	h.cfg.statelessOnly = h.cfg.statelessOnly || isModernVersion(s.cfg.protocolVersion) // pinned: no sessions
 	if !h.cfg.storeSet {

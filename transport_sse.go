@@ -24,6 +24,7 @@ import (
 // clients. It reads the same safety options (origins, hosts, body cap,
 // authorizer, write timeout, keep-alive, context).
 func NewSSEHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
+	s.serving.Store(true)
 	cfg := handlerConfig(opts)
 	cfg.store = nil
 	h := &sseHandler{httpHandler: httpHandler{srv: s, cfg: cfg, log: s.cfg.logger}, sessions: make(map[string]*sseSession)}
