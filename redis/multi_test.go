@@ -329,7 +329,10 @@ func startCluster(t *testing.T) *multiCluster {
 	rand.Read(key)
 	for i := range 3 {
 		in := &instance{name: "i" + strconv.Itoa(i+1), done: make(chan struct{}), waits: map[string]chan struct{}{}}
-		in.cmd = exec.Command(bin, "-addr", "127.0.0.1:0", "-redis", c.redis.addr(), "-prefix", "multi:",
+		// A port below the ephemeral range, so that none is handed to
+		// another socket while a test has the instance stopped to start it
+		// again on its address.
+		in.cmd = exec.Command(bin, "-addr", fmt.Sprintf("127.0.0.1:%d", testPort(t)), "-redis", c.redis.addr(), "-prefix", "multi:",
 			"-name", in.name, "-state-key", hex.EncodeToString(key), "-redis-timeout", "1s",
 			"-task-lease", taskLease.String())
 		stderr, err := in.cmd.StderrPipe()

@@ -9,6 +9,7 @@ import (
 	"github.com/e6ac58cb/mcp"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -45,23 +46,53 @@ func startRedis(t *testing.T) *redisServer {
 		}
 		t.Skipf("redis-server is not installed: %v", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	r := &redisServer{t: t, bin: bin}
+	for try := 1; ; try++ {
+		r.port = testPort(t)
+		if r.launch() || try == 10 {
+			break // else another test's server took the port first: pick again
+		}
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	r := &redisServer{t: t, bin: bin, port: port}
 	r.start()
 	t.Cleanup(r.stop)
 	return r
 }
 
+// testPort picks a free loopback port below the kernel's ephemeral range:
+// a port the kernel handed out for :0 may be handed to another socket (an
+// outgoing connection of any process) before redis-server binds it, or
+// while a test has it stopped to restart it on the same port; one in this
+// range is taken only by a test that picked it the same way.
+func testPort(t *testing.T) int {
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatal("no free loopback port between 20000 and 32000")
+	return 0
+}
+
 func (r *redisServer) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
 
 // start runs redis-server and returns once it accepts connections, as it
-// says on its output.
+// says on its output. It is running already after a launch.
 func (r *redisServer) start() {
+	r.t.Helper()
+	if r.cmd != nil {
+		return
+	}
+	if !r.launch() {
+		r.t.Fatalf("redis-server on port %d: the port is taken", r.port)
+	}
+}
+
+// launch runs redis-server and returns once it accepts connections; it
+// reports false when the port was taken, and fails the test for anything
+// else.
+func (r *redisServer) launch() bool {
 	r.t.Helper()
 	cmd := exec.Command(r.bin, "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--notify-keyspace-events", "Ex")
@@ -97,6 +128,9 @@ func (r *redisServer) start() {
 	case ok := <-ready:
 		if !ok {
 			<-r.done
+			if strings.Contains(log.String(), "Address already in use") {
+				return false
+			}
 			r.t.Fatalf("redis-server on port %d ended before it was ready:\n%s", r.port, log.String())
 		}
 	case <-time.After(10 * time.Second):
@@ -104,6 +138,7 @@ func (r *redisServer) start() {
 		r.t.Fatalf("redis-server on port %d was not ready after ten seconds", r.port)
 	}
 	r.cmd = cmd
+	return true
 }
 
 // stop ends the server at once and waits until it did.
