@@ -1,10 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +14,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -410,4 +414,114 @@ func TestHTTPBatchOf93000Requests(t *testing.T) {
 	if bound := 20 * time.Second; spent-start > bound {
 		t.Fatalf("the batch took %v of CPU, over %v", spent-start, bound)
 	}
+}
+
+// keepAliveProbe records, for the POSTs of the tool calls it watches, the
+// answer's Content-Type and when each keep-alive comment was written,
+// counted from the POST's arrival.
+type keepAliveProbe struct {
+	mu       sync.Mutex
+	tool     string
+	kind     string
+	comments []time.Duration
+}
+
+func (p *keepAliveProbe) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		p.mu.Lock()
+		watch := p.tool != "" && bytes.Contains(body, []byte(`"name":"`+p.tool+`"`))
+		p.mu.Unlock()
+		if !watch {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rw := &probeWriter{ResponseWriter: w, p: p, start: time.Now()}
+		h.ServeHTTP(rw, r)
+		p.mu.Lock()
+		p.kind = mediaTypeOf(w.Header().Get("Content-Type"))
+		p.mu.Unlock()
+	})
+}
+
+// watch starts recording the POSTs of tool and returns what the last one
+// recorded, once the test's goroutines settled.
+func (p *keepAliveProbe) watch(tool string) (result func() (string, []time.Duration)) {
+	p.mu.Lock()
+	p.tool, p.kind, p.comments = tool, "", nil
+	p.mu.Unlock()
+	return func() (string, []time.Duration) {
+		synctest.Wait()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.kind, p.comments
+	}
+}
+
+type probeWriter struct {
+	http.ResponseWriter
+	p     *keepAliveProbe
+	start time.Time
+}
+
+func (w *probeWriter) Write(b []byte) (int, error) {
+	if bytes.HasPrefix(b, []byte(":")) {
+		w.p.mu.Lock()
+		w.p.comments = append(w.p.comments, time.Since(w.start))
+		w.p.mu.Unlock()
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *probeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestHTTPKeepAliveSilentCall: on a fake clock, a call that sends nothing
+// for nine and a half keep-alive intervals gets its answer as SSE, begun
+// with a comment after one interval and given one every interval after,
+// on both eras, and the call succeeds; a quick call is still answered
+// with JSON, and with the keep-alive off so is the silent one.
+func TestHTTPKeepAliveSilentCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newTestServer()
+		srv.AddTool(Tool{Name: "silent"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+			time.Sleep(9500 * time.Millisecond)
+			return &CallToolResult{Content: []Content{TextContent("done")}}, nil
+		})
+		var every []time.Duration
+		for i := 1; i <= 9; i++ {
+			every = append(every, time.Duration(i)*time.Second)
+		}
+		for _, keep := range []time.Duration{time.Second, 0} {
+			probe := &keepAliveProbe{}
+			_, hc := servePipe(t, &http.Server{Handler: probe.wrap(NewHTTPHandler(srv, WithKeepAlive(keep)))})
+			for _, v := range eras {
+				cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v))
+				if err := cl.Connect(context.Background(), NewHTTPTransport(pipeURL, WithHTTPClient(hc))); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cl.Close() })
+				recorded := probe.watch("silent")
+				res, err := cl.CallTool(context.Background(), "silent", nil)
+				if err != nil || res.Content[0].Text != "done" {
+					t.Fatalf("%s, keep-alive %v: the silent call: %+v %v", v, keep, res, err)
+				}
+				kind, comments := recorded()
+				wantKind, wantComments := "text/event-stream", every
+				if keep == 0 {
+					wantKind, wantComments = "application/json", nil
+				}
+				if kind != wantKind || !slices.Equal(comments, wantComments) {
+					t.Fatalf("%s, keep-alive %v: the silent call was answered as %s with comments at %v, want %s with %v", v, keep, kind, comments, wantKind, wantComments)
+				}
+				recorded = probe.watch("echo")
+				if res, err := cl.CallTool(context.Background(), "echo", map[string]string{"text": "hi"}); err != nil || !strings.Contains(res.Content[0].Text, "hi") {
+					t.Fatalf("%s: echo: %+v %v", v, res, err)
+				}
+				if kind, comments := recorded(); kind != "application/json" || len(comments) > 0 {
+					t.Fatalf("%s, keep-alive %v: a quick call was answered as %s with comments at %v", v, keep, kind, comments)
+				}
+			}
+		}
+	})
 }
