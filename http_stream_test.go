@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -524,4 +525,66 @@ func TestHTTPKeepAliveSilentCall(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHTTPKeepAliveSilentBatch: a 2025-03-26 batch, whose requests do not
+// run on the HTTP goroutine, that stays silent past the keep-alive gets
+// its answers as SSE with comments, and every answer comes once the
+// silent request ends (which it does when the client saw a comment).
+func TestHTTPKeepAliveSilentBatch(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := newTestServer()
+	srv.AddTool(Tool{Name: "wait"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &CallToolResult{Content: []Content{TextContent("released")}}, nil
+	})
+	ts := serveHTTP(t, srv, WithKeepAlive(20*time.Millisecond))
+	sid := legacySession(t, ts.URL, Version20250326)
+	body := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait"}},` +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}]`
+	// Bounded: without a keep-alive the answer's headers would never come.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL, strings.NewReader(body))
+	for k, v := range postHeaders("Mcp-Session-Id", sid, "MCP-Protocol-Version", Version20250326) {
+		req.Header.Set(k, v)
+	}
+	resp, err := testHTTPClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if mediaTypeOf(resp.Header.Get("Content-Type")) != "text/event-stream" {
+		t.Fatalf("a silent batch was answered as %s", resp.Header.Get("Content-Type"))
+	}
+	br := bufio.NewReader(resp.Body)
+	answers := map[string]bool{}
+	for len(answers) < 2 {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended with answers %v: %v", answers, err)
+		}
+		switch {
+		case strings.HasPrefix(line, ":"):
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		case strings.HasPrefix(line, "data: "):
+			var m struct{ ID json.RawMessage }
+			json.Unmarshal([]byte(line[len("data: "):]), &m)
+			answers[string(m.ID)] = true
+		}
+	}
+	select {
+	case <-release:
+	default:
+		t.Fatal("every answer came before any comment")
+	}
 }
