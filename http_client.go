@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // HTTPTransport is the client side of Streamable HTTP, for both protocol
@@ -607,7 +608,7 @@ func (t *HTTPTransport) readJSON(ctx context.Context, data []byte, m *sentMessag
 func (t *HTTPTransport) httpFailure(ctx context.Context, m *sentMessage, resp *http.Response) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if m.kind != kindRequest {
-		t.log.Warn("the server refused a message", "method", m.method, "status", resp.Status, "body", string(data))
+		t.log.Warn("the server refused a message", "method", m.method, "status", httpStatusText(resp, data))
 		return
 	}
 	var w wireMessage
@@ -615,15 +616,66 @@ func (t *HTTPTransport) httpFailure(ctx context.Context, m *sentMessage, resp *h
 		t.answer(ctx, m.id, w.Error)
 		return
 	}
-	text := strings.TrimSpace(string(data))
-	if len(text) > 200 {
-		text = text[:200] + "…"
+	t.answer(ctx, m.id, NewError(CodeInternalError, httpStatusText(resp, data), map[string]int{"httpStatus": resp.StatusCode}))
+}
+
+// httpStatusText says in one line what an HTTP error answer without a
+// JSON-RPC error in it was: the status, and a short excerpt of the body's
+// text. A proxy's error page (HTML) gives its title or its text without
+// the markup, and nothing when that only repeats the status.
+func httpStatusText(resp *http.Response, body []byte) string {
+	const most = 120 // bytes of excerpt
+	text := body
+	if mediaTypeOf(resp.Header.Get("Content-Type")) == "text/html" || bytes.HasPrefix(bytes.TrimSpace(body), []byte("<")) {
+		text = htmlText(body)
+	}
+	excerpt := strings.Join(strings.Fields(strings.ToValidUTF8(string(text), "")), " ")
+	excerpt = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, excerpt)
+	if len(excerpt) > most {
+		cut := most
+		for cut > 0 && !utf8.RuneStart(excerpt[cut]) {
+			cut--
+		}
+		excerpt = excerpt[:cut] + "…"
 	}
 	msg := "HTTP " + resp.Status
-	if text != "" {
-		msg += ": " + text
+	if excerpt != "" && !strings.Contains(msg, excerpt) {
+		msg += ": " + excerpt
 	}
-	t.answer(ctx, m.id, NewError(CodeInternalError, msg, map[string]int{"httpStatus": resp.StatusCode}))
+	return msg
+}
+
+// htmlText is the text of an HTML page for an error message: its title if
+// it has one, else its text without tags.
+func htmlText(page []byte) []byte {
+	lower := bytes.ToLower(page)
+	if i := bytes.Index(lower, []byte("<title")); i >= 0 {
+		if j := bytes.IndexByte(lower[i:], '>'); j >= 0 {
+			start := i + j + 1
+			if end := bytes.Index(lower[start:], []byte("</title")); end >= 0 {
+				return page[start : start+end]
+			}
+		}
+	}
+	var text []byte
+	inTag := false
+	for _, c := range page {
+		switch {
+		case c == '<':
+			inTag = true
+			text = append(text, ' ')
+		case c == '>' && inTag:
+			inTag = false
+		case !inTag:
+			text = append(text, c)
+		}
+	}
+	return text
 }
 
 // readEvents reads the messages of an SSE body until it ends, want's

@@ -785,3 +785,36 @@ func TestReconnectDelayBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPErrorStatusOneLine: an HTTP error answer that carries no JSON-RPC
+// error, like a proxy's error page, fails the call with one short line:
+// the status and at most a plain excerpt, never the page; a JSON-RPC error
+// body is still the call's error.
+func TestHTTPErrorStatusOneLine(t *testing.T) {
+	t.Parallel()
+	nginxPage := "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n</body>\r\n</html>\r\n" + strings.Repeat("<!-- padding -->\r\n", 6)
+	for _, tc := range []struct {
+		status      int
+		contentType string
+		body        string
+		want        string
+	}{
+		{502, "text/html", nginxPage, ": HTTP 502 Bad Gateway (code -32603"},
+		{504, "text/html", "<html><body><h1>Gateway\n  Timeout</h1><p>The upstream\tserver did not answer in time.</p></body></html>", ": HTTP 504 Gateway Timeout: Gateway Timeout The upstream server did not answer in time. (code -32603"},
+		{503, "text/plain", "overloaded,\nretry later\n" + strings.Repeat("x", 500), ": HTTP 503 Service Unavailable: overloaded, retry later " + strings.Repeat("x", 120-len("overloaded, retry later ")) + "… (code -32603"},
+		{400, "application/json", `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad arguments"}}`, ": bad arguments (code -32602)"},
+	} {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", tc.contentType)
+			w.WriteHeader(tc.status)
+			io.WriteString(w, tc.body)
+		}))
+		cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20260728))
+		err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL))
+		cl.Close()
+		ts.Close()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.ContainsAny(err.Error(), "\r\n<") || len(err.Error()) > 300 {
+			t.Errorf("HTTP %d with %s: %v, want one line with %q", tc.status, tc.contentType, err, tc.want)
+		}
+	}
+}

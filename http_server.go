@@ -487,6 +487,12 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 // a batch.
 func (h *httpHandler) serveMessages(w http.ResponseWriter, r *http.Request, c pushConn, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, st *httpStream, mode streamMode, gone func()) bool {
 	gen := st.writer()
+	if d := h.cfg.keepAlive; d > 0 && !mode.sse {
+		// A POST quiet this long turns to SSE with a comment (a timer,
+		// no goroutine, while the request runs).
+		t := time.AfterFunc(d, st.keepAliveDue)
+		defer t.Stop()
+	}
 	m := msgs[0]
 	if batch || one == nil || mode.sse || !m.decoded || m.kind != kindRequest {
 		pushBody(c, body, msgs, batch, st)

@@ -79,6 +79,9 @@ type httpStream struct {
 	sse           bool // the stream is (or was) written as SSE: its events are stored
 	hasErr        bool // a response was an error (a failed initialize)
 	inlineStarted bool
+	// quiet: the POST has sent nothing for the keep-alive interval
+	// (keepAliveDue); the writer turns to SSE and writes a comment.
+	quiet bool
 
 	// writerCtx is the attached writer's request context, once it took
 	// the stream: when it ends the client has gone, whether or not the
@@ -397,6 +400,18 @@ func (s *httpStream) startWriterLocked() {
 	}
 }
 
+// keepAliveDue is the POST's keep-alive timer: its request has sent
+// nothing for the keep-alive interval, so the writer (started now if the
+// request runs inline) answers with SSE and a comment at once, before a
+// proxy between it and the client gives up on a silent response.
+func (s *httpStream) keepAliveDue() {
+	s.mu.Lock()
+	s.quiet = true
+	s.startWriterLocked()
+	s.signalLocked()
+	s.mu.Unlock()
+}
+
 // startSSE records that the stream's writer answers with SSE: from now on
 // its events are stored for resumption, starting with those the writer
 // took (held, in order) and those still pending, which come after them.
@@ -584,6 +599,7 @@ type streamState struct {
 	finished   bool
 	closed     bool
 	closeReq   bool
+	quiet      bool // the POST's keep-alive came due (keepAliveDue)
 	retry      time.Duration
 	wake       chan struct{} // the writer's signal, while it may wait
 }
@@ -600,8 +616,8 @@ func (s *httpStream) take(ctx context.Context, gen int64) ([]streamEvent, stream
 	evs := s.pending
 	s.setPendingLocked(nil, 0)
 	s.reportDropsLocked()
-	st := streamState{finished: s.finished && !s.standalone, closed: s.closed, closeReq: s.closeReq, retry: s.retry}
-	s.closeReq = false
+	st := streamState{finished: s.finished && !s.standalone, closed: s.closed, closeReq: s.closeReq, quiet: s.quiet, retry: s.retry}
+	s.closeReq, s.quiet = false, false
 	if !st.finished && !st.closed {
 		// The writer may wait for what comes next: made under the lock
 		// that pushes take, so that no signal is lost.
@@ -823,7 +839,10 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 			return false
 		}
 		wake := st.wake // set whenever the writer may wait
-		if !started && !st.closeReq && !slices.ContainsFunc(evs, func(e streamEvent) bool { return !e.final }) {
+		// Held for a JSON answer while only responses came, unless the
+		// POST was quiet too long and the answer is not all there yet.
+		jsonAnswer := !st.quiet || st.finished || st.closed
+		if !started && !st.closeReq && jsonAnswer && !slices.ContainsFunc(evs, func(e streamEvent) bool { return !e.final }) {
 			if held == nil {
 				held = evs // take hands the slice over
 			} else {
@@ -845,6 +864,11 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 				held = nil
 				if err := start(evs); err != nil {
 					return fail(err)
+				}
+				if st.quiet && len(evs) == 0 {
+					if err := out.comment(); err != nil {
+						return fail(err)
+					}
 				}
 			}
 			if len(evs) > 0 {

@@ -1,10 +1,13 @@
 package mcp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +15,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -409,5 +414,177 @@ func TestHTTPBatchOf93000Requests(t *testing.T) {
 	t.Logf("%d answered overloaded", overloaded)
 	if bound := 20 * time.Second; spent-start > bound {
 		t.Fatalf("the batch took %v of CPU, over %v", spent-start, bound)
+	}
+}
+
+// keepAliveProbe records, for the POSTs of the tool calls it watches, the
+// answer's Content-Type and when each keep-alive comment was written,
+// counted from the POST's arrival.
+type keepAliveProbe struct {
+	mu       sync.Mutex
+	tool     string
+	kind     string
+	comments []time.Duration
+}
+
+func (p *keepAliveProbe) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		p.mu.Lock()
+		watch := p.tool != "" && bytes.Contains(body, []byte(`"name":"`+p.tool+`"`))
+		p.mu.Unlock()
+		if !watch {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rw := &probeWriter{ResponseWriter: w, p: p, start: time.Now()}
+		h.ServeHTTP(rw, r)
+		p.mu.Lock()
+		p.kind = mediaTypeOf(w.Header().Get("Content-Type"))
+		p.mu.Unlock()
+	})
+}
+
+// watch starts recording the POSTs of tool and returns what the last one
+// recorded, once the test's goroutines settled.
+func (p *keepAliveProbe) watch(tool string) (result func() (string, []time.Duration)) {
+	p.mu.Lock()
+	p.tool, p.kind, p.comments = tool, "", nil
+	p.mu.Unlock()
+	return func() (string, []time.Duration) {
+		synctest.Wait()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.kind, p.comments
+	}
+}
+
+type probeWriter struct {
+	http.ResponseWriter
+	p     *keepAliveProbe
+	start time.Time
+}
+
+func (w *probeWriter) Write(b []byte) (int, error) {
+	if bytes.HasPrefix(b, []byte(":")) {
+		w.p.mu.Lock()
+		w.p.comments = append(w.p.comments, time.Since(w.start))
+		w.p.mu.Unlock()
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *probeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestHTTPKeepAliveSilentCall: on a fake clock, a call that sends nothing
+// for nine and a half keep-alive intervals gets its answer as SSE, begun
+// with a comment after one interval and given one every interval after,
+// on both eras, and the call succeeds; a quick call is still answered
+// with JSON, and with the keep-alive off so is the silent one.
+func TestHTTPKeepAliveSilentCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newTestServer()
+		srv.AddTool(Tool{Name: "silent"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+			time.Sleep(9500 * time.Millisecond)
+			return &CallToolResult{Content: []Content{TextContent("done")}}, nil
+		})
+		var every []time.Duration
+		for i := 1; i <= 9; i++ {
+			every = append(every, time.Duration(i)*time.Second)
+		}
+		for _, keep := range []time.Duration{time.Second, 0} {
+			probe := &keepAliveProbe{}
+			_, hc := servePipe(t, &http.Server{Handler: probe.wrap(NewHTTPHandler(srv, WithKeepAlive(keep)))})
+			for _, v := range eras {
+				cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v))
+				if err := cl.Connect(context.Background(), NewHTTPTransport(pipeURL, WithHTTPClient(hc))); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cl.Close() })
+				recorded := probe.watch("silent")
+				res, err := cl.CallTool(context.Background(), "silent", nil)
+				if err != nil || res.Content[0].Text != "done" {
+					t.Fatalf("%s, keep-alive %v: the silent call: %+v %v", v, keep, res, err)
+				}
+				kind, comments := recorded()
+				wantKind, wantComments := "text/event-stream", every
+				if keep == 0 {
+					wantKind, wantComments = "application/json", nil
+				}
+				if kind != wantKind || !slices.Equal(comments, wantComments) {
+					t.Fatalf("%s, keep-alive %v: the silent call was answered as %s with comments at %v, want %s with %v", v, keep, kind, comments, wantKind, wantComments)
+				}
+				recorded = probe.watch("echo")
+				if res, err := cl.CallTool(context.Background(), "echo", map[string]string{"text": "hi"}); err != nil || !strings.Contains(res.Content[0].Text, "hi") {
+					t.Fatalf("%s: echo: %+v %v", v, res, err)
+				}
+				if kind, comments := recorded(); kind != "application/json" || len(comments) > 0 {
+					t.Fatalf("%s, keep-alive %v: a quick call was answered as %s with comments at %v", v, keep, kind, comments)
+				}
+			}
+		}
+	})
+}
+
+// TestHTTPKeepAliveSilentBatch: a 2025-03-26 batch, whose requests do not
+// run on the HTTP goroutine, that stays silent past the keep-alive gets
+// its answers as SSE with comments, and every answer comes once the
+// silent request ends (which it does when the client saw a comment).
+func TestHTTPKeepAliveSilentBatch(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := newTestServer()
+	srv.AddTool(Tool{Name: "wait"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &CallToolResult{Content: []Content{TextContent("released")}}, nil
+	})
+	ts := serveHTTP(t, srv, WithKeepAlive(20*time.Millisecond))
+	sid := legacySession(t, ts.URL, Version20250326)
+	body := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait"}},` +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}]`
+	// Bounded: without a keep-alive the answer's headers would never come.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL, strings.NewReader(body))
+	for k, v := range postHeaders("Mcp-Session-Id", sid, "MCP-Protocol-Version", Version20250326) {
+		req.Header.Set(k, v)
+	}
+	resp, err := testHTTPClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if mediaTypeOf(resp.Header.Get("Content-Type")) != "text/event-stream" {
+		t.Fatalf("a silent batch was answered as %s", resp.Header.Get("Content-Type"))
+	}
+	br := bufio.NewReader(resp.Body)
+	answers := map[string]bool{}
+	for len(answers) < 2 {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended with answers %v: %v", answers, err)
+		}
+		switch {
+		case strings.HasPrefix(line, ":"):
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		case strings.HasPrefix(line, "data: "):
+			var m struct{ ID json.RawMessage }
+			json.Unmarshal([]byte(line[len("data: "):]), &m)
+			answers[string(m.ID)] = true
+		}
+	}
+	select {
+	case <-release:
+	default:
+		t.Fatal("every answer came before any comment")
 	}
 }

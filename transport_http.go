@@ -18,9 +18,10 @@ const (
 	// DefaultWriteTimeout bounds each write to an HTTP client; see
 	// [WithWriteTimeout].
 	DefaultWriteTimeout = 30 * time.Second
-	// DefaultKeepAlive is the keep-alive interval of idle SSE streams; see
-	// [WithKeepAlive].
-	DefaultKeepAlive = 30 * time.Second
+	// DefaultKeepAlive is how long a response may stay silent before the
+	// handler sends an SSE comment; see [WithKeepAlive]. It is well under
+	// the minute proxies such as nginx wait for a byte by default.
+	DefaultKeepAlive = 25 * time.Second
 	// DefaultEventStoreBytes bounds the events the default [EventStore]
 	// keeps for resumption, across all sessions of a handler.
 	DefaultEventStoreBytes = 16 << 20
@@ -321,9 +322,15 @@ func WithWriteTimeout(d time.Duration) HTTPHandlerOption {
 	})
 }
 
-// WithKeepAlive sets how often the handler writes an SSE comment on a
-// stream that has been quiet, so that proxies keep it open and a client
-// that went away is noticed (default 30s; 0 disables). Handler only.
+// WithKeepAlive sets how long a response may stay silent before the
+// handler writes an SSE comment on it, so that a proxy between it and the
+// client, which gives up on a response that sends nothing for a while,
+// keeps it open, and a client that went away is noticed (default
+// DefaultKeepAlive; 0 disables). It applies to the standalone GET stream,
+// a 2026-07-28 listen stream and every POST: a request still running
+// after this long with nothing sent yet gets its answer as SSE, started
+// then with a comment, rather than as the JSON that would have come at
+// its end (every Streamable HTTP client accepts both). Handler only.
 func WithKeepAlive(d time.Duration) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) {
 		if d >= 0 {

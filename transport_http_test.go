@@ -845,28 +845,35 @@ func TestHTTPWriteDeadlineSparesLiveStreams(t *testing.T) {
 	}
 }
 
-// TestHTTPKeepAlive: a quiet SSE stream gets comment lines.
+// TestHTTPKeepAlive: a quiet SSE stream gets comment lines: a legacy
+// session's GET stream and a 2026-07-28 listen stream.
 func TestHTTPKeepAlive(t *testing.T) {
 	t.Parallel()
 	ts := serveHTTP(t, newTestServer(), WithKeepAlive(10*time.Millisecond))
 	sid := legacySession(t, ts.URL, Version20251125)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err := testHTTPClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	get, _ := http.NewRequest("GET", ts.URL, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", sid)
+	listen, _ := http.NewRequest("POST", ts.URL, strings.NewReader(modernRequest(`"sub-1"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`)))
+	for k, v := range modernHeaders("subscriptions/listen") {
+		listen.Header.Set(k, v)
 	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	line, err := br.ReadString('\n')
-	for err == nil && !strings.HasPrefix(line, ":") {
-		line, err = br.ReadString('\n')
-	}
-	if err != nil {
-		t.Fatal(err)
+	for _, req := range []*http.Request{get, listen} {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		resp, err := testHTTPClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		line, err := br.ReadString('\n')
+		for err == nil && !strings.HasPrefix(line, ":") {
+			line, err = br.ReadString('\n')
+		}
+		if err != nil {
+			t.Fatalf("%s: no comment: %v", req.Method, err)
+		}
 	}
 }
 

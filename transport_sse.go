@@ -292,10 +292,10 @@ func (t *SSETransport) WriteMessage(msg []byte) error {
 	var m httpMessage
 	sniffMessage(msg, &m)
 	if m.kind != kindRequest {
-		t.log.Warn("the server refused a message", "method", m.method, "status", resp.Status, "body", string(data))
+		t.log.Warn("the server refused a message", "method", m.method, "status", httpStatusText(resp, data))
 		return nil
 	}
-	e := NewError(CodeInternalError, "HTTP "+resp.Status+": "+strings.TrimSpace(string(data)), map[string]int{"httpStatus": resp.StatusCode})
+	e := NewError(CodeInternalError, httpStatusText(resp, data), map[string]int{"httpStatus": resp.StatusCode})
 	select {
 	case t.inbox <- encodeError(m.id, e):
 	case <-t.ctx.Done():
