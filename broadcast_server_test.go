@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -423,40 +422,64 @@ func (h *heldRoutes) RoundTrip(r *http.Request) (*http.Response, error) {
 // resource, and its listen stream is replaced by one on another instance,
 // while an update of the first resource, made before, is still on its way
 // on the stream being replaced: the update still reaches the client, once
-// (it names its announcement, which the client remembers).
+// (it names its announcement, which the client remembers). The two streams
+// are separate responses from separate instances, which nothing orders
+// (the protocol orders a subscription's own messages only), so each
+// subtest forces one order: the held update arriving before an update the
+// new stream carries, or after it.
 func TestListenReplacedInFlight(t *testing.T) {
-	c := newFanCluster(t, 2, featureServer)
-	routes := &heldRoutes{backends: c.backends, release: make(chan struct{})}
-	updates := make(chan string, 8)
-	cl := NewClient(Implementation{Name: "client", Version: "1"}, WithProtocolVersion(LatestVersion),
-		WithResourceUpdatedHandler(func(_ context.Context, uri string) { updates <- uri }))
-	if err := cl.Connect(context.Background(), NewHTTPTransport(c.proxy.URL, WithHTTPClient(&http.Client{Transport: routes}))); err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := cl.Subscribe(ctx, "test://static-text"); err != nil {
-		t.Fatal(err)
-	}
-	routes.hold.Store(true)
-	c.servers[0].ResourceUpdated("test://static-text") // on its way, held
-	if err := cl.Subscribe(ctx, "test://items/1"); err != nil {
-		t.Fatal(err)
-	}
-	close(routes.release)
-	c.servers[0].ResourceUpdated("test://items/1") // a marker
-	var got []string
-	for len(got) == 0 || got[len(got)-1] != "test://items/1" {
-		select {
-		case uri := <-updates:
-			got = append(got, uri)
-		case <-ctx.Done():
-			t.Fatalf("updates %v, then nothing", got)
+	for _, oldFirst := range []bool{true, false} {
+		name := "old stream first"
+		if !oldFirst {
+			name = "new stream first"
 		}
-	}
-	if want := []string{"test://static-text", "test://items/1"}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("updates %v, want %v", got, want)
+		t.Run(name, func(t *testing.T) {
+			c := newFanCluster(t, 2, featureServer)
+			routes := &heldRoutes{backends: c.backends, release: make(chan struct{})}
+			updates := make(chan string, 8)
+			cl := NewClient(Implementation{Name: "client", Version: "1"}, WithProtocolVersion(LatestVersion),
+				WithResourceUpdatedHandler(func(_ context.Context, uri string) { updates <- uri }))
+			if err := cl.Connect(context.Background(), NewHTTPTransport(c.proxy.URL, WithHTTPClient(&http.Client{Transport: routes}))); err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			expect := func(want string) {
+				t.Helper()
+				select {
+				case uri := <-updates:
+					if uri != want {
+						t.Fatalf("update of %s, want %s", uri, want)
+					}
+				case <-ctx.Done():
+					t.Fatalf("no update of %s", want)
+				}
+			}
+			if err := cl.Subscribe(ctx, "test://static-text"); err != nil {
+				t.Fatal(err)
+			}
+			routes.hold.Store(true)
+			c.servers[0].ResourceUpdated("test://static-text") // on its way, held
+			if err := cl.Subscribe(ctx, "test://items/1"); err != nil {
+				t.Fatal(err)
+			}
+			if oldFirst {
+				close(routes.release)
+				expect("test://static-text")
+				c.servers[0].ResourceUpdated("test://items/1") // on the new stream
+				expect("test://items/1")
+			} else {
+				c.servers[0].ResourceUpdated("test://items/1") // on the new stream
+				expect("test://items/1")
+				close(routes.release)
+				expect("test://static-text")
+			}
+			// A marker, after which nothing else may come: the held update
+			// was delivered once.
+			c.servers[0].ResourceUpdated("test://items/1")
+			expect("test://items/1")
+		})
 	}
 }
 

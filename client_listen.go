@@ -11,7 +11,10 @@ import (
 )
 
 // The client's side of 2026-07-28 subscriptions/listen: one stream at a
-// time, replaced by a new one on each Subscribe and Unsubscribe.
+// time, replaced by a new one on each Subscribe and Unsubscribe. What the
+// old stream still carries may come after what the new one brings: they
+// are separate streams, which nothing orders (the protocol orders only a
+// subscription's own messages).
 
 // listenForChanges opens the 2026-07-28 listen stream for the list changes
 // the client has handlers for (and the server announces), so that they
