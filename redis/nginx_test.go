@@ -1,6 +1,7 @@
 package mcpredis
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -8,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,8 +43,17 @@ proxy_read_timeout 60s;`
 // recipe, stock the same upstream with nothing but proxy_pass.
 type fleetNginx struct {
 	recipe, stock string // the endpoints' URLs
-	dir           string
 	stderr        *syncBuffer
+
+	mu    sync.Mutex
+	lines []string // the access log
+	waits []logWait
+}
+
+// logWait is a test waiting for a line of the access log.
+type logWait struct {
+	keep func(string) bool
+	ch   chan struct{}
 }
 
 // syncBuffer is a buffer that nginx's output and the test share.
@@ -61,33 +74,86 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// accessLog returns the lines nginx logged, as each request ended: method,
-// status, the upstreams tried (comma-separated when it passed the request
-// on), their statuses, the seconds it took and the client's X-Test-Client
-// header.
-func (n *fleetNginx) accessLog(t *testing.T) []string {
-	b, err := os.ReadFile(filepath.Join(n.dir, "access.log"))
-	if err != nil {
-		t.Fatalf("nginx's access log: %v", err)
-	}
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
+// accessLog returns the lines nginx logged so far, as each request ended:
+// method, status, the upstreams tried (comma-separated when it passed the
+// request on), their statuses, the seconds it took and the client's
+// X-Test-Client header.
+func (n *fleetNginx) accessLog() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.lines)
 }
 
-// longPost tells whether nginx logged a POST of the client named name
-// that took five seconds or more: a listen stream.
-func (n *fleetNginx) longPost(t *testing.T, name string) bool {
-	for _, line := range n.accessLog(t) {
-		f := strings.Fields(line)
-		if len(f) < 5 || f[0] != "POST" || !strings.HasSuffix(line, `"`+name+`"`) {
-			continue
-		}
-		for _, x := range f {
-			if d, err := time.ParseDuration(x + "s"); err == nil && strings.Contains(x, ".") && d >= 5*time.Second {
-				return true
-			}
-		}
+// logged returns a channel closed once nginx logged a line that keep
+// accepts, before or after now.
+func (n *fleetNginx) logged(keep func(string) bool) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ch := make(chan struct{})
+	if slices.ContainsFunc(n.lines, keep) {
+		close(ch)
+		return ch
 	}
-	return false
+	n.waits = append(n.waits, logWait{keep, ch})
+	return ch
+}
+
+// line records one line of the access log and wakes its waiters.
+func (n *fleetNginx) line(s string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.lines = append(n.lines, s)
+	n.waits = slices.DeleteFunc(n.waits, func(w logWait) bool {
+		if w.keep(s) {
+			close(w.ch)
+			return true
+		}
+		return false
+	})
+}
+
+// readLog reads the access log, a named pipe, line by line as nginx writes
+// it, so that the test waits for a request's end instead of polling a file.
+// The test holds a writer of its own, so that the reader sees no end before
+// nginx opens the pipe; closing it ends the reading.
+func (n *fleetNginx) readLog(t *testing.T, path string) {
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatalf("the access log's pipe: %v", err)
+	}
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			n.line(sc.Text())
+		}
+	}()
+	t.Cleanup(func() { // after nginx stopped: cleanups run last first
+		w.Close()
+		<-done
+		r.Close()
+	})
+}
+
+// isListenStream tells a line of the client named name whose POST took
+// five seconds or more: a listen stream.
+func isListenStream(name string) func(string) bool {
+	return func(line string) bool {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[0] != "POST" || !strings.HasSuffix(line, `"`+name+`"`) {
+			return false
+		}
+		secs, err := strconv.ParseFloat(f[4], 64)
+		return err == nil && secs >= 5
+	}
 }
 
 // startFleetNginx starts nginx on two loopback ports, both doing
@@ -105,7 +171,9 @@ func startFleetNginx(t *testing.T, backends []string) *fleetNginx {
 			t.Skipf("nginx is not installed: %v", err)
 		}
 	}
-	n := &fleetNginx{dir: t.TempDir(), stderr: &syncBuffer{}}
+	dir := t.TempDir()
+	n := &fleetNginx{stderr: &syncBuffer{}}
+	n.readLog(t, filepath.Join(dir, "access.log"))
 	recipeAddr := fmt.Sprintf("127.0.0.1:%d", testPort(t))
 	stockAddr := fmt.Sprintf("127.0.0.1:%d", testPort(t))
 	var servers strings.Builder
@@ -142,12 +210,12 @@ http {
 		}
 	}
 }
-`, n.dir, servers.String(), recipeUpstream, recipeAddr, recipeServer, recipeLocation, stockAddr)
-	path := filepath.Join(n.dir, "nginx.conf")
+`, dir, servers.String(), recipeUpstream, recipeAddr, recipeServer, recipeLocation, stockAddr)
+	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-p", n.dir, "-c", path, "-e", "stderr")
+	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", "stderr")
 	cmd.Stderr = n.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -307,7 +375,7 @@ func TestNginxFleet(t *testing.T) {
 			t.Logf("%s through the stock config: %v", v, err)
 		}
 		refused := 0
-		for _, line := range ngx.accessLog(t) {
+		for _, line := range ngx.accessLog() {
 			if strings.HasPrefix(line, "POST 403 ") && strings.Contains(line, " stock\"") {
 				refused++
 			}
@@ -393,12 +461,7 @@ func TestNginxFleet(t *testing.T) {
 		if !strings.HasPrefix(l.name, mcp.Version20260728) {
 			continue
 		}
-		for deadline := time.Now().Add(waitBound); !ngx.longPost(t, l.name); {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: its first listen stream, replaced, did not end after %v", l.name, waitBound)
-			}
-			time.Sleep(100 * time.Millisecond) // polling nginx's log file
-		}
+		await(t, ngx.logged(isListenStream(l.name)), l.name+": its first listen stream, replaced, ending")
 	}
 	t.Logf("replaced listen streams ended: %v", time.Since(start))
 
@@ -436,7 +499,7 @@ func TestNginxFleet(t *testing.T) {
 	for _, s := range slows {
 		await(t, s.started, "a slow call starting")
 	}
-	logBefore := len(ngx.accessLog(t))
+	logBefore := len(ngx.accessLog())
 	c.instances[victim].kill()
 	killed := time.Now()
 
@@ -476,7 +539,7 @@ func TestNginxFleet(t *testing.T) {
 	// client saw it break; once every gap is reported, every update
 	// reaches every listener exactly once.
 	victimAddr := `"` + c.instances[victim].addr + `"`
-	after := ngx.accessLog(t)[logBefore:]
+	after := ngx.accessLog()[logBefore:]
 	for _, l := range ls {
 		broke := 0
 		for _, line := range after {
@@ -506,7 +569,7 @@ func TestNginxFleet(t *testing.T) {
 	touchRound(t, toucher, 2, ls)
 
 	var passed, failed int
-	for _, line := range ngx.accessLog(t)[logBefore:] {
+	for _, line := range ngx.accessLog()[logBefore:] {
 		if strings.Contains(line, ", ") {
 			passed++
 		}
