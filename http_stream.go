@@ -182,9 +182,10 @@ func (s *httpStream) signalLocked() {
 
 // push adds a message to the stream; the engine calls it from any goroutine.
 // It never waits for the client, only, once the lock is released and when
-// no writer will store it, for the event store to keep the event. It returns ErrStreamClosed when the
-// message was dropped because it can no longer reach the client: the
-// stream ended, or its client went away and it cannot be resumed.
+// no writer will store it, for the event store to keep the event. It
+// returns ErrStreamClosed when the message was dropped because it can no
+// longer reach the client: the stream ended, or its client went away and
+// it cannot be resumed.
 func (s *httpStream) push(o outgoing) error {
 	s.mu.Lock()
 	index, kept := s.pushLocked(o)
