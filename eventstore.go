@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 )
 
 // EventStore keeps the SSE events of legacy sessions (2025-03-26 …
@@ -30,6 +31,39 @@ type EventStore interface {
 	// SessionClosed reports, once and after the session's last Append,
 	// that the session ended: all its events may go.
 	SessionClosed(ctx context.Context, sessionID string) error
+}
+
+// EventBatchStore is an [EventStore] that can store several consecutive
+// events of a stream at once, in one trip to a store across the network.
+// The server's HTTP handler hands it, when it implements this, the events
+// of a stream it holds unstored together. Server side.
+type EventBatchStore interface {
+	EventStore
+	// AppendBatch stores data[i] as event first+i of a session's stream,
+	// as that many Appends in order would; an error means none of them
+	// may be counted on.
+	AppendBatch(ctx context.Context, sessionID, streamID string, first int64, data [][]byte) error
+}
+
+// DefaultEventStoreDelay is how long the events a POST's SSE stream wrote
+// to its client may wait to be stored (WithEventStoreDelay).
+const DefaultEventStoreDelay = time.Second
+
+// WithEventStoreDelay sets how long the events a legacy POST's SSE stream
+// wrote to its client may wait before they are stored in the event store
+// (default DefaultEventStoreDelay; 0 stores each as it comes). The events
+// of a call that ends within it go to the store together, when its stream
+// ends, in one call of an [EventBatchStore]: one trip to a store across
+// the network rather than one per event. Events are stored at once when
+// the client went away, and before a resume on this instance replays
+// them; a resume on another instance finds those written within the delay
+// only once they are stored. Handler only.
+func WithEventStoreDelay(d time.Duration) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		if d >= 0 {
+			c.storeDelay = d
+		}
+	})
 }
 
 // MemoryEventStore is an [EventStore] in memory, bounded in bytes across

@@ -353,3 +353,127 @@ func TestEventStoreNeverCalledUnderLock(t *testing.T) {
 		}
 	}
 }
+
+// batchStore is a MemoryEventStore that stores batches (EventBatchStore)
+// and records how it was called; with fail set, its batches fail.
+type batchStore struct {
+	*MemoryEventStore
+	fail    bool
+	mu      sync.Mutex
+	appends int
+	batches [][]int64  // the indexes of each batch
+	stored  chan int64 // if not nil, gets the last index of each store
+}
+
+func (b *batchStore) tell(index int64) {
+	if b.stored != nil {
+		b.stored <- index
+	}
+}
+
+func (b *batchStore) Append(ctx context.Context, sessionID, streamID string, index int64, data []byte) error {
+	b.mu.Lock()
+	b.appends++
+	b.mu.Unlock()
+	err := b.MemoryEventStore.Append(ctx, sessionID, streamID, index, data)
+	b.tell(index)
+	return err
+}
+
+func (b *batchStore) AppendBatch(ctx context.Context, sessionID, streamID string, first int64, data [][]byte) error {
+	b.mu.Lock()
+	var idx []int64
+	for i := range data {
+		idx = append(idx, first+int64(i))
+	}
+	b.batches = append(b.batches, idx)
+	b.mu.Unlock()
+	if b.fail {
+		return errStoreDown
+	}
+	for i, d := range data {
+		if err := b.MemoryEventStore.Append(ctx, sessionID, streamID, first+int64(i), d); err != nil {
+			return err
+		}
+	}
+	b.tell(first + int64(len(data)) - 1)
+	return nil
+}
+
+// TestEventBatchStore: the events of a POST's SSE stream, written as they
+// come, reach an EventBatchStore in one batch once the stream ends, and a
+// client that resumes the stream gets them; a batch that fails is logged
+// and a resume that needs it refused.
+func TestEventBatchStore(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprint("fail=", fail), func(t *testing.T) {
+			t.Parallel()
+			rec := &logRecorder{}
+			store := &batchStore{MemoryEventStore: NewMemoryEventStore(1 << 20), fail: fail}
+			ts := serveHTTP(t, newTestServer(WithLogger(slog.New(rec))), WithEventStore(store))
+			sid := legacySession(t, ts.URL, Version20251125)
+			r := doHTTP(t, "POST", ts.URL, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3},"_meta":{"progressToken":"p"}}}`, postHeaders("Mcp-Session-Id", sid))
+			p := newSSEParser(strings.NewReader(r.body), 1<<20)
+			var ids []string
+			for e, err := p.next(); err == nil; e, err = p.next() {
+				if len(e.data) > 0 {
+					ids = append(ids, e.id)
+				}
+			}
+			if r.status != 200 || len(ids) != 4 {
+				t.Fatalf("live stream: %d, %d events", r.status, len(ids))
+			}
+			// The resume waits for the store to have the stream's events.
+			resume := doHTTP(t, "GET", ts.URL, "", map[string]string{"Accept": "text/event-stream", "Mcp-Session-Id": sid, "Last-Event-ID": ids[0]})
+			store.mu.Lock()
+			appends, batches := store.appends, fmt.Sprint(store.batches)
+			store.mu.Unlock()
+			if appends != 0 || batches != "[[1 2 3 4]]" {
+				t.Fatalf("%d Appends and batches %s, want one batch of the four events", appends, batches)
+			}
+			if fail {
+				if resume.status != 400 || rec.count("cannot store SSE events") == 0 {
+					t.Fatalf("resuming past a failed batch: %d %s", resume.status, resume.body)
+				}
+				return
+			}
+			if resume.status != 200 || strings.Count(resume.body, "id: ") != 3 || !strings.Contains(resume.body, "3 steps") {
+				t.Fatalf("resume: %d %q", resume.status, resume.body)
+			}
+		})
+	}
+}
+
+// TestEventStoreDelay: a report a POST's stream wrote is stored once
+// WithEventStoreDelay passed (at once with 0), while its call still runs.
+func TestEventStoreDelay(t *testing.T) {
+	t.Parallel()
+	for _, delay := range []time.Duration{0, 10 * time.Millisecond} {
+		t.Run(delay.String(), func(t *testing.T) {
+			t.Parallel()
+			store := &batchStore{MemoryEventStore: NewMemoryEventStore(1 << 20), stored: make(chan int64, 16)}
+			srv := newTestServer()
+			srv.AddTool(Tool{Name: "waits"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+				for i := range 2 {
+					req.Gateway().Progress(float64(i+1), 2, "")
+					select {
+					case got := <-store.stored:
+						if got != int64(i+1) {
+							return nil, fmt.Errorf("stored up to %d, want %d", got, i+1)
+						}
+					case <-time.After(10 * time.Second):
+						return nil, fmt.Errorf("report %d was not stored while the call ran", i+1)
+					}
+				}
+				return &CallToolResult{Content: []Content{TextContent("stored")}}, nil
+			})
+			ts := serveHTTP(t, srv, WithEventStore(store), WithEventStoreDelay(delay))
+			sid := legacySession(t, ts.URL, Version20251125)
+			r := doHTTP(t, "POST", ts.URL, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"waits","_meta":{"progressToken":"p"}}}`, postHeaders("Mcp-Session-Id", sid))
+			if r.status != 200 || !strings.Contains(r.body, `"text":"stored"`) {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+		})
+	}
+}

@@ -50,7 +50,8 @@ func (ev *streamEvent) compact() {
 // any goroutine without waiting for the client; one HTTP handler goroutine
 // at a time, the attached writer, writes them out. The events of an SSE
 // stream are queued for the event store under the lock and stored, in
-// order, outside it (storeUpTo).
+// order, outside it (storeUpTo): a POST's by its writer when it ends or
+// loses its client, all at once, and otherwise by each pusher.
 type httpStream struct {
 	sess  *httpSession // nil for a 2026-07-28 POST
 	id    string
@@ -99,6 +100,10 @@ type httpStream struct {
 	storing  bool          // a goroutine is storing the head of unstored
 	drained  chan struct{} // closed when it is done, if anyone waits
 	lost     int64         // the last index whose Append failed
+	// storeTimer stores, once WithEventStoreDelay passed, the events a
+	// POST's writer wrote and left to store; storeDue: it is running.
+	storeTimer *time.Timer
+	storeDue   bool
 }
 
 func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
@@ -176,10 +181,11 @@ func (s *httpStream) signalLocked() {
 }
 
 // push adds a message to the stream; the engine calls it from any goroutine.
-// It never waits for the client, only, once the lock is released, for the
-// event store to keep the event. It returns ErrStreamClosed when the
-// message was dropped because it can no longer reach the client: the
-// stream ended, or its client went away and it cannot be resumed.
+// It never waits for the client, only, once the lock is released and when
+// no writer will store it, for the event store to keep the event. It
+// returns ErrStreamClosed when the message was dropped because it can no
+// longer reach the client: the stream ended, or its client went away and
+// it cannot be resumed.
 func (s *httpStream) push(o outgoing) error {
 	s.mu.Lock()
 	index, kept := s.pushLocked(o)
@@ -263,6 +269,14 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 		kept = true
 	case store == nil || !s.sse:
 		s.log.Debug("dropping a message whose client stream is gone and cannot be resumed", "stream", s.id)
+	}
+	if queued > 0 && s.sess.h.cfg.storeDelay > 0 && !s.standalone && s.attached && s.writerCtx != nil {
+		// A POST's writer is writing: it stores what it wrote, all at
+		// once, when it ends or loses its client (serveStream), or the
+		// delay's timer does, so that a call costs the store one trip
+		// rather than one per event.
+		queued = 0
+		s.storeLaterLocked()
 	}
 	if !o.final {
 		s.startWriterLocked()
@@ -433,6 +447,10 @@ func (s *httpStream) startSSE(held []streamEvent) int64 {
 		return 0
 	}
 	s.unstored = append(append(s.unstored, held...), s.pending...)
+	if !s.standalone {
+		// Stored when the writer ends, or the delay passed first.
+		s.storeLaterLocked()
+	}
 	return s.next
 }
 
@@ -489,6 +507,24 @@ func (s *httpStream) appendEvents(evs []streamEvent) (failed int64) {
 		return 0
 	}
 	defer sess.releaseStore()
+	if batch, ok := sess.h.cfg.store.(EventBatchStore); ok && len(evs) > 1 && consecutive(evs) {
+		data := make([][]byte, len(evs))
+		for i, ev := range evs {
+			data[i] = ev.data
+			if ev.id != "" {
+				data[i] = storedForm(ev.id, ev.data)
+			}
+		}
+		err := batch.AppendBatch(sess.ctx, sess.id, s.id, evs[0].index, data)
+		if sess.ctx.Err() != nil {
+			return 0
+		}
+		if err != nil {
+			s.log.Warn("cannot store SSE events; a resume that needs them will fail", "session", sess.id, "stream", s.id, "from", evs[0].index, "to", evs[len(evs)-1].index, "err", err)
+			return evs[len(evs)-1].index
+		}
+		return 0
+	}
 	for _, ev := range evs {
 		data := ev.data
 		if ev.id != "" {
@@ -504,6 +540,39 @@ func (s *httpStream) appendEvents(evs []streamEvent) (failed int64) {
 		}
 	}
 	return failed
+}
+
+// storeLaterLocked starts the store timer unless it runs: what the stream
+// queued goes to the store once WithEventStoreDelay passed.
+func (s *httpStream) storeLaterLocked() {
+	if s.storeDue {
+		return
+	}
+	s.storeDue = true
+	if s.storeTimer == nil {
+		s.storeTimer = time.AfterFunc(s.sess.h.cfg.storeDelay, s.storeDelayed)
+	} else {
+		s.storeTimer.Reset(s.sess.h.cfg.storeDelay)
+	}
+}
+
+// storeDelayed is the store timer: it stores what the stream queued.
+func (s *httpStream) storeDelayed() {
+	s.mu.Lock()
+	s.storeDue = false
+	last := s.next
+	s.mu.Unlock()
+	s.storeUpTo(s.sess.ctx, last)
+}
+
+// consecutive reports whether evs's indexes follow one another.
+func consecutive(evs []streamEvent) bool {
+	for i := 1; i < len(evs); i++ {
+		if evs[i].index != evs[i-1].index+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // forget tells the event store, once the stream's events are stored, that
@@ -774,9 +843,17 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 		if keepAlive != nil {
 			keepAlive.Stop()
 		}
-		if queued > 0 {
-			// Stored after they were written, unless a later push did it.
-			s.storeUpTo(s.sess.ctx, queued)
+		if s.sess != nil && (queued > 0 || !s.standalone) {
+			// Stored after they were written, unless a push or the store
+			// timer did it: a POST's events wait for this, its writer's
+			// end, or the timer (pushLocked).
+			s.mu.Lock()
+			if s.storeDue && s.storeTimer.Stop() {
+				s.storeDue = false
+			}
+			last := s.next
+			s.mu.Unlock()
+			s.storeUpTo(s.sess.ctx, last)
 		}
 	}()
 	started := false

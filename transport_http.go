@@ -105,6 +105,7 @@ type httpConfig struct {
 	maxPerUser   int
 	writeTimeout time.Duration
 	keepAlive    time.Duration
+	storeDelay   time.Duration // WithEventStoreDelay
 	// backlogBytes and backlogMessages bound a session's standalone
 	// stream backlog (WithSessionBacklog).
 	backlogBytes    int
@@ -130,6 +131,7 @@ func newHTTPConfig() *httpConfig {
 		maxBodyBytes:   DefaultMaxBodyBytes,
 		writeTimeout:   DefaultWriteTimeout,
 		keepAlive:      DefaultKeepAlive,
+		storeDelay:     DefaultEventStoreDelay,
 		closeTimeout:   DefaultCloseTimeout,
 		reconnects:     DefaultReconnectAttempts,
 		answerPosts:    DefaultMaxAnswerPosts,

@@ -159,3 +159,76 @@ func TestEventStoreKeys(t *testing.T) {
 		t.Fatalf("After on an expired stream: %q, %v", got, err)
 	}
 }
+
+// TestEventStoreBatch: AppendBatch stores its events as that many Appends
+// would, in one round trip, and carries the deletion of the session's
+// done streams; past the bound on deferred deletions, StreamDone deletes
+// at once. Another session's done streams wait for their own Append.
+func TestEventStoreBatch(t *testing.T) {
+	r := startRedis(t)
+	c := r.client()
+	tc := &tripCounter{}
+	c.AddHook(tc)
+	ctx := context.Background()
+	s := NewEventStore(c)
+	for _, sid := range []string{"s", "t"} {
+		if err := s.AppendBatch(ctx, sid, "1", 1, [][]byte{[]byte("a"), []byte("b")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := tc.trips.Load()
+	want := [][]byte{[]byte("c"), {0, '\n', 0xff}, []byte("")}
+	if err := s.AppendBatch(ctx, "s", "1", 3, want); err != nil {
+		t.Fatal(err)
+	}
+	if n := tc.trips.Load() - start; n != 1 {
+		t.Fatalf("AppendBatch of %d events took %d round trips", len(want), n)
+	}
+	if got, ok, err := s.After(ctx, "s", "1", 2); !ok || err != nil || !equalEvents(got, want) {
+		t.Fatalf("After(2): %q, %v, %v", got, ok, err)
+	}
+	// A batch that skips ahead drops what came before, as Append does.
+	if err := s.AppendBatch(ctx, "s", "1", 9, [][]byte{[]byte("i")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.After(ctx, "s", "1", 2); ok {
+		t.Fatal("a resume across a gap was not refused")
+	}
+
+	start = tc.trips.Load()
+	for _, sid := range []string{"s", "t"} {
+		if err := s.StreamDone(ctx, sid, "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := tc.trips.Load() - start; n != 0 {
+		t.Fatalf("StreamDone took %d round trips", n)
+	}
+	if got, ok, err := s.After(ctx, "s", "1", 0); !ok || err != nil || len(got) != 0 {
+		t.Fatalf("After on a done stream: %q, %v, %v", got, ok, err)
+	}
+	if err := s.Append(ctx, "s", "2", 1, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if c.Exists(ctx, "mcp:stream:{s}:1").Val() != 0 || c.SIsMember(ctx, "mcp:streams:{s}", "1").Val() {
+		t.Fatal("the session's next Append did not delete its done stream")
+	}
+	if c.Exists(ctx, "mcp:stream:{t}:1").Val() != 1 {
+		t.Fatal("another session's Append deleted a done stream of t")
+	}
+	if err := s.SessionClosed(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Exists(ctx, "mcp:stream:{t}:1").Val() != 0 {
+		t.Fatal("SessionClosed left a done stream")
+	}
+
+	s.maxDone = 1
+	s.Append(ctx, "u", "1", 1, []byte("x"))
+	s.Append(ctx, "u", "2", 1, []byte("x"))
+	s.StreamDone(ctx, "u", "1") // deferred: the one allowed
+	s.StreamDone(ctx, "u", "2") // past the bound: at once
+	if c.Exists(ctx, "mcp:stream:{u}:1").Val() != 1 || c.Exists(ctx, "mcp:stream:{u}:2").Val() != 0 {
+		t.Fatal("StreamDone past the bound did not delete at once, or the deferred one went early")
+	}
+}

@@ -309,7 +309,11 @@ func TestRedisRestart(t *testing.T) {
 	}{
 		{"EventStore.Append", func(ctx context.Context) error { index++; return events.Append(ctx, "s", "1", index, []byte("x")) }},
 		{"EventStore.After", func(ctx context.Context) error { _, _, err := events.After(ctx, "s", "1", 0); return err }},
-		{"EventStore.StreamDone", func(ctx context.Context) error { return events.StreamDone(ctx, "s", "2") }},
+		// StreamDone leaves its deletion to the session's next Append,
+		// which carries it: AppendBatch stands for both.
+		{"EventStore.AppendBatch", func(ctx context.Context) error {
+			return events.AppendBatch(ctx, "s", "3", 1, [][]byte{[]byte("a"), []byte("b")})
+		}},
 		{"EventStore.SessionClosed", func(ctx context.Context) error { return events.SessionClosed(ctx, "gone") }},
 		{"TaskStore.Create", func(ctx context.Context) error { return tasks.Create(ctx, newRecord("t", "alice", time.Hour)) }},
 		{"TaskStore.Get", func(ctx context.Context) error { _, err := tasks.Get(ctx, "alice", "t"); return err }},
@@ -421,6 +425,18 @@ type countingEvents struct {
 func (e *countingEvents) Append(ctx context.Context, sessionID, streamID string, index int64, data []byte) error {
 	err := e.EventStore.Append(ctx, sessionID, streamID, index, data)
 	if err == nil && e.stored.Add(1) == e.n {
+		close(e.done)
+	}
+	return err
+}
+
+func (e *countingEvents) AppendBatch(ctx context.Context, sessionID, streamID string, first int64, data [][]byte) error {
+	err := e.EventStore.AppendBatch(ctx, sessionID, streamID, first, data)
+	if err != nil {
+		return err
+	}
+	k := int64(len(data))
+	if after := e.stored.Add(k); after >= e.n && after-k < e.n {
 		close(e.done)
 	}
 	return err

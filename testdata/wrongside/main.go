@@ -68,6 +68,7 @@ func main() {
 	mcp.NewHTTPTransport(url, mcp.WithSessionBacklogBudget(1))             // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithSessionStore(nil))                   // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithSessionSaveRetries(1))               // ERROR
+	mcp.NewHTTPTransport(url, mcp.WithEventStoreDelay(time.Second))        // ERROR
 	mcp.NewSSETransport(url, mcp.WithKeepAlive(time.Second))               // ERROR
 	mcp.NewSSETransport(url, mcp.WithContext(context.Background()))        // ERROR
 	mcp.NewHTTPHandler(srv, mcp.WithHTTPClient(nil))                       // ERROR
