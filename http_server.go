@@ -487,7 +487,7 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 // a batch.
 func (h *httpHandler) serveMessages(w http.ResponseWriter, r *http.Request, c pushConn, body []byte, msgs []*httpMessage, batch bool, one *onePOSTMessage, st *httpStream, mode streamMode, gone func()) bool {
 	gen := st.writer()
-	if d := h.cfg.keepAlive; d > 0 && !mode.sse && (batch || msgs[0].method != "initialize") {
+	if d := h.cfg.keepAlive; d > 0 && !mode.sse {
 		// A POST quiet this long turns to SSE with a comment (a timer,
 		// no goroutine, while the request runs).
 		t := time.AfterFunc(d, st.keepAliveDue)

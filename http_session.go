@@ -196,7 +196,10 @@ func (h *httpHandler) makeSession(id, principal string, rec *SessionRecord) *htt
 	s.storeHolds.Store(1) // the session's own, until it closes
 	t := &streamTransport{sess: s}
 	if h.cfg.sessions != nil {
-		s.shared = new(sharedState)
+		// Not due for a touch: a new session's record is saved by its
+		// initialize, and a Touch before that finds nothing and would end
+		// it (a keep-alive comment of its initialize's stream did).
+		s.shared = &sharedState{lastTouch: time.Now()}
 		s.streamPrefix = h.instance + "-"
 		s.ss, s.conn = h.srv.pushSharedSession(t, principal, id, s.streamPrefix, rec)
 	} else {

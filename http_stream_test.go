@@ -589,11 +589,12 @@ func TestHTTPKeepAliveSilentBatch(t *testing.T) {
 	}
 }
 
-// TestHTTPKeepAliveSparesInitialize: a POST's keep-alive timer firing while
-// a legacy initialize ran turned its answer to SSE and lost the result (the
-// client got comments only, about 1 initialize in 500 under load), so
-// initialize, which is never long, gets no timer: its answer is JSON.
-func TestHTTPKeepAliveSparesInitialize(t *testing.T) {
+// TestHTTPKeepAliveDuringInitialize: a POST's keep-alive that fires while
+// a legacy initialize runs with a SessionStore turns its answer to SSE, and
+// the answer arrives: the stream's keep-alive touched the session in the
+// store before initialize saved it, found nothing, and ended the session
+// (the client got comments and no result).
+func TestHTTPKeepAliveDuringInitialize(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 1, WithKeepAlive(time.Millisecond))
 	var wg sync.WaitGroup
@@ -602,7 +603,7 @@ func TestHTTPKeepAliveSparesInitialize(t *testing.T) {
 		wg.Go(func() {
 			for range 300 {
 				r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`, postHeaders())
-				if !strings.Contains(r.body, `"protocolVersion":"2025-11-25"`) || r.header.Get("Content-Type") != "application/json" {
+				if !strings.Contains(r.body, `"protocolVersion":"2025-11-25"`) {
 					if lost.Add(1) == 1 {
 						t.Errorf("initialize: %d %q %q", r.status, r.header.Get("Content-Type"), r.body)
 					}
@@ -612,6 +613,6 @@ func TestHTTPKeepAliveSparesInitialize(t *testing.T) {
 	}
 	wg.Wait()
 	if n := lost.Load(); n > 0 {
-		t.Fatalf("%d of 2,400 initializes did not get their answer as JSON", n)
+		t.Fatalf("%d of 2,400 initializes lost their answer", n)
 	}
 }
