@@ -12,6 +12,7 @@ import (
 	"image/color"
 	"image/png"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/e6ac58cb/mcp"
@@ -302,18 +303,23 @@ func addStatelessTools(srv *mcp.Server) {
 			return textResult("Logged three messages"), nil
 		})
 
-	// Registering a tool or prompt again keeps its place in the list and
-	// tells every subscriber that the list changed.
+	// Registering a tool or prompt again, changed, keeps its place in the
+	// list and tells every subscriber that the list changed (a registration
+	// that changes nothing tells nobody): each trigger counts itself in the
+	// description.
+	var changes atomic.Int64
 	triggerTool := mcp.Tool{Name: "test_trigger_tool_change", Description: "Re-registers itself, which sends notifications/tools/list_changed.", InputSchema: noArgs}
 	var triggerToolChange mcp.ToolHandler
 	triggerToolChange = func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		srv.AddTool(triggerTool, triggerToolChange)
+		changed := triggerTool
+		changed.Description += fmt.Sprintf(" (change %d)", changes.Add(1))
+		srv.AddTool(changed, triggerToolChange)
 		return textResult("The tool list changed"), nil
 	}
 	srv.AddTool(triggerTool, triggerToolChange)
 	srv.AddTool(mcp.Tool{Name: "test_trigger_prompt_change", Description: "Re-registers test_simple_prompt, which sends notifications/prompts/list_changed.", InputSchema: noArgs},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			addSimplePrompt(srv)
+			addSimplePrompt(srv, fmt.Sprintf(" (change %d)", changes.Add(1)))
 			return textResult("The prompt list changed"), nil
 		})
 }
@@ -485,15 +491,16 @@ func addResources(srv *mcp.Server) {
 		})
 }
 
-func addSimplePrompt(srv *mcp.Server) {
-	srv.AddPrompt(mcp.Prompt{Name: "test_simple_prompt", Description: "A prompt without arguments."},
+// addSimplePrompt registers test_simple_prompt; note ends its description.
+func addSimplePrompt(srv *mcp.Server, note string) {
+	srv.AddPrompt(mcp.Prompt{Name: "test_simple_prompt", Description: "A prompt without arguments." + note},
 		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []mcp.PromptMessage{{Role: "user", Content: mcp.TextContent("This is a simple prompt for testing.")}}}, nil
 		})
 }
 
 func addPrompts(srv *mcp.Server) {
-	addSimplePrompt(srv)
+	addSimplePrompt(srv, "")
 	srv.AddPrompt(mcp.Prompt{
 		Name:        "test_prompt_with_arguments",
 		Description: "A prompt with two required arguments.",
