@@ -358,11 +358,7 @@ func TestIntrospectionBogusFlood(t *testing.T) {
 			t.Fatalf("a request that left: %v", err)
 		}
 	}
-	deadline := time.Now().Add(time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	left := runtime.NumGoroutine() - before
+	left := goroutinesLeftAfter(before, time.Second)
 	t.Logf("%d requests: %d calls (at most %d at once), %d goroutines at the peak, %d left 1 s after the requests left",
 		requests, calls, most, peak, max(left, 0))
 	if calls != limit {
@@ -623,11 +619,7 @@ func bearerAuthIntrospectionFlood(t *testing.T, method string) {
 	peak, calls, most := runtime.NumGoroutine()-before, as.calls.Load(), as.most.Load()
 	leave()
 	wg.Wait()
-	deadline := time.Now().Add(time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	left := runtime.NumGoroutine() - before
+	left := goroutinesLeftAfter(before, time.Second)
 	t.Logf("%d requests: %d calls (at most %d at once), %d goroutines at the peak, %d left 1 s after the requests left",
 		requests, calls, most, peak, max(left, 0))
 	if calls != limit || most > limit {

@@ -385,6 +385,16 @@ func settleGoroutines(t testing.TB, want int) {
 	}
 }
 
+// goroutinesLeftAfter waits up to d for the goroutine count to fall back to
+// before and returns how many more there still are (0 or less: none).
+func goroutinesLeftAfter(before int, d time.Duration) int {
+	deadline := time.Now().Add(d)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	return runtime.NumGoroutine() - before
+}
+
 func isClosedErr(err error) bool { return errors.Is(err, ErrClosed) }
 
 func slogOf(h slog.Handler) *slog.Logger { return slog.New(h) }
