@@ -210,4 +210,3 @@ func WithNotificationHandler(method string, h NotificationHandler) Option {
 func WithProtocolVersion(v string) Option {
 	return bothOption(func(c *config) { c.protocolVersion = v })
 }
-
