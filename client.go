@@ -38,13 +38,16 @@ type clientConfig struct {
 	rootsHandler    RootsHandler
 	rootsSet        bool
 
-	taskRequests bool // WithTaskRequests
+	taskRequests    bool // WithTaskRequests
+	maxTaskRequests int
+	taskRequestTTL  time.Duration // 0: as long as the connection lasts
+	taskRequestPage int
 
 	listenGap     func(context.Context, ListenGap) // WithListenGapHandler
 	listenResumes int                              // WithListenResumeAttempts
 
-	taskPoll    time.Duration // when the server suggests no poll interval
-	taskPollMin time.Duration // the floor of any poll interval
+	taskPoll    time.Duration // WithTaskPolling: when the server suggests no poll interval
+	taskPollMin time.Duration // WithTaskPolling: the floor of any poll interval
 
 	readIdle time.Duration // callerReadIdle unless set (by tests)
 }

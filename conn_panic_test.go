@@ -76,7 +76,7 @@ func TestPanicsAreLoggedByDefault(t *testing.T) {
 	slog.SetDefault(slog.New(records))
 	defer slog.SetDefault(old)
 
-	srv := newTestServer(WithInboundMiddleware(panickingMiddleware),
+	srv := newTestServer(WithTasks(TaskOptions{}), WithInboundMiddleware(panickingMiddleware),
 		WithNotificationHandler("notifications/boom", panickingServerNotification))
 	srv.AddTool(Tool{Name: "boom"}, panickingTool)
 	srv.AddTool(Tool{Name: "task", Execution: &ToolExecution{TaskSupport: TaskRequired}}, panickingTaskTool)

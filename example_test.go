@@ -573,7 +573,7 @@ func ExampleNewHTTPTransport() {
 // becomes the task's status message, and the client reads the result
 // later. Here a 2025-11-25 client drives the task methods by hand.
 func ExampleServer_taskTool() {
-	srv := mcp.NewServer(mcp.Implementation{Name: "reports", Version: "1.0.0"})
+	srv := mcp.NewServer(mcp.Implementation{Name: "reports", Version: "1.0.0"}, mcp.WithTasks(mcp.TaskOptions{}))
 	type reportIn struct {
 		Month string `json:"month"`
 	}

@@ -115,7 +115,7 @@ func (g *ClientGateway) Notify(method string, params any) error {
 // Inside a task, message becomes the task's status message instead.
 func (g *ClientGateway) Progress(progress, total float64, message string) error {
 	if t := g.req.task; t != nil {
-		t.setStatusMessage(message)
+		t.srv.cfg.server.tasks.setStatusMessage(t, message)
 		return nil
 	}
 	if len(g.req.token) == 0 {
@@ -544,7 +544,7 @@ func ask[R any](ctx context.Context, g *ClientGateway, kind, method string, para
 			defer t.setAsking(false)
 		}
 		if t := g.req.task; t != nil && g.req.version >= Version20251125 && g.req.caps.taskRequest(method) {
-			answer, err = askAsTask(ctx, g.req.conn, method, raw, co, t.task.TTL)
+			answer, err = t.srv.cfg.server.tasks.askAsTask(ctx, g.req.conn, method, raw, co, t.task.TTL)
 		} else {
 			answer, err = g.req.conn.call(ctx, method, raw, co)
 		}

@@ -78,16 +78,25 @@ type HTTPTransport struct {
 // that keeps enough idle connections for many concurrent calls to one
 // server: DefaultTransport keeps 2 per host, so each call past the second
 // would dial, and close, a connection.
-var defaultHTTPClient = sync.OnceValue(func() *http.Client {
-	base, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return &http.Client{} // the program replaced it: use what it gave
-	}
-	tr := base.Clone()
-	tr.MaxIdleConns = max(tr.MaxIdleConns, 2*maxIdleConnsPerHost)
-	tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
-	return &http.Client{Transport: tr}
-})
+func defaultHTTPClient() *http.Client {
+	defaultClientOnce.Do(func() {
+		defaultClient = &http.Client{} // the program replaced DefaultTransport: use what it gave
+		if base, ok := http.DefaultTransport.(*http.Transport); ok {
+			tr := base.Clone()
+			tr.MaxIdleConns = max(tr.MaxIdleConns, 2*maxIdleConnsPerHost)
+			tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
+			defaultClient.Transport = tr
+		}
+	})
+	return defaultClient
+}
+
+// defaultClient is built on first use, not at init, so that a program that
+// never makes an HTTP client does not link net/http's client.
+var (
+	defaultClientOnce sync.Once
+	defaultClient     *http.Client
+)
 
 // exchange is one request's POST in flight, with a context of its own that
 // abort ends.

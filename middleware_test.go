@@ -602,7 +602,7 @@ func TestMiddlewareTaskPolling(t *testing.T) {
 					return next(ctx, r)
 				}
 			}
-			rig := newTaskRig(WithProtocolVersion(v), WithTaskPollInterval(time.Millisecond))
+			rig := newTaskRig(WithProtocolVersion(v), WithTasks(TaskOptions{PollInterval: time.Millisecond}))
 			close(rig.release) // work ends at once
 			cl := pair(t, rig.srv, WithProtocolVersion(v), WithOutboundMiddleware(record))
 			task, err := cl.StartTool(context.Background(), "work", nil, WithTask(0))

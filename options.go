@@ -78,17 +78,15 @@ func newConfig() *config {
 	}
 	c.server.pageSize = DefaultPageSize
 	c.server.stateTTL = DefaultStateTTL
-	c.server.taskTTL = DefaultTaskTTL
-	c.server.taskPollInterval = DefaultTaskPollInterval
-	c.server.taskLease = DefaultTaskLease
-	c.server.maxTasks = DefaultMaxTasks
-	c.server.maxTasksPerOwner = DefaultMaxTasksPerPrincipal
 	c.client.maxInputRounds = DefaultMaxInputRounds
 	c.client.maxBarrenPages = DefaultMaxBarrenPages
 	c.client.listenResumes = DefaultListenResumeAttempts
 	c.client.discoverTimeout = DefaultDiscoverTimeout
 	c.client.taskPoll = DefaultTaskPollInterval
 	c.client.taskPollMin = DefaultMinTaskPollInterval
+	c.client.maxTaskRequests = DefaultMaxTasks
+	c.client.taskRequestTTL = DefaultTaskTTL
+	c.client.taskRequestPage = DefaultPageSize
 	return c
 }
 
@@ -211,82 +209,4 @@ func WithNotificationHandler(method string, h NotificationHandler) Option {
 // It configures either peer (NewClient or NewServer).
 func WithProtocolVersion(v string) Option {
 	return bothOption(func(c *config) { c.protocolVersion = v })
-}
-
-// WithTaskTTL sets how long a server keeps a task after creating it, its
-// result included; a client that reads the task later finds it unknown.
-// The default is DefaultTaskTTL; 0 keeps tasks for as long as the server
-// runs. A client with [WithTaskRequests] keeps the tasks its server asks
-// of it as long as the server asks, but no longer than this (0: as long
-// as the connection lasts); the handler's context ends with the TTL.
-// It configures either peer (NewClient or NewServer).
-func WithTaskTTL(d time.Duration) Option {
-	return bothOption(func(c *config) {
-		if d >= 0 {
-			c.server.taskTTL = d
-		}
-	})
-}
-
-// WithTaskPollInterval sets how often to poll a task (default
-// DefaultTaskPollInterval): a server suggests it to the clients of its
-// tasks (0 suggests nothing); a client polls at it when the server
-// suggests no interval.
-// It configures either peer (NewClient or NewServer).
-func WithTaskPollInterval(d time.Duration) Option {
-	return bothOption(func(c *config) {
-		if d >= 0 {
-			c.server.taskPollInterval = d
-		}
-		if d > 0 {
-			c.client.taskPoll = d
-		}
-	})
-}
-
-// DefaultMaxTasks is how many tasks a server runs at once, and a client
-// holds, unless WithMaxTasks says otherwise. Both sides.
-const DefaultMaxTasks = 1000
-
-// WithMaxTasks caps how many tasks a server runs at once (default
-// DefaultMaxTasks); a tools/call that would start one more is refused with
-// a -32000 error saying so, and may be retried. Ended tasks kept for their
-// TTL do not count. A client with [WithTaskRequests] holds at most n tasks
-// of its server, ended ones kept for their TTL included (it keeps their
-// results), and refuses one more the same way.
-// It configures either peer (NewClient or NewServer).
-func WithMaxTasks(n int) Option {
-	return bothOption(func(c *config) {
-		if n > 0 {
-			c.server.maxTasks = n
-		}
-	})
-}
-
-// DefaultMaxTasksPerPrincipal is how many tasks a server runs at once for
-// one principal (or one anonymous session), unless WithMaxTasksPerPrincipal
-// says otherwise: a tenth of DefaultMaxTasks, so that one principal cannot
-// take every slot. Server side.
-const DefaultMaxTasksPerPrincipal = DefaultMaxTasks / 10
-
-// WithMaxTasksPerPrincipal caps how many tasks a server runs at once for
-// one principal (default DefaultMaxTasksPerPrincipal); without one, each
-// 2025-11-25 session counts as a principal of its own, and every anonymous
-// 2026-07-28 request as one anonymous principal. A tools/call that would
-// start one more is refused with a -32000 error saying so, while other
-// principals still start theirs. How many tasks a principal may keep
-// stored is the TaskStore's bound (see MemoryTaskStore.SetMaxTasksPerOwner).
-// It configures a server (NewServer).
-func WithMaxTasksPerPrincipal(n int) ServerOption {
-	return serverOption(func(c *config) {
-		if n > 0 {
-			c.server.maxTasksPerOwner = n
-		}
-	})
-}
-
-// WithTaskStore keeps a server's tasks in store rather than in the
-// default NewMemoryTaskStore(0, 0). It configures a server (NewServer).
-func WithTaskStore(store TaskStore) ServerOption {
-	return serverOption(func(c *config) { c.server.taskStore = store })
 }

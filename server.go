@@ -30,12 +30,13 @@ type serverConfig struct {
 	cacheScope   CacheScope
 	completion   CompletionHandler
 
+	tasks            *taskHooks // WithTasks; nil: no tasks
 	taskTTL          time.Duration
 	taskPollInterval time.Duration
 	taskStore        TaskStore
 	taskLease        time.Duration
 	maxTasks         int
-	maxTasksPerOwner int // WithMaxTasksPerPrincipal
+	maxTasksPerOwner int
 	broadcaster      Broadcaster
 }
 
@@ -47,11 +48,11 @@ func WithInstructions(s string) ServerOption {
 }
 
 // WithPageSize sets how many items a server puts in one page of tools/list,
-// resources/list, resources/templates/list and prompts/list (default 100),
-// and a client with [WithTaskRequests] in one page of tasks/list.
-// It configures either peer (NewClient or NewServer).
-func WithPageSize(n int) Option {
-	return bothOption(func(c *config) {
+// resources/list, resources/templates/list, prompts/list and tasks/list
+// (default 100).
+// It configures a server (NewServer).
+func WithPageSize(n int) ServerOption {
+	return serverOption(func(c *config) {
 		if n > 0 {
 			c.server.pageSize = n
 		}
@@ -216,8 +217,8 @@ func NewServer(info Implementation, opts ...ServerOption) *Server {
 		o.applyServer(cfg)
 	}
 	store := cfg.server.taskStore
-	if store == nil {
-		store = NewMemoryTaskStore(0, 0)
+	if store == nil && cfg.server.tasks != nil {
+		store = cfg.server.tasks.newStore()
 	}
 	s := &Server{
 		info:  info,
@@ -253,6 +254,9 @@ func (s *Server) AddTool(t Tool, h ToolHandler) {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
 	if runsAsTask(&t) {
+		if s.cfg.server.tasks == nil {
+			panic("mcp: AddTool: tool " + t.Name + " may run as a task, but the server was not given WithTasks")
+		}
 		s.mu.Lock()
 		s.offersTasks = true
 		s.mu.Unlock()
@@ -536,7 +540,7 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	case req.method == "server/discover":
 		result = ss.srv.discover()
 	case len(req.method) > 6 && req.method[:6] == "tasks/" && ss.srv.offersTasksNow():
-		result, err = ss.srv.serveModernTasks(ctx, req, info)
+		result, err = ss.srv.cfg.server.tasks.serveModern(ss.srv, ctx, req, info)
 	case mrtrMethods[req.method]:
 		if info.round, err = ss.srv.openRound(ss.principal, req.method, req.params, env.hasInput); err != nil {
 			return nil, err
@@ -705,7 +709,7 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 	case req.method == "completion/complete" && s.cfg.server.completion != nil:
 		return s.complete(ctx, req.params, info)
 	case len(req.method) > 6 && req.method[:6] == "tasks/" && !info.modern && info.version == Version20251125 && s.offersTasksNow():
-		return ss.serveLegacyTasks(ctx, req, info)
+		return s.cfg.server.tasks.serveLegacy(ss, ctx, req, info)
 	case req.method == "subscriptions/listen" && info.modern && (tools || resources || prompts):
 		return s.listen(ctx, req)
 	}
@@ -744,10 +748,10 @@ func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *Req
 		return nil, err
 	}
 	if info.modern && runsAsTask(st.tool) {
-		return s.callAsTask(ctx, st, call, info)
+		return s.cfg.server.tasks.callAsTask(s, ctx, st, call, info)
 	}
 	if info.version == Version20251125 && runsAsTask(st.tool) {
-		return s.callAsLegacyTask(ctx, st, call, info, params)
+		return s.cfg.server.tasks.callAsLegacyTask(s, ctx, st, call, info, params)
 	}
 	res, err := st.handler(ctx, &call.req)
 	return toolOutcome(res, err)

@@ -238,7 +238,7 @@ func (s *Server) listen(ctx context.Context, req *inboundRequest) (any, error) {
 		// What any instance announces, from the acknowledgement on.
 		feeds := []*feed{s.fan.hold(serverChannel, s.onServerMessage)}
 		for _, id := range l.filter.TaskIDs {
-			feeds = append(feeds, s.holdTask(id))
+			feeds = append(feeds, s.cfg.server.tasks.holdTask(s, id))
 		}
 		defer func() {
 			for _, fd := range feeds {
@@ -277,12 +277,8 @@ func (s *Server) listen(ctx context.Context, req *inboundRequest) (any, error) {
 // the requester, if it declared the tasks extension.
 func (s *Server) honour(ctx context.Context, want SubscriptionFilter, info *RequestInfo) SubscriptionFilter {
 	var got SubscriptionFilter
-	if len(want.TaskIDs) > 0 && info.caps.hasSub("extensions", TasksExtension) {
-		for _, id := range want.TaskIDs {
-			if _, err := s.taskStore().Get(ctx, info.taskOwner(), id); err == nil && !slices.Contains(got.TaskIDs, id) {
-				got.TaskIDs = append(got.TaskIDs, id)
-			}
-		}
+	if tasks := s.cfg.server.tasks; tasks != nil && len(want.TaskIDs) > 0 && info.caps.hasSub("extensions", TasksExtension) {
+		got.TaskIDs = tasks.honour(s, ctx, want.TaskIDs, info)
 	}
 	for _, uri := range want.ResourceSubscriptions {
 		if _, _, ok := s.findResource(uri); ok && !slices.Contains(got.ResourceSubscriptions, uri) {

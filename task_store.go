@@ -48,7 +48,7 @@ var ErrTaskQuotaExceeded = errors.New("mcp: the task's owner holds as many tasks
 // TaskStore keeps a server's tasks, so that they can be read after the
 // request that created them, and by another process. Its methods may be
 // called concurrently. The running handlers stay in the process that runs
-// them. Server side; see [WithTaskStore].
+// them. Server side; see [TaskOptions].
 type TaskStore interface {
 	// Create stores a new task; ErrTaskStoreFull when it cannot,
 	// ErrTaskQuotaExceeded when the record's owner holds as many tasks as

@@ -102,7 +102,7 @@ func TestMemoryTaskStoreBytes(t *testing.T) {
 // TestTaskResultTooLarge: a result the store cannot hold fails the task
 // with an error saying so.
 func TestTaskResultTooLarge(t *testing.T) {
-	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTaskStore(NewMemoryTaskStore(0, 1024)))
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTasks(TaskOptions{Store: NewMemoryTaskStore(0, 1024)}))
 	srv.AddTool(Tool{Name: "big", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent(strings.Repeat("x", 2048))}}, nil
 	})
@@ -118,7 +118,7 @@ func TestTaskResultTooLarge(t *testing.T) {
 // TestWithMaxTasks: at the cap a new task is refused with a clear error;
 // one ending makes room.
 func TestWithMaxTasks(t *testing.T) {
-	rig := newTaskRig(WithMaxTasks(2))
+	rig := newTaskRig(WithTasks(TaskOptions{MaxTasks: 2}))
 	call := memoryCaller(t, rig.srv)
 	first := startTask(t, call, 1, "work")
 	startTask(t, call, 2, "work")
@@ -153,7 +153,7 @@ func TestTasksLeaveNothing(t *testing.T) {
 		const n = 10000
 		store := NewMemoryTaskStore(0, 0)
 		store.SetMaxTasksPerOwner(n)
-		rig := newTaskRig(WithTaskTTL(time.Hour), WithMaxTasks(n), WithMaxTasksPerPrincipal(n), WithTaskStore(store), WithTaskLease(0))
+		rig := newTaskRig(WithTasks(TaskOptions{TTL: time.Hour, MaxTasks: n, MaxTasksPerPrincipal: n, Store: store, Lease: -1}))
 		ct, st := NewInMemoryTransports()
 		served := make(chan error, 1)
 		go func() { served <- rig.srv.Serve(context.Background(), st) }()

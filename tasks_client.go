@@ -15,20 +15,26 @@ import (
 // for callers that manage a task themselves.
 
 // DefaultMinTaskPollInterval is the shortest interval a client polls a
-// task at unless WithMinTaskPollInterval says otherwise. Client side.
+// task at unless WithTaskPolling says otherwise. Client side.
 const DefaultMinTaskPollInterval = 100 * time.Millisecond
 
 // ErrTaskCancelled is returned, wrapped, when a task ended cancelled
 // rather than with a result. Client side.
 var ErrTaskCancelled = errors.New("mcp: the task was cancelled")
 
-// WithMinTaskPollInterval sets the shortest interval a client polls a task
-// at, however often the server suggests (default 100ms).
+// WithTaskPolling sets how a client polls the tasks it waits on: at the
+// interval the server suggests, but never more often than min (default
+// DefaultMinTaskPollInterval), and at interval when the server suggests
+// none (default DefaultTaskPollInterval). A value of 0 or less keeps its
+// default.
 // It configures a client (NewClient).
-func WithMinTaskPollInterval(d time.Duration) ClientOption {
+func WithTaskPolling(interval, min time.Duration) ClientOption {
 	return clientOption(func(c *config) {
-		if d > 0 {
-			c.client.taskPollMin = d
+		if interval > 0 {
+			c.client.taskPoll = interval
+		}
+		if min > 0 {
+			c.client.taskPollMin = min
 		}
 	})
 }

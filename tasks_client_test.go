@@ -206,7 +206,7 @@ func eachTaskCase(t *testing.T, fn func(t *testing.T, modern bool, carrier strin
 }
 
 // fastPolls makes a client poll every millisecond.
-var fastPolls = []ClientOption{WithMinTaskPollInterval(time.Millisecond), WithTaskPollInterval(time.Millisecond)}
+var fastPolls = []ClientOption{WithTaskPolling(time.Millisecond, time.Millisecond)}
 
 // TestCallToolTaskOutcomes: CallTool with WithTask creates a task, polls
 // it and returns its end as a synchronous call would: a result, a tool
@@ -441,8 +441,8 @@ func TestCallToolTaskInputTwice(t *testing.T) {
 }
 
 // TestTaskPollInterval: the client polls at the server's suggested
-// interval, at WithTaskPollInterval when it suggests none, and never more
-// often than WithMinTaskPollInterval (each at the limit).
+// interval, at WithTaskPolling's interval when it suggests none, and never
+// more often than its minimum (each at the limit).
 func TestTaskPollInterval(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -453,10 +453,10 @@ func TestTaskPollInterval(t *testing.T) {
 	}{
 		{"the server's", 5000, nil, 5 * time.Second},
 		{"the default", 0, nil, DefaultTaskPollInterval},
-		{"the option", 0, []ClientOption{WithTaskPollInterval(3 * time.Second)}, 3 * time.Second},
+		{"the option", 0, []ClientOption{WithTaskPolling(3*time.Second, 0)}, 3 * time.Second},
 		{"the default floor", 1, nil, DefaultMinTaskPollInterval},
-		{"at the floor", 200, []ClientOption{WithMinTaskPollInterval(200 * time.Millisecond)}, 200 * time.Millisecond},
-		{"under the floor", 199, []ClientOption{WithMinTaskPollInterval(200 * time.Millisecond)}, 200 * time.Millisecond},
+		{"at the floor", 200, []ClientOption{WithTaskPolling(0, 200*time.Millisecond)}, 200 * time.Millisecond},
+		{"under the floor", 199, []ClientOption{WithTaskPolling(0, 200*time.Millisecond)}, 200 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		for _, era := range taskEras {
@@ -662,7 +662,7 @@ func TestListTasks(t *testing.T) {
 func TestTaskStatusNotifications(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		cl, p := rawServerPeer(t, WithTaskPollInterval(time.Hour), WithMinTaskPollInterval(time.Hour))
+		cl, p := rawServerPeer(t, WithTaskPolling(time.Hour, time.Hour))
 		var messages []string
 		done := make(chan error, 1)
 		go func() {
@@ -738,7 +738,7 @@ func TestCallToolTaskLegacyInput(t *testing.T) {
 	t.Parallel()
 	cl, p := rawServerPeer(t, WithElicitationHandler(func(ctx context.Context, ep *ElicitParams) (*ElicitResult, error) {
 		return &ElicitResult{Action: "accept", Content: map[string]any{"ok": ep.Message == "proceed?"}}, nil
-	}), WithMinTaskPollInterval(time.Millisecond), WithTaskPollInterval(time.Millisecond))
+	}), WithTaskPolling(time.Millisecond, time.Millisecond))
 	done := make(chan error, 1)
 	go func() {
 		res, err := cl.CallTool(context.Background(), "confirm", nil, WithTask(0))
@@ -771,7 +771,7 @@ func TestCallToolTaskLegacyInput(t *testing.T) {
 func TestCallToolTaskIdle(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		cl, p := rawServerPeer(t, WithRequestTimeout(10*time.Second), WithTaskPollInterval(time.Second))
+		cl, p := rawServerPeer(t, WithRequestTimeout(10*time.Second), WithTaskPolling(time.Second, 0))
 		done := make(chan error, 1)
 		go func() {
 			_, err := cl.CallTool(context.Background(), "slow", nil, WithTask(0))

@@ -15,26 +15,12 @@ import (
 
 // DefaultTaskLease is how long a task stays "working" in a shared task
 // store after the instance that runs it stopped renewing it, unless
-// WithTaskLease says otherwise. Server side.
+// TaskOptions.Lease says otherwise. Server side.
 const DefaultTaskLease = 30 * time.Second
 
 // leaseRenewals is how many times a lease is renewed within its length:
 // a renewal that fails or comes late still leaves time for the next.
 const leaseRenewals = 3
-
-// WithTaskLease sets how long a task stays "working" in the task store
-// after the instance that runs it stopped renewing it (it crashed, or lost
-// the store): then the first instance that reads it fails it with an
-// error saying why. Only a store given with WithTaskStore, which other
-// instances may read, keeps leases; 0 turns them off. Default
-// DefaultTaskLease. It configures a server (NewServer).
-func WithTaskLease(d time.Duration) ServerOption {
-	return serverOption(func(c *config) {
-		if d >= 0 {
-			c.server.taskLease = d
-		}
-	})
-}
 
 // taskLease is the lease of the server's tasks, 0 when they have none.
 func (s *Server) taskLease() time.Duration {

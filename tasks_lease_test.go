@@ -34,7 +34,7 @@ func TestTaskAbandonedByItsInstance(t *testing.T) {
 		const lease = 30 * time.Second
 		store := &silentRenewals{MemoryTaskStore: NewMemoryTaskStore(0, 0)}
 		bc := NewMemoryBroadcaster()
-		opts := []ServerOption{WithTaskStore(store), WithBroadcaster(bc), WithTaskLease(lease), asPrincipal("alice")}
+		opts := []ServerOption{WithTasks(TaskOptions{Store: store, Lease: lease}), WithBroadcaster(bc), asPrincipal("alice")}
 		a, b := newTaskRig(opts...), newTaskRig(opts...)
 		defer close(a.release)
 		peer := func(rig *taskRig) *legacyPeer {
@@ -77,7 +77,7 @@ func TestTaskAbandonedByItsInstance(t *testing.T) {
 }
 
 // TestTaskLeaseOnlyWithAGivenStore: a server on its own default store
-// keeps no lease (its tasks end with it); WithTaskLease(0) turns leases
+// keeps no lease (its tasks end with it); Lease -1 turns leases
 // off for a given store.
 func TestTaskLeaseOnlyWithAGivenStore(t *testing.T) {
 	for _, tc := range []struct {
@@ -86,8 +86,8 @@ func TestTaskLeaseOnlyWithAGivenStore(t *testing.T) {
 		lease bool
 	}{
 		{"default store", nil, false},
-		{"given store", []ServerOption{WithTaskStore(NewMemoryTaskStore(0, 0))}, true},
-		{"given store, leases off", []ServerOption{WithTaskStore(NewMemoryTaskStore(0, 0)), WithTaskLease(0)}, false},
+		{"given store", []ServerOption{WithTasks(TaskOptions{Store: NewMemoryTaskStore(0, 0)})}, true},
+		{"given store, leases off", []ServerOption{WithTasks(TaskOptions{Store: NewMemoryTaskStore(0, 0), Lease: -1})}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rig := newTaskRig(tc.opts...)

@@ -15,7 +15,7 @@ import (
 func taskCluster(t *testing.T, n int) (*fanCluster, []*taskRig) {
 	var rigs []*taskRig
 	c := newFanCluster(t, n, func(opts ...ServerOption) *Server {
-		r := newTaskRig(append(opts, WithTaskPollInterval(time.Millisecond))...)
+		r := newTaskRig(opts...)
 		rigs = append(rigs, r)
 		return r.srv
 	})
@@ -208,7 +208,7 @@ func TestTaskResultFromAnotherInstance(t *testing.T) {
 
 	// Two instances that share only the store.
 	store := NewMemoryTaskStore(0, 0)
-	a, b := newTaskRig(WithTaskStore(store), asPrincipal("alice")), newTaskRig(WithTaskStore(store), asPrincipal("alice"))
+	a, b := newTaskRig(WithTasks(TaskOptions{Store: store}), asPrincipal("alice")), newTaskRig(WithTasks(TaskOptions{Store: store}), asPrincipal("alice"))
 	onA, onB := legacy(serveHTTP(t, a.srv).URL), legacy(serveHTTP(t, b.srv).URL)
 	if tt, err = onA.StartTool(ctx, "work", nil); err != nil {
 		t.Fatal(err)
@@ -293,7 +293,7 @@ func (b *gatedBroadcaster) Publish(ctx context.Context, channel string, msg []by
 // as it then is.
 func TestTaskStatusPublishedWithoutQueue(t *testing.T) {
 	b := &gatedBroadcaster{MemoryBroadcaster: NewMemoryBroadcaster(), gate: make(chan struct{}), last: make(chan taskMessage, 100)}
-	srv := NewServer(Implementation{Name: "chatty", Version: "1"}, WithBroadcaster(b))
+	srv := NewServer(Implementation{Name: "chatty", Version: "1"}, WithBroadcaster(b), WithTasks(TaskOptions{}))
 	srv.AddTool(Tool{Name: "chatty", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		for i := range 100 {
 			req.Gateway().Progress(float64(i), 100, fmt.Sprint("step ", i))

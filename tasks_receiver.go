@@ -15,13 +15,35 @@ import (
 // requests.sampling.createMessage, list and cancel), answers such a request
 // at once with the task it created, runs the handler detached from the
 // request, and serves tasks/get, tasks/result, tasks/list and tasks/cancel
-// on its tasks. Off by default: a task-augmented ask outlives the request
-// that sent it, which a client should choose. [WithMaxTasks],
-// [WithTaskTTL] and [WithPageSize] bound the tasks a client holds, how long
-// it keeps them and how it pages tasks/list. Other revisions ignore it.
+// on its tasks, within opts. Off by default: a task-augmented ask outlives
+// the request that sent it, which a client should choose. Other revisions
+// ignore it.
 // It configures a client (NewClient).
-func WithTaskRequests() ClientOption {
-	return clientOption(func(c *config) { c.client.taskRequests = true })
+func WithTaskRequests(opts TaskRequestOptions) ClientOption {
+	return clientOption(func(c *config) {
+		cc := &c.client
+		cc.taskRequests = true
+		cc.maxTaskRequests = positiveOr(opts.MaxTasks, DefaultMaxTasks)
+		cc.taskRequestTTL = durationOr(opts.MaxTTL, DefaultTaskTTL)
+		cc.taskRequestPage = positiveOr(opts.PageSize, DefaultPageSize)
+	})
+}
+
+// TaskRequestOptions bounds the tasks a client runs for its server
+// ([WithTaskRequests]). A zero field keeps its default. Client side.
+type TaskRequestOptions struct {
+	// MaxTasks caps the tasks the client holds (DefaultMaxTasks), ended
+	// ones kept for their TTL included (it keeps their results); a
+	// request that would start one more is refused with a -32000 error
+	// saying so.
+	MaxTasks int
+	// MaxTTL is the longest the client keeps a task, however long its
+	// server asks (DefaultTaskTTL); the handler's context ends with it.
+	// Negative: as long as the server asks, and the connection lasts.
+	MaxTTL time.Duration
+	// PageSize is how many tasks one page of tasks/list holds
+	// (DefaultPageSize).
+	PageSize int
 }
 
 // tasksCapability is the capabilities.tasks a client declares on
@@ -177,10 +199,10 @@ func appendLegacyTaskOf(t *Task) json.RawMessage {
 }
 
 // start creates a task for a task-augmented request, kept for ttl (or the
-// client's WithTaskTTL when that is shorter or ttl is 0), and runs the
+// client's TaskRequestOptions.MaxTTL when that is shorter or ttl is 0), and runs the
 // handler detached, with a context that tasks/cancel, the TTL and Close end.
 func (r *taskReceiver) start(method string, params json.RawMessage, ttl time.Duration) (any, error) {
-	if max := r.c.cfg.server.taskTTL; max > 0 && (ttl == 0 || ttl > max) {
+	if max := r.c.cfg.client.taskRequestTTL; max > 0 && (ttl == 0 || ttl > max) {
 		ttl = max
 	}
 	now := time.Now()
@@ -197,7 +219,7 @@ func (r *taskReceiver) start(method string, params json.RawMessage, ttl time.Dur
 	}
 	r.mu.Lock()
 	r.pruneLocked(now)
-	if max := r.c.cfg.server.maxTasks; len(r.tasks) >= max {
+	if max := r.c.cfg.client.maxTaskRequests; len(r.tasks) >= max {
 		r.mu.Unlock()
 		t.cancel()
 		return nil, &Error{Code: CodeOverloaded, Message: fmt.Sprintf("Client overloaded: it holds %d tasks, as many as it keeps at once; try again later", max)}
@@ -305,7 +327,7 @@ func (r *taskReceiver) list(params json.RawMessage) (any, error) {
 	}
 	page := r.order[from:]
 	next := ""
-	if n := r.c.cfg.server.pageSize; len(page) > n {
+	if n := r.c.cfg.client.taskRequestPage; len(page) > n {
 		page = page[:n]
 		next = page[n-1].task.ID
 	}

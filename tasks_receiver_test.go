@@ -74,7 +74,7 @@ func TestTaskRequestsReceiver(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	ended := make(chan error, 1)
-	_, p, init := taskRequestsPeer(t, WithTaskRequests(),
+	_, p, init := taskRequestsPeer(t, WithTaskRequests(TaskRequestOptions{}),
 		WithElicitationHandler(func(ctx context.Context, ep *ElicitParams) (*ElicitResult, error) {
 			switch ep.Message {
 			case "wait":
@@ -181,13 +181,13 @@ func TestTaskRequestsOff(t *testing.T) {
 }
 
 // TestTaskRequestsLimits: WithMaxTasks bounds the tasks a client holds
-// (ended ones included), WithPageSize pages tasks/list, and WithTaskTTL caps
+// (ended ones included), PageSize pages tasks/list, and MaxTTL caps
 // a task's TTL: at its end the handler's context ends and the task is
 // forgotten.
 func TestTaskRequestsLimits(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		_, p, _ := taskRequestsPeer(t, WithTaskRequests(), WithMaxTasks(2), WithPageSize(1), WithTaskTTL(time.Minute),
+		_, p, _ := taskRequestsPeer(t, WithTaskRequests(TaskRequestOptions{MaxTasks: 2, PageSize: 1, MaxTTL: time.Minute}),
 			WithElicitationHandler(func(ctx context.Context, ep *ElicitParams) (*ElicitResult, error) {
 				<-ctx.Done()
 				return nil, ctx.Err()
@@ -244,7 +244,7 @@ func TestTaskRequestsLimits(t *testing.T) {
 func TestTaskRequestsGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ended := make(chan struct{}, 5)
-	cl, p, _ := taskRequestsPeer(t, WithTaskRequests(),
+	cl, p, _ := taskRequestsPeer(t, WithTaskRequests(TaskRequestOptions{}),
 		WithElicitationHandler(func(ctx context.Context, _ *ElicitParams) (*ElicitResult, error) {
 			<-ctx.Done()
 			ended <- struct{}{}
@@ -280,7 +280,7 @@ func TestTaskRequestsAgainstServer(t *testing.T) {
 	for _, carrier := range []string{"memory", "http"} {
 		t.Run(carrier, func(t *testing.T) {
 			statuses := make(chan TaskStatus, 16)
-			srv := NewServer(Implementation{Name: "s", Version: "1"},
+			srv := NewServer(Implementation{Name: "s", Version: "1"}, WithTasks(TaskOptions{}),
 				WithNotificationHandler("notifications/tasks/status", func(_ context.Context, params json.RawMessage) {
 					task, err := decodeTask(params, false)
 					if err != nil {
@@ -308,8 +308,8 @@ func TestTaskRequestsAgainstServer(t *testing.T) {
 				_, herr := g.Elicit(askCtx, "hang", nil)
 				return &CallToolResult{Content: []Content{TextContent(fmt.Sprint(e.Content["name"], " ", s.Content[0].Text, " ", errors.Is(herr, context.Canceled)))}}, nil
 			})
-			opts := []ClientOption{WithProtocolVersion(Version20251125), WithTaskRequests(),
-				WithMinTaskPollInterval(time.Millisecond), WithTaskPollInterval(time.Millisecond),
+			opts := []ClientOption{WithProtocolVersion(Version20251125), WithTaskRequests(TaskRequestOptions{}),
+				WithTaskPolling(time.Millisecond, time.Millisecond),
 				WithElicitationHandler(func(ctx context.Context, ep *ElicitParams) (*ElicitResult, error) {
 					if ep.Message == "hang" {
 						close(started)
@@ -417,7 +417,7 @@ func (r *recordingTransport) ReadMessage() ([]byte, error) {
 // that never expires.
 func TestTaskRequestsHugeTTL(t *testing.T) {
 	t.Parallel()
-	_, p, _ := taskRequestsPeer(t, WithTaskRequests(), WithTaskTTL(time.Minute),
+	_, p, _ := taskRequestsPeer(t, WithTaskRequests(TaskRequestOptions{MaxTTL: time.Minute}),
 		WithElicitationHandler(func(ctx context.Context, ep *ElicitParams) (*ElicitResult, error) {
 			return &ElicitResult{Action: "decline"}, nil
 		}))

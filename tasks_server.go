@@ -26,14 +26,139 @@ const resultTask = "task"
 // Defaults of the task options.
 const (
 	// DefaultTaskTTL is how long a server keeps a task after creating it,
-	// result included, and the longest a client keeps one its server asks
-	// of it, unless WithTaskTTL says otherwise. Both sides.
+	// result included (TaskOptions.TTL), and the longest a client keeps one
+	// its server asks of it (TaskRequestOptions.MaxTTL). Both sides.
 	DefaultTaskTTL = time.Hour
 	// DefaultTaskPollInterval is how often a server suggests that clients
-	// poll a task, and how often a client polls one whose server suggests
-	// nothing, unless WithTaskPollInterval says otherwise. Both sides.
+	// poll a task (TaskOptions.PollInterval), and how often a client polls
+	// one whose server suggests nothing (WithTaskPolling). Both sides.
 	DefaultTaskPollInterval = time.Second
+	// DefaultMaxTasks is how many tasks a server runs at once
+	// (TaskOptions.MaxTasks), and a client holds for its server
+	// (TaskRequestOptions.MaxTasks). Both sides.
+	DefaultMaxTasks = 1000
+	// DefaultMaxTasksPerPrincipal is how many tasks a server runs at once
+	// for one principal (TaskOptions.MaxTasksPerPrincipal): a tenth of
+	// DefaultMaxTasks, so that one principal cannot take every slot.
+	// Server side.
+	DefaultMaxTasksPerPrincipal = DefaultMaxTasks / 10
 )
+
+// TaskOptions configures the tasks of a server ([WithTasks]). A zero field
+// keeps its default. Server side.
+type TaskOptions struct {
+	// Store keeps the tasks, running and ended, for their TTL. Nil: a
+	// NewMemoryTaskStore(0, 0) of the server's own. A store that other
+	// instances share (as mcpredis's does) lets any of them answer for a
+	// task, and keeps leases (see Lease).
+	Store TaskStore
+	// MaxTasks caps the tasks the server runs at once (DefaultMaxTasks):
+	// a tools/call that would start one more is refused with a -32000
+	// error saying so, and may be retried. Ended tasks kept for their TTL
+	// do not count.
+	MaxTasks int
+	// MaxTasksPerPrincipal caps the tasks the server runs at once for one
+	// principal (DefaultMaxTasksPerPrincipal); without one, each 2025-11-25
+	// session counts as a principal of its own, and every anonymous
+	// 2026-07-28 request as one anonymous principal. A tools/call that
+	// would start one more is refused with a -32000 error saying so, while
+	// other principals still start theirs. How many tasks a principal may
+	// keep stored is the TaskStore's bound (see
+	// MemoryTaskStore.SetMaxTasksPerOwner).
+	MaxTasksPerPrincipal int
+	// TTL is how long the server keeps a task after creating it, its
+	// result included (DefaultTaskTTL); a client that reads the task later
+	// finds it unknown. Negative: as long as the server runs.
+	TTL time.Duration
+	// PollInterval is how often the server suggests that clients poll a
+	// task (DefaultTaskPollInterval). Negative: it suggests nothing.
+	PollInterval time.Duration
+	// Lease is how long a task stays "working" in a Store given here after
+	// the instance that runs it stopped renewing it (it crashed, or lost
+	// the store): then the first instance that reads it fails it with an
+	// error saying why (DefaultTaskLease). Negative turns leases off; the
+	// server's own memory store keeps none.
+	Lease time.Duration
+}
+
+// WithTasks lets the server's tools run as tasks: a tool whose
+// Execution.TaskSupport is TaskOptional or TaskRequired may only be
+// registered on a server given WithTasks, which then advertises tasks as
+// the revision has them (the tasks capability on 2025-11-25, the tasks
+// extension on 2026-07-28) and serves the tasks/* methods. A server
+// without it links none of the task machinery.
+// It configures a server (NewServer).
+func WithTasks(opts TaskOptions) ServerOption {
+	return serverOption(func(c *config) {
+		sc := &c.server
+		sc.tasks = newTaskHooks()
+		sc.taskStore = opts.Store
+		sc.maxTasks = positiveOr(opts.MaxTasks, DefaultMaxTasks)
+		sc.maxTasksPerOwner = positiveOr(opts.MaxTasksPerPrincipal, DefaultMaxTasksPerPrincipal)
+		sc.taskTTL = durationOr(opts.TTL, DefaultTaskTTL)
+		sc.taskPollInterval = durationOr(opts.PollInterval, DefaultTaskPollInterval)
+		sc.taskLease = durationOr(opts.Lease, DefaultTaskLease)
+	})
+}
+
+// positiveOr is n, or def when n is not positive.
+func positiveOr(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
+}
+
+// durationOr is d, def when d is 0, and 0 (none) when d is negative.
+func durationOr(d, def time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return def
+	}
+	return d
+}
+
+// taskHooks are the core's ways into the task machinery. WithTasks makes
+// them; the core calls through them and never names a task function
+// itself, so that a server without tasks does not link them.
+type taskHooks struct {
+	newStore         func() TaskStore
+	callAsTask       func(s *Server, ctx context.Context, st *serverTool, call *toolCall, info *RequestInfo) (any, error)
+	callAsLegacyTask func(s *Server, ctx context.Context, st *serverTool, call *toolCall, info *RequestInfo, params json.RawMessage) (any, error)
+	serveModern      func(s *Server, ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error)
+	serveLegacy      func(ss *serverSession, ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error)
+	askAsTask        func(ctx context.Context, c *conn, method string, params json.RawMessage, co *callOptions, ttl time.Duration) (json.RawMessage, error)
+	honour           func(s *Server, ctx context.Context, want []string, info *RequestInfo) []string
+	holdTask         func(s *Server, id string) *feed
+	setStatusMessage func(t *serverTask, message string)
+}
+
+func newTaskHooks() *taskHooks {
+	return &taskHooks{
+		newStore:         func() TaskStore { return NewMemoryTaskStore(0, 0) },
+		callAsTask:       (*Server).callAsTask,
+		callAsLegacyTask: (*Server).callAsLegacyTask,
+		serveModern:      (*Server).serveModernTasks,
+		serveLegacy:      (*serverSession).serveLegacyTasks,
+		askAsTask:        askAsTask,
+		honour:           (*Server).honourTasks,
+		holdTask:         (*Server).holdTask,
+		setStatusMessage: (*serverTask).setStatusMessage,
+	}
+}
+
+// honourTasks returns the tasks of ids that the requester may watch.
+func (s *Server) honourTasks(ctx context.Context, ids []string, info *RequestInfo) []string {
+	var got []string
+	for _, id := range ids {
+		if _, err := s.taskStore().Get(ctx, info.taskOwner(), id); err == nil && !slices.Contains(got, id) {
+			got = append(got, id)
+		}
+	}
+	return got
+}
 
 // taskSupport returns how the tool may run as a task; an empty
 // TaskSupport is TaskForbidden.

@@ -28,7 +28,7 @@ type taskRig struct {
 
 func newTaskRig(opts ...ServerOption) *taskRig {
 	r := &taskRig{release: make(chan struct{}), ctxEnded: make(chan struct{})}
-	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, opts...)
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, append([]ServerOption{WithTasks(TaskOptions{})}, opts...)...)
 	optional := &ToolExecution{TaskSupport: TaskOptional}
 	required := &ToolExecution{TaskSupport: TaskRequired}
 	srv.AddTool(Tool{Name: "sync"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
@@ -397,7 +397,7 @@ func TestTasksModernHTTP(t *testing.T) {
 // round before the task exists; answered, the task starts and its handler
 // sees the answer.
 func TestTaskPreflight(t *testing.T) {
-	srv := NewServer(Implementation{Name: "tasks", Version: "1"})
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTasks(TaskOptions{}))
 	ask := func(ctx context.Context, req *CallToolRequest) (*ElicitResult, error) {
 		return req.Gateway().Elicit(ctx, "name?", nil, WithKey("user_name"))
 	}
@@ -432,7 +432,7 @@ func TestTaskPreflight(t *testing.T) {
 // longer; a task still running when its TTL ends has its context ended.
 func TestTaskTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rig := newTaskRig(WithTaskTTL(time.Minute), WithTaskPollInterval(0))
+		rig := newTaskRig(WithTasks(TaskOptions{TTL: time.Minute, PollInterval: -1}))
 		ct, st := NewInMemoryTransports()
 		served := make(chan error, 1)
 		go func() { served <- rig.srv.Serve(context.Background(), st) }()
@@ -733,7 +733,7 @@ func TestTaskNotificationsListen(t *testing.T) {
 // on a 2025-11-25 session over an in-memory connection.
 func BenchmarkTaskRoundTrip(b *testing.B) {
 	// A store that never fills: every task of the run is kept for its TTL.
-	srv := NewServer(Implementation{Name: "bench", Version: "1"}, WithTaskStore(NewMemoryTaskStore(1<<30, 1<<40)))
+	srv := NewServer(Implementation{Name: "bench", Version: "1"}, WithTasks(TaskOptions{Store: NewMemoryTaskStore(1<<30, 1<<40)}))
 	srv.AddTool(Tool{Name: "echo", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent("hello")}}, nil
 	})
@@ -778,7 +778,7 @@ func BenchmarkTaskRoundTrip(b *testing.B) {
 // TestTaskPanic: a task's handler that panics fails the task with an
 // internal error; the server goes on serving.
 func TestTaskPanic(t *testing.T) {
-	srv := NewServer(Implementation{Name: "tasks", Version: "1"})
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTasks(TaskOptions{}))
 	srv.AddTool(Tool{Name: "p", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		panic("oops")
 	})
@@ -796,7 +796,7 @@ func TestTaskPanic(t *testing.T) {
 // the client asks more.
 func TestTaskTTLLegacy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rig := newTaskRig(WithTaskTTL(time.Hour))
+		rig := newTaskRig(WithTasks(TaskOptions{TTL: time.Hour}))
 		ct, st := NewInMemoryTransports()
 		served := make(chan error, 1)
 		go func() { served <- rig.srv.Serve(context.Background(), st) }()
@@ -920,7 +920,7 @@ func TestTasksChildProcess(t *testing.T) {
 func TestTaskResultRightAfterTheEnd(t *testing.T) {
 	store := NewMemoryTaskStore(1<<20, 1<<40)
 	store.SetMaxTasksPerOwner(1 << 20)
-	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTaskStore(store))
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTasks(TaskOptions{Store: store}))
 	srv.AddTool(Tool{Name: "echo", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent("hello")}}, nil
 	})
@@ -947,7 +947,7 @@ func TestTaskResultRightAfterTheEnd(t *testing.T) {
 // gets the server's TTL, not an overflow to a task that never expires.
 func TestTaskTTLHuge(t *testing.T) {
 	for _, ttl := range []string{"9223372036855", "9223372036854775807"} {
-		rig := newTaskRig(WithTaskTTL(time.Hour))
+		rig := newTaskRig(WithTasks(TaskOptions{TTL: time.Hour}))
 		p := &legacyPeer{rawPeer: rawServer(t, rig.srv)}
 		p.call(0, "initialize", `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}`)
 		got := p.call(1, "tools/call", `"name":"rpc_error","arguments":{},"task":{"ttl":`+ttl+`}`)
@@ -966,7 +966,7 @@ func TestTaskTTLHuge(t *testing.T) {
 // InputRequiredError, for a new answer every time it runs, and counts its
 // runs.
 func askingServer(runs *atomic.Int64) *Server {
-	srv := NewServer(Implementation{Name: "tasks", Version: "1"})
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTasks(TaskOptions{}))
 	srv.AddTool(Tool{Name: "asker", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		n := runs.Add(1)
 		return nil, &InputRequiredError{Requests: map[string]InputRequest{
@@ -1189,7 +1189,7 @@ func TestAnonymousTasksPerSession(t *testing.T) {
 // own.
 func TestTaskQuotas(t *testing.T) {
 	t.Run("running", func(t *testing.T) {
-		rig := newTaskRig(WithMaxTasksPerPrincipal(2))
+		rig := newTaskRig(WithTasks(TaskOptions{MaxTasksPerPrincipal: 2}))
 		defer close(rig.release)
 		alice, bob := httpCaller(t, rig.srv, "alice"), httpCaller(t, rig.srv, "bob")
 		startTask(t, alice, 1, "work")
@@ -1223,7 +1223,7 @@ func TestTaskQuotas(t *testing.T) {
 	t.Run("stored", func(t *testing.T) {
 		store := NewMemoryTaskStore(0, 0)
 		store.SetMaxTasksPerOwner(3)
-		rig := newTaskRig(WithTaskStore(store))
+		rig := newTaskRig(WithTasks(TaskOptions{Store: store}))
 		alice, bob := httpCaller(t, rig.srv, "alice"), httpCaller(t, rig.srv, "bob")
 		for i := range 3 {
 			id := startTask(t, alice, i, "rpc_error")

@@ -79,7 +79,7 @@ func TestTaskWire(t *testing.T) {
 // block runs until its context ends, then sends on ended (when not nil);
 // the others answer at once.
 func taskPairServer(ended chan<- struct{}) *Server {
-	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTaskPollInterval(time.Millisecond))
+	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTasks(TaskOptions{PollInterval: time.Millisecond}))
 	srv.AddTool(Tool{Name: "survey", Execution: &ToolExecution{TaskSupport: TaskRequired}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		g := req.Gateway()
 		g.Progress(1, 3, "asking")
@@ -132,7 +132,7 @@ func TestTasksClientAgainstServer(t *testing.T) {
 		for _, carrier := range []string{"memory", "child", "http"} {
 			t.Run(version+"/"+carrier, func(t *testing.T) {
 				var asked atomic.Int32
-				opts := []ClientOption{WithProtocolVersion(version), WithTaskPollInterval(time.Millisecond), WithMinTaskPollInterval(time.Millisecond),
+				opts := []ClientOption{WithProtocolVersion(version), WithTaskPolling(time.Millisecond, time.Millisecond),
 					WithElicitationHandler(func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
 						n := asked.Add(1)
 						return &ElicitResult{Action: "accept", Content: map[string]any{"v": fmt.Sprintf("%s-%d", p.Message, n)}}, nil
@@ -251,7 +251,7 @@ func FuzzTaskDurations(f *testing.F) {
 	}
 	store := NewMemoryTaskStore(math.MaxInt32, math.MaxInt64)
 	store.SetMaxTasksPerOwner(math.MaxInt32) // every run's task is kept
-	rig := newTaskRig(WithTaskTTL(time.Hour), WithTaskStore(store), WithTaskLease(0))
+	rig := newTaskRig(WithTasks(TaskOptions{TTL: time.Hour, Store: store, Lease: -1}))
 	ct, st := NewInMemoryTransports()
 	go rig.srv.Serve(context.Background(), st)
 	p := &legacyPeer{rawPeer: newRawPeer(f, ct.(*IOTransport))}

@@ -268,7 +268,7 @@ func measureSetup(ctx context.Context, row *instRow, rp *redisProc, n instCounts
 			in.rdb.AddHook(counter)
 			in.bc = mcpredis.NewBroadcaster(in.rdb)
 			sopts = append(sopts,
-				mcp.WithTaskStore(mcpredis.NewTaskStore(in.rdb)),
+				mcp.WithTasks(mcp.TaskOptions{Store: mcpredis.NewTaskStore(in.rdb)}),
 				mcp.WithBroadcaster(countingBroadcaster{in.bc, subs}),
 				mcp.WithStateKey(benchStateKey))
 			hopts = append(hopts,

@@ -427,7 +427,7 @@ func TestInputRoundsOneTrace(t *testing.T) {
 func TestTaskHandlerInTrace(t *testing.T) {
 	each(t, versions, func(t *testing.T, v string) {
 		cp, sp := newPeer(), newPeer()
-		srv := testServer(sp, nil, mcp.WithTaskPollInterval(time.Millisecond))
+		srv := testServer(sp, nil, mcp.WithTasks(mcp.TaskOptions{PollInterval: time.Millisecond}))
 		inTask := make(chan trace.SpanContext, 1)
 		srv.AddTool(mcp.Tool{Name: "long", InputSchema: json.RawMessage(`{"type":"object"}`),
 			Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskRequired}},
@@ -437,7 +437,7 @@ func TestTaskHandlerInTrace(t *testing.T) {
 				inTask <- span.SpanContext()
 				return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("done")}}, nil
 			})
-		cl := newClient(cp, mcp.WithProtocolVersion(v), mcp.WithTaskPollInterval(time.Millisecond), mcp.WithMinTaskPollInterval(time.Millisecond))
+		cl := newClient(cp, mcp.WithProtocolVersion(v), mcp.WithTaskPolling(time.Millisecond, time.Millisecond))
 		connect(t, "stdio", srv, cl)
 		if _, err := cl.ListTools(context.Background(), ""); err != nil {
 			t.Fatal(err)

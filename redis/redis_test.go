@@ -451,8 +451,7 @@ func TestLibraryOnRedis(t *testing.T) {
 	// Five progress reports and the result; the handler stores them
 	// after it wrote them.
 	events := &countingEvents{EventStore: NewEventStore(c), n: 6, done: make(chan struct{})}
-	srv := mcp.NewServer(mcp.Implementation{Name: "s", Version: "1"}, mcp.WithTaskStore(NewTaskStore(c)),
-		mcp.WithTaskPollInterval(10*time.Millisecond))
+	srv := mcp.NewServer(mcp.Implementation{Name: "s", Version: "1"}, mcp.WithTasks(mcp.TaskOptions{Store: NewTaskStore(c), PollInterval: 10 * time.Millisecond}))
 	srv.AddTool(mcp.Tool{Name: "count", Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskOptional}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			for i := range 5 {

@@ -22,7 +22,7 @@ func sharedInstance(t *testing.T, r *redisServer, opts ...mcp.ServerOption) *htt
 	bc := NewBroadcaster(c)
 	t.Cleanup(func() { bc.Close() })
 	srv := mcp.NewServer(mcp.Implementation{Name: "s", Version: "1"},
-		append([]mcp.ServerOption{mcp.WithTaskStore(NewTaskStore(c)), mcp.WithBroadcaster(bc)}, opts...)...)
+		append([]mcp.ServerOption{mcp.WithTasks(mcp.TaskOptions{Store: NewTaskStore(c)}), mcp.WithBroadcaster(bc)}, opts...)...)
 	srv.AddTool(mcp.Tool{Name: "work", Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskOptional}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			<-ctx.Done()

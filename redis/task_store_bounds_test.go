@@ -22,7 +22,7 @@ func TestTaskStoreBounds(t *testing.T) {
 	r := startRedis(t)
 	const total, bound, conns = 20000, 1000, 8
 	srv := mcp.NewServer(mcp.Implementation{Name: "s", Version: "1"},
-		mcp.WithTaskStore(NewTaskStore(r.client(), WithMaxStoredTasks(bound))))
+		mcp.WithTasks(mcp.TaskOptions{Store: NewTaskStore(r.client(), WithMaxStoredTasks(bound))}))
 	srv.AddTool(mcp.Tool{Name: "quick", Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskRequired}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("done")}}, nil

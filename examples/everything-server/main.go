@@ -71,6 +71,7 @@ func main() {
 func newServer() *mcp.Server {
 	srv := mcp.NewServer(mcp.Implementation{Name: "mcp-go-everything-server", Version: "1.0.0"},
 		mcp.WithPageSize(toolsPerPage),
+		mcp.WithTasks(mcp.TaskOptions{}),
 		mcp.WithCompletionHandler(complete),
 		mcp.WithInstructions("A test server: it serves the fixtures of the MCP conformance suite and an interop set."))
 	addConformanceTools(srv)

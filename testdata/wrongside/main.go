@@ -21,31 +21,30 @@ func main() {
 	mcp.NewClient(info, mcp.WithCompletionHandler(nil))                        // ERROR
 	mcp.NewClient(info, mcp.WithStateKey(make([]byte, 32)))                    // ERROR
 	mcp.NewClient(info, mcp.WithStateTTL(time.Minute))                         // ERROR
-	mcp.NewClient(info, mcp.WithTaskStore(nil))                                // ERROR
-	mcp.NewClient(info, mcp.WithTaskLease(time.Second))                        // ERROR
+	mcp.NewClient(info, mcp.WithTasks(mcp.TaskOptions{}))                      // ERROR
+	mcp.NewClient(info, mcp.WithPageSize(7))                                   // ERROR
 	mcp.NewClient(info, mcp.WithBroadcaster(nil))                              // ERROR
-	mcp.NewClient(info, mcp.WithMaxTasksPerPrincipal(1))                       // ERROR
 
 	// Client options given to a server.
-	mcp.NewServer(info, mcp.WithElicitationHandler(nil))          // ERROR
-	mcp.NewServer(info, mcp.WithURLElicitation())                 // ERROR
-	mcp.NewServer(info, mcp.WithSamplingHandler(nil))             // ERROR
-	mcp.NewServer(info, mcp.WithSamplingTools())                  // ERROR
-	mcp.NewServer(info, mcp.WithSamplingContext())                // ERROR
-	mcp.NewServer(info, mcp.WithRoots())                          // ERROR
-	mcp.NewServer(info, mcp.WithRootsHandler(nil))                // ERROR
-	mcp.NewServer(info, mcp.WithDiscoverTimeout(time.Second))     // ERROR
-	mcp.NewServer(info, mcp.WithMaxInputRounds(3))                // ERROR
-	mcp.NewServer(info, mcp.WithMaxBarrenPages(3))                // ERROR
-	mcp.NewServer(info, mcp.WithListenGapHandler(nil))            // ERROR
-	mcp.NewServer(info, mcp.WithListenResumeAttempts(3))          // ERROR
-	mcp.NewServer(info, mcp.WithMinTaskPollInterval(time.Second)) // ERROR
-	mcp.NewServer(info, mcp.WithTaskRequests())                   // ERROR
-	mcp.NewServer(info, mcp.WithToolListChangedHandler(noop))     // ERROR
-	mcp.NewServer(info, mcp.WithPromptListChangedHandler(noop))   // ERROR
-	mcp.NewServer(info, mcp.WithResourceListChangedHandler(noop)) // ERROR
-	mcp.NewServer(info, mcp.WithResourceUpdatedHandler(nil))      // ERROR
-	mcp.NewServer(info, mcp.WithLoggingMessageHandler(nil))       // ERROR
+	mcp.NewServer(info, mcp.WithElicitationHandler(nil))                // ERROR
+	mcp.NewServer(info, mcp.WithURLElicitation())                       // ERROR
+	mcp.NewServer(info, mcp.WithSamplingHandler(nil))                   // ERROR
+	mcp.NewServer(info, mcp.WithSamplingTools())                        // ERROR
+	mcp.NewServer(info, mcp.WithSamplingContext())                      // ERROR
+	mcp.NewServer(info, mcp.WithRoots())                                // ERROR
+	mcp.NewServer(info, mcp.WithRootsHandler(nil))                      // ERROR
+	mcp.NewServer(info, mcp.WithDiscoverTimeout(time.Second))           // ERROR
+	mcp.NewServer(info, mcp.WithMaxInputRounds(3))                      // ERROR
+	mcp.NewServer(info, mcp.WithMaxBarrenPages(3))                      // ERROR
+	mcp.NewServer(info, mcp.WithListenGapHandler(nil))                  // ERROR
+	mcp.NewServer(info, mcp.WithListenResumeAttempts(3))                // ERROR
+	mcp.NewServer(info, mcp.WithTaskPolling(time.Second, 0))            // ERROR
+	mcp.NewServer(info, mcp.WithTaskRequests(mcp.TaskRequestOptions{})) // ERROR
+	mcp.NewServer(info, mcp.WithToolListChangedHandler(noop))           // ERROR
+	mcp.NewServer(info, mcp.WithPromptListChangedHandler(noop))         // ERROR
+	mcp.NewServer(info, mcp.WithResourceListChangedHandler(noop))       // ERROR
+	mcp.NewServer(info, mcp.WithResourceUpdatedHandler(nil))            // ERROR
+	mcp.NewServer(info, mcp.WithLoggingMessageHandler(nil))             // ERROR
 	var clientOnly mcp.ClientOption = mcp.WithRequestTimeout(time.Second)
 	mcp.NewServer(info, clientOnly) // ERROR
 
@@ -90,9 +89,6 @@ func main() {
 		mcp.WithRequestTimeout(time.Second),
 		mcp.WithMaxRequestTimeout(time.Minute),
 		mcp.WithExtension("com.example/x", nil),
-		mcp.WithPageSize(7),
-		mcp.WithTaskTTL(time.Minute),
-		mcp.WithMaxTasks(1),
 	}
 	for _, o := range both {
 		mcp.NewClient(info, o)

@@ -48,7 +48,7 @@ func main() {
 	name := flag.String("name", "", "the instance's `name`, which the whoami-instance tool returns (default: the address)")
 	stateKey := flag.String("state-key", "", "the `hex` key, at least 32 bytes, that signs 2026-07-28 requestState; the same on every instance (default: a random one, fit for one instance only)")
 	timeout := flag.Duration("redis-timeout", mcpredis.DefaultTimeout, "bound each Redis call whose request has no deadline of its own")
-	lease := flag.Duration("task-lease", mcp.DefaultTaskLease, "fail a task whose instance stopped renewing it for this `long`")
+	lease := flag.Duration("task-lease", mcp.DefaultTaskLease, "fail a task whose instance stopped renewing it for this `long` (0: never)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("mcp-instance: ")
@@ -62,7 +62,7 @@ func main() {
 
 // run serves until ctx ends, then shuts down gracefully.
 func run(ctx context.Context, addr, redisAddr, prefix, name, stateKey string, timeout, lease time.Duration) error {
-	serverOpts := []mcp.ServerOption{mcp.WithTaskLease(lease)}
+	var serverOpts []mcp.ServerOption
 	if stateKey != "" {
 		key, err := hex.DecodeString(stateKey)
 		if err != nil || len(key) < 32 {
@@ -89,7 +89,7 @@ func run(ctx context.Context, addr, redisAddr, prefix, name, stateKey string, ti
 
 	serverOpts = append(serverOpts,
 		mcp.WithBroadcaster(bc),
-		mcp.WithTaskStore(mcpredis.NewTaskStore(rdb, opts...)))
+		mcp.WithTasks(mcp.TaskOptions{Store: mcpredis.NewTaskStore(rdb, opts...), Lease: leaseOrNone(lease)}))
 	srv := mcp.NewServer(mcp.Implementation{Name: "mcp-instance", Version: "1.0.0"}, serverOpts...)
 	addTools(srv, name)
 
@@ -220,4 +220,13 @@ func addTools(srv *mcp.Server, name string) {
 				}
 			}
 		})
+}
+
+// leaseOrNone is the TaskOptions.Lease of the -task-lease flag, whose 0
+// turns leases off.
+func leaseOrNone(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
