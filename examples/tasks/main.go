@@ -1,12 +1,11 @@
 // Command tasks runs a long tool as a task: work that outlives the request
 // that started it. A server offers "reindex", a tool that may run as a
-// task and reports each step; a client, on each protocol era in turn,
-//
-//   - starts it as a task and polls its status until it ends (StartTool,
-//     ToolTask.Get), then reads the result (ToolTask.Wait);
-//   - calls it with WithTask, which waits on the task as if the call were
-//     synchronous and reports the task's status messages as progress;
-//   - starts it and cancels it (ToolTask.Cancel).
+// task and reports each step. On each protocol era in turn, a client
+// starts it as a task and polls its status until it ends (StartTool,
+// ToolTask.Get), then reads the result (ToolTask.Wait); calls it with
+// WithTask, which waits on the task as if the call were synchronous and
+// reports the task's status messages as progress; and starts it once more
+// to cancel it (ToolTask.Cancel).
 //
 //	go run ./examples/tasks
 //	go run ./examples/tasks -steps 10 -step 500ms
@@ -163,4 +162,3 @@ func tour(ctx context.Context, out io.Writer, url, version string, steps int) er
 	fmt.Fprintln(out, "after cancel:", t.Status)
 	return nil
 }
-
