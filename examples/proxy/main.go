@@ -170,7 +170,11 @@ func (p *proxy) syncTools(ctx context.Context) error {
 	}
 	return mirror(ctx, p.logger, p.up.Tools(ctx), &p.tools,
 		func(t *mcp.Tool) string { return t.Name },
-		func(t *mcp.Tool) { p.srv.AddTool(*t, p.forwardTool(t.Name)) },
+		func(t *mcp.Tool) {
+			tool := *t
+			tool.Execution = nil // the proxy forwards calls, not tasks
+			p.srv.AddTool(tool, p.forwardTool(t.Name))
+		},
 		func(names ...string) { p.srv.RemoveTools(names...) })
 }
 

@@ -44,10 +44,12 @@ type reindexIn struct {
 // newServer is a server whose reindex tool takes step per shard.
 func newServer(step time.Duration) *mcp.Server {
 	srv := mcp.NewServer(mcp.Implementation{Name: "tasks-server", Version: "1.0.0"},
-		// How often the server suggests that clients poll its tasks.
-		mcp.WithTaskPollInterval(step/2),
-		// How long a task and its result are kept after it was created.
-		mcp.WithTaskTTL(10*time.Minute))
+		mcp.WithTasks(mcp.TaskOptions{
+			// How often the server suggests that clients poll its tasks.
+			PollInterval: step / 2,
+			// How long a task and its result are kept after it was created.
+			TTL: 10 * time.Minute,
+		}))
 	mcp.AddTool(srv, mcp.Tool{Name: "reindex", Description: "Reindexes the shards, one step each; may run as a task.",
 		// TaskOptional: a client may ask for a task or call it as usual.
 		// TaskRequired would make every call a task.

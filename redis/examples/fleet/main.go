@@ -156,8 +156,7 @@ func startInstance(ctx context.Context, name string, redisOpts *redis.Options, p
 	srv := mcp.NewServer(mcp.Implementation{Name: "fleet", Version: "1.0.0"},
 		mcp.WithStateKey(stateKey),
 		mcp.WithBroadcaster(in.bc),
-		mcp.WithTaskStore(mcpredis.NewTaskStore(in.rdb, opts...)),
-		mcp.WithTaskPollInterval(50*time.Millisecond))
+		mcp.WithTasks(mcp.TaskOptions{Store: mcpredis.NewTaskStore(in.rdb, opts...), PollInterval: 50 * time.Millisecond}))
 	addTools(srv, name)
 	h := mcp.NewHTTPHandler(srv,
 		mcp.WithContext(ctx),
