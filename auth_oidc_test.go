@@ -223,7 +223,7 @@ func TestOAuthAgainstOpenIDProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	metadata := ProtectedResourceMetadataURL(resource)
-	mux.Handle("/mcp", NewHTTPHandler(newTestServer(), WithBearerAuth(BearerAuth{
+	mux.Handle("/mcp", NewHTTPHandler(newTestServer(), WithAuthorizer(BearerAuth{
 		Verifier: verifier, ResourceMetadataURL: metadata, Scopes: []string{"mcp"},
 	})))
 	mux.Handle(strings.TrimPrefix(metadata, ts.URL), ProtectedResourceMetadataHandler(ProtectedResourceMetadata{

@@ -39,12 +39,12 @@ func TestHTTPCORS(t *testing.T) {
 		t.Fatalf("a same-origin POST without WithCORS: %d %v", r.status, r.header)
 	}
 
-	on := serveHTTP(t, newTestServer(), WithCORS(app), WithAuthorizer(func(r *http.Request) (string, error) {
+	on := serveHTTP(t, newTestServer(), WithCORS(app), WithAuthorizer(AuthorizerFunc(func(r *http.Request) (string, error) {
 		if r.Header.Get("Authorization") != "Bearer good" {
 			return "", errors.New("invalid token")
 		}
 		return "good", nil
-	}))
+	})))
 	r = doHTTP(t, "OPTIONS", on.URL, "", preflight)
 	if r.status != http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != app || r.header.Get("Access-Control-Max-Age") == "" {
 		t.Fatalf("a preflight: %d %v", r.status, r.header)

@@ -380,7 +380,7 @@ func (b *announcedBody) Read(p []byte) (int, error) {
 var fuzzPrincipals = [4]string{"Bearer alice", "Bearer bob", "Bearer -", ""}
 
 func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8, origin string, delta int, sid string, who uint8) {
-	opts := []HTTPHandlerOption{WithMaxBodyBytes(1 << 16), WithKeepAlive(0), WithAuthorizer(tokenAuthorizer)}
+	opts := []HTTPHandlerOption{WithMaxBodyBytes(1 << 16), WithKeepAlive(0), WithAuthorizer(AuthorizerFunc(tokenAuthorizer))}
 	cors := session&4 != 0
 	if cors {
 		opts = append(opts, WithCORS(fuzzCORSOrigin))
