@@ -332,7 +332,7 @@ func TestBearerAuthKeepsOthers(t *testing.T) {
 	}
 	iss := newTestIssuer(t)
 	srv := newTestServer()
-	ts := serveHTTP(t, srv, WithCORS("https://app.example.com"), WithAuthorizer(BearerAuth{Verifier: iss.verifier(t, JWTVerifierConfig{}), ResourceMetadataURL: testPRM}))
+	ts := serveHTTP(t, srv, WithAllowedOrigins("https://app.example.com"), WithAuthorizer(BearerAuth{Verifier: iss.verifier(t, JWTVerifierConfig{}), ResourceMetadataURL: testPRM}))
 	pre := doHTTP(t, "OPTIONS", ts.URL, "", map[string]string{"Origin": "https://app.example.com", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type"})
 	if pre.status/100 != 2 {
 		t.Fatalf("preflight: %d %s", pre.status, pre.body)

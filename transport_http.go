@@ -91,8 +91,7 @@ type httpConfig struct {
 	storeSet       bool
 	sessions       SessionStore // WithSessionStore; nil: sessions live in this handler only
 	saveRetries    int          // WithSessionSaveRetries
-	allowedOrigins []string
-	corsOrigins    []string
+	allowedOrigins []string     // WithAllowedOrigins, which are also CORS origins
 	allowedHosts   []string
 	maxBodyBytes   int64
 	// authorize checks a request's credentials (WithAuthorizer); an
@@ -201,31 +200,18 @@ func WithEventStore(store EventStore) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) { c.store, c.storeSet = store, true })
 }
 
-// WithAllowedOrigins lists the browser origins, like
-// "https://app.example.com", allowed to call the handler besides its own;
-// "*" allows any. A request whose Origin header names another origin gets
-// 403, so that a web page cannot drive a server on the user's machine.
-// The handler's own origin is an http or https origin of the request's
-// host and port; an origin with userinfo is always refused. Browsers
-// need [WithCORS] besides to call a handler of another origin. Handler
-// only.
+// WithAllowedOrigins lets web pages of the given origins, like
+// "https://app.example.com", call the handler from a browser, besides
+// pages of its own origin: it answers their CORS preflight (OPTIONS) and
+// lets them read the answers and the Mcp-Session-Id, WWW-Authenticate and
+// Retry-After headers. A request whose Origin header names another origin
+// gets 403, so that a web page cannot drive a server on the user's
+// machine. "*" lets any origin in, and so turns the Origin check off. The
+// handler's own origin is an http or https origin of the request's host
+// and port; an origin with userinfo is always refused. Without the option
+// only the own origin is served, and OPTIONS gets 405. Handler only.
 func WithAllowedOrigins(origins ...string) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) { c.allowedOrigins = append(c.allowedOrigins, origins...) })
-}
-
-// WithCORS lets web pages of the given origins, like
-// "https://app.example.com", call the handler from a browser: it answers
-// their CORS preflight (OPTIONS) and lets them read the answers and the
-// Mcp-Session-Id, WWW-Authenticate and Retry-After headers. The origins
-// are also allowed origins, as [WithAllowedOrigins] lists them: an origin
-// must pass the Origin check to be served. "*" lets any origin in, and so
-// turns the Origin check off. Off by default: OPTIONS then gets 405.
-// Handler only.
-func WithCORS(allowedOrigins ...string) HTTPHandlerOption {
-	return httpHandlerOption(func(c *httpConfig) {
-		c.corsOrigins = append(c.corsOrigins, allowedOrigins...)
-		c.allowedOrigins = append(c.allowedOrigins, allowedOrigins...)
-	})
 }
 
 // WithAllowedHosts lists host names (without port) that a handler serving a
