@@ -149,8 +149,9 @@ func (e *AuthError) Unwrap() error { return e.Err }
 // (authorization code with PKCE through cfg.Handler, or client
 // credentials), and sends the request again with it; it refreshes tokens,
 // one refresh at a time, and re-authorizes with more scopes on 403
-// insufficient_scope. Every request of the transport goes through it. See
-// [OAuthConfig]. Client only.
+// insufficient_scope. Every request of the transport goes through it, in
+// front of the Transport of the [WithHTTPClient] client, whichever option
+// comes first. See [OAuthConfig]. Client only.
 func WithOAuth(cfg OAuthConfig) HTTPTransportOption {
 	return httpTransportOption(func(c *httpConfig) { c.oauth = &cfg })
 }
@@ -162,18 +163,17 @@ func (c *httpConfig) wrapOAuth(resource string, life context.Context) {
 	if c.oauth == nil {
 		return
 	}
-	o := NewOAuthTransport(resource, c.client.Transport, *c.oauth).(*oauthTransport)
+	o := newOAuthTransport(resource, c.client.Transport, *c.oauth)
 	o.life = life
 	cl := *c.client
 	cl.Transport = o
 	c.client = &cl
 }
 
-// NewOAuthTransport returns an http.RoundTripper that authorizes the
-// requests it sends through base (nil: http.DefaultTransport) to the MCP
-// server at resource, as [WithOAuth] does, for use with an http.Client of
-// one's own. Client side.
-func NewOAuthTransport(resource string, base http.RoundTripper, cfg OAuthConfig) http.RoundTripper {
+// newOAuthTransport returns the OAuth client of [WithOAuth]: it
+// authorizes the requests it sends through base (nil:
+// http.DefaultTransport) to the MCP server at resource.
+func newOAuthTransport(resource string, base http.RoundTripper, cfg OAuthConfig) *oauthTransport {
 	if base == nil {
 		base = http.DefaultTransport
 	}

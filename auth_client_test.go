@@ -410,7 +410,7 @@ func startedAS(t testing.TB, idPrefix string) *fakeAS {
 }
 
 func (r *oauthRig) transport() *oauthTransport {
-	return NewOAuthTransport(r.res.url, nil, r.cfg).(*oauthTransport)
+	return newOAuthTransport(r.res.url, nil, r.cfg)
 }
 
 // get sends one GET to the resource through rt.
@@ -510,6 +510,64 @@ func TestOAuthOverTheSSETransport(t *testing.T) {
 	if p := rig.res.passed; p["GET"] != 1 || p["POST"] < 2 {
 		t.Fatalf("authorized requests by method: %v", p)
 	}
+}
+
+// TestOAuthWrapsTheHTTPClient: WithOAuth sends through the Transport of
+// the WithHTTPClient client, whichever option comes first: the MCP
+// requests, with the token, and the discovery and token requests; the
+// client given keeps its Transport.
+func TestOAuthWrapsTheHTTPClient(t *testing.T) {
+	t.Parallel()
+	rig := newOAuthRig(t, NewHTTPHandler(newTestServer()))
+	for _, oauthFirst := range []bool{false, true} {
+		base := &recordingRoundTripper{}
+		hc := &http.Client{Transport: base}
+		opts := []HTTPTransportOption{WithHTTPClient(hc), WithOAuth(rig.cfg)}
+		if oauthFirst {
+			slices.Reverse(opts)
+		}
+		c := NewClient(Implementation{Name: "c", Version: "1"})
+		if err := c.Connect(t.Context(), NewHTTPTransport(rig.res.url, opts...)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CallTool(t.Context(), "echo", nil); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		seen := base.list()
+		for _, want := range []string{"POST /mcp", "POST /mcp with a token", "GET /.well-known/oauth-protected-resource/mcp", "POST /token"} {
+			if !slices.Contains(seen, want) {
+				t.Errorf("OAuth first %v: the client's Transport saw no %q: %q", oauthFirst, want, seen)
+			}
+		}
+		if hc.Transport != http.RoundTripper(base) {
+			t.Errorf("OAuth first %v: the client given was changed", oauthFirst)
+		}
+	}
+}
+
+// recordingRoundTripper sends with http.DefaultTransport and records each
+// request's method and path, and whether it carried a bearer token.
+type recordingRoundTripper struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (rt *recordingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	what := r.Method + " " + r.URL.Path
+	if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		what += " with a token"
+	}
+	rt.mu.Lock()
+	rt.seen = append(rt.seen, what)
+	rt.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (rt *recordingRoundTripper) list() []string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return slices.Clone(rt.seen)
 }
 
 // TestOAuthTokenStaysWithTheResource: a request to another origin (where
@@ -1269,7 +1327,7 @@ func TestOAuthLeavesNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
 	rig := newOAuthRig(t, okHandler)
 	base := &http.Transport{}
-	o := NewOAuthTransport(rig.res.url, base, rig.cfg).(*oauthTransport)
+	o := newOAuthTransport(rig.res.url, base, rig.cfg)
 	if _, err := get(t.Context(), o, rig.res.url); err != nil {
 		t.Fatal(err)
 	}
@@ -1300,11 +1358,11 @@ func TestOAuthRefusesAPlainResourceMetadataURL(t *testing.T) {
 		"http://127.0.0.1:1/prm": true,
 	} {
 		var fetched []string
-		o := NewOAuthTransport("http://127.0.0.1:1/mcp", nil, OAuthConfig{HTTPClient: &http.Client{
+		o := newOAuthTransport("http://127.0.0.1:1/mcp", nil, OAuthConfig{HTTPClient: &http.Client{
 			Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 				fetched = append(fetched, r.URL.String())
 				return nil, errors.New("offline")
-			})}}).(*oauthTransport)
+			})}})
 		_, err := o.discoverResource(t.Context(), raw)
 		ae := authErrorOf(t, err)
 		if got := ae.Field == "resource_metadata" && len(fetched) == 0; got == ok {

@@ -79,7 +79,7 @@ func TestOAuthLegacyDiscoveryTrustsNoNamedIssuer(t *testing.T) {
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
-			_, err := get(t.Context(), NewOAuthTransport(mcpURL, nil, cfg), mcpURL)
+			_, err := get(t.Context(), newOAuthTransport(mcpURL, nil, cfg), mcpURL)
 			if n := attacker.tokenRequests(); n != 0 {
 				t.Errorf("the attacker's token endpoint got %d requests, the first %v", n, attacker.tokenForm(0))
 			}
@@ -101,7 +101,7 @@ func TestOAuthLegacyDiscoveryTrustsNoNamedIssuer(t *testing.T) {
 	t.Run("own origin", func(t *testing.T) {
 		t.Parallel()
 		as, mcpURL := newLegacyServer(t, nil)
-		if _, err := get(t.Context(), NewOAuthTransport(mcpURL, nil, OAuthConfig{Handler: &approve{}, RedirectURL: testRedirect}), mcpURL); err != nil {
+		if _, err := get(t.Context(), newOAuthTransport(mcpURL, nil, OAuthConfig{Handler: &approve{}, RedirectURL: testRedirect}), mcpURL); err != nil {
 			t.Fatal(err)
 		}
 		if as.registered() != 1 || as.authorizations() != 1 {
@@ -135,7 +135,7 @@ func TestOAuthLegacyDiscovery(t *testing.T) {
 		as.meta.Issuer = tc.issuer(as.meta.Issuer)
 		as.srv.Start()
 		origin := as.srv.URL
-		o := NewOAuthTransport(origin+"/mcp", nil, OAuthConfig{}).(*oauthTransport)
+		o := newOAuthTransport(origin+"/mcp", nil, OAuthConfig{})
 		prm, meta, err := o.legacyDiscovery(t.Context())
 		if !tc.ok {
 			if ae := authErrorOf(t, err); ae.Field != "issuer" {

@@ -240,7 +240,7 @@ func TestIntrospectionCache(t *testing.T) {
 }
 
 // TestBearerAuthIntrospection puts the introspection verifier behind
-// WithBearerAuth: an inactive token gets the invalid_token challenge.
+// a BearerAuth: an inactive token gets the invalid_token challenge.
 func TestBearerAuthIntrospection(t *testing.T) {
 	t.Parallel()
 	as, _ := introspectionServer(t, map[string]map[string]any{
@@ -250,7 +250,7 @@ func TestBearerAuthIntrospection(t *testing.T) {
 		"other":    {"active": true, "sub": "alice", "scope": "mcp:read", "aud": "https://other.example.com/mcp", "token_type": "Bearer"},
 	})
 	v, _ := NewIntrospectionVerifier(IntrospectionConfig{Endpoint: as.URL, ClientID: "rs id", ClientSecret: "s3cret:/", Audience: testResource})
-	ts := serveHTTP(t, newTestServer(), WithBearerAuth(BearerAuth{Verifier: v, ResourceMetadataURL: testPRM, Scopes: []string{"mcp:read"}}))
+	ts := serveHTTP(t, newTestServer(), WithAuthorizer(BearerAuth{Verifier: v, ResourceMetadataURL: testPRM, Scopes: []string{"mcp:read"}}))
 	if r := callTool(t, ts.URL, "echo", "Bearer opaque-1"); r.status != 200 {
 		t.Fatalf("active: %d %s", r.status, r.body)
 	}
@@ -567,7 +567,7 @@ func TestIntrospectionRefusalCache(t *testing.T) {
 	})
 }
 
-// TestBearerAuthIntrospectionFlood: through WithBearerAuth, 300 requests
+// TestBearerAuthIntrospectionFlood: through a BearerAuth, 300 requests
 // with bogus tokens against an endpoint that does not answer make at most
 // MaxConcurrentCalls calls, and the requests leaving ends every goroutine
 // within a second. They are GETs: net/http cancels a request's context
@@ -587,7 +587,7 @@ func bearerAuthIntrospectionFlood(t *testing.T, method string) {
 	as := newSlowIntrospection(t, map[string]any{"active": false})
 	v, _ := NewIntrospectionVerifier(IntrospectionConfig{Endpoint: as.URL, Audience: testResource, MaxConcurrentCalls: limit,
 		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
-	ts := serveHTTP(t, newTestServer(), WithBearerAuth(BearerAuth{Verifier: v, ResourceMetadataURL: testPRM}))
+	ts := serveHTTP(t, newTestServer(), WithAuthorizer(BearerAuth{Verifier: v, ResourceMetadataURL: testPRM}))
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	before := runtime.NumGoroutine()
 	ctx, leave := context.WithCancel(context.Background())

@@ -223,7 +223,7 @@ func TestOAuthAgainstOpenIDProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	metadata := ProtectedResourceMetadataURL(resource)
-	mux.Handle("/mcp", NewHTTPHandler(newTestServer(), WithBearerAuth(BearerAuth{
+	mux.Handle("/mcp", NewHTTPHandler(newTestServer(), WithAuthorizer(BearerAuth{
 		Verifier: verifier, ResourceMetadataURL: metadata, Scopes: []string{"mcp"},
 	})))
 	mux.Handle(strings.TrimPrefix(metadata, ts.URL), ProtectedResourceMetadataHandler(ProtectedResourceMetadata{
@@ -233,9 +233,9 @@ func TestOAuthAgainstOpenIDProvider(t *testing.T) {
 	browser := &oidcBrowser{redirect: "http://127.0.0.1:1/callback"}
 	grants := &grantRecorder{}
 	store := NewMemoryTokenStore()
-	rt := NewOAuthTransport(resource, grants, OAuthConfig{
+	rt := newOAuthTransport(resource, grants, OAuthConfig{
 		Handler: browser, RedirectURL: browser.redirect, Store: store, ClientName: "mcp-go test",
-	}).(*oauthTransport)
+	})
 	var ahead atomic.Int64 // how far the client's clock runs ahead
 	rt.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 

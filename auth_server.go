@@ -39,8 +39,18 @@ type TokenVerifier interface {
 	VerifyToken(ctx context.Context, token string) (*TokenInfo, error)
 }
 
-// BearerAuth configures the bearer token check of [WithBearerAuth]. Server
-// side.
+// BearerAuth is the [Authorizer] of an OAuth resource server: given to
+// [WithAuthorizer], it makes the handler require a bearer token in the
+// Authorization header of every request (never in the query), checked by
+// Verifier. A request without one gets 401 with a WWW-Authenticate
+// challenge naming the resource metadata and the scopes needed; a refused
+// token the same with error="invalid_token"; a token that lacks a scope
+// needed for the request, or for a message of it (see MethodScopes and
+// ToolScopes; a batch is refused whole), gets 403 with
+// error="insufficient_scope" and the scopes to ask for. A verifier's
+// failure other than ErrInvalidToken gets 503. The token's principal owns
+// the sessions and tasks it creates; handlers read the token through
+// RequestInfo.Token. Server side.
 type BearerAuth struct {
 	// Verifier checks each request's token. Required.
 	Verifier TokenVerifier
@@ -58,38 +68,27 @@ type BearerAuth struct {
 	ToolScopes map[string][]string
 }
 
-// WithBearerAuth makes the handler require an OAuth bearer token in the
-// Authorization header of every request (never in the query), checked by
-// a.Verifier. A request without one gets 401 with a WWW-Authenticate
-// challenge naming the resource metadata and the scopes needed; a refused
-// token the same with error="invalid_token"; a token that lacks a scope
-// needed for the request, or for a message of it (see
-// BearerAuth.MethodScopes and ToolScopes; a batch is refused whole), gets
-// 403 with error="insufficient_scope" and the scopes to ask for. A
-// verifier's failure other than ErrInvalidToken gets 503. The token's
-// principal owns the sessions and tasks it creates, as with
-// [WithAuthorizer], which this replaces; handlers read the token through
-// RequestInfo.Token. It panics if a.Verifier is nil. Server side.
-func WithBearerAuth(a BearerAuth) HTTPHandlerOption {
+// Authorize checks the request's bearer token and Scopes and returns the
+// token's principal. Called by itself, as by an Authorizer that wraps it,
+// it checks no MethodScopes or ToolScopes, which need the request's
+// messages: [WithAuthorizer] given the BearerAuth itself checks those too.
+func (a BearerAuth) Authorize(r *http.Request) (principal string, err error) {
 	if a.Verifier == nil {
-		panic("mcp: WithBearerAuth: BearerAuth.Verifier is nil")
+		return "", &authRefusal{status: http.StatusInternalServerError, reason: "BearerAuth has no Verifier"}
 	}
-	b := &bearerAuth{a}
-	return httpHandlerOption(func(c *httpConfig) { c.authorize, c.scopes = b.authenticate, b })
+	principal, _, err = a.authenticate(r)
+	return principal, err
 }
 
 // Token returns the verified bearer token of the request, when the
-// handler was made WithBearerAuth; nil otherwise, and inside a task, which
-// outlives the request that started it. Server side.
+// handler's Authorizer is a [BearerAuth]; nil otherwise, and inside a
+// task, which outlives the request that started it. Server side.
 func (r *RequestInfo) Token() *TokenInfo {
 	if st, ok := r.route.(*httpStream); ok {
 		return st.token
 	}
 	return nil
 }
-
-// bearerAuth is WithBearerAuth's check.
-type bearerAuth struct{ BearerAuth }
 
 // authRefusal is how a request's authorization failed: its status and
 // challenge, and the reason given in the body.
@@ -115,7 +114,7 @@ func (e *authRefusal) write(w http.ResponseWriter) {
 }
 
 // authenticate checks the request's bearer token and its Scopes.
-func (b *bearerAuth) authenticate(r *http.Request) (string, *TokenInfo, error) {
+func (b *BearerAuth) authenticate(r *http.Request) (string, *TokenInfo, error) {
 	values := r.Header.Values("Authorization")
 	if len(values) == 0 {
 		return "", nil, b.refuse(http.StatusUnauthorized, "", "a bearer token is required", b.Scopes)
@@ -146,7 +145,7 @@ func (b *bearerAuth) authenticate(r *http.Request) (string, *TokenInfo, error) {
 // checkMessages refuses, with 403, a POST with a message whose method or
 // tool needs a scope the token lacks; the challenge names every scope the
 // POST needs.
-func (b *bearerAuth) checkMessages(info *TokenInfo, msgs []*httpMessage) *authRefusal {
+func (b *BearerAuth) checkMessages(info *TokenInfo, msgs []*httpMessage) *authRefusal {
 	if len(b.MethodScopes) == 0 && len(b.ToolScopes) == 0 {
 		return nil
 	}
@@ -192,7 +191,7 @@ func missingScope(info *TokenInfo, need []string) string {
 // refuse makes a refusal with a Bearer challenge (RFC 6750 §3): the error
 // code, when there is one, its description, the resource metadata URL
 // (RFC 9728 §5.1) and the scopes to ask for.
-func (b *bearerAuth) refuse(status int, code, reason string, scopes []string) *authRefusal {
+func (b *BearerAuth) refuse(status int, code, reason string, scopes []string) *authRefusal {
 	var c strings.Builder
 	c.WriteString("Bearer")
 	sep := " "

@@ -27,7 +27,7 @@ func (s staticTokens) VerifyToken(_ context.Context, token string) (*mcp.TokenIn
 // bearer token on every request; a request without one gets a challenge
 // that points the client at the metadata, and a tool can need a scope of
 // its own.
-func ExampleWithBearerAuth() {
+func ExampleWithAuthorizer() {
 	srv := mcp.NewServer(mcp.Implementation{Name: "protected", Version: "1.0.0"})
 	srv.AddTool(mcp.Tool{Name: "whoami"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(req.Principal())}}, nil
@@ -37,7 +37,7 @@ func ExampleWithBearerAuth() {
 	defer ts.Close()
 	resource := ts.URL + "/mcp"
 	metadata := mcp.ProtectedResourceMetadataURL(resource)
-	mux.Handle("/mcp", mcp.NewHTTPHandler(srv, mcp.WithBearerAuth(mcp.BearerAuth{
+	mux.Handle("/mcp", mcp.NewHTTPHandler(srv, mcp.WithAuthorizer(mcp.BearerAuth{
 		Verifier: staticTokens{
 			"alice-token": {Principal: "alice", Scopes: []string{"mcp"}},
 			"bob-token":   {Principal: "bob", Scopes: []string{"mcp", "admin"}},

@@ -18,32 +18,43 @@ import (
 // testPRM is the resource metadata URL of the tests' resource.
 const testPRM = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
 
-// bearerServer serves a test server behind WithBearerAuth with the
-// issuer's verifier: every request needs mcp:read, resources/read needs
-// res:read and the admin tool needs admin. Its whoami tool answers with
-// the request's principal and token scopes.
+// bearerServer serves a test server behind bearerTestAuth.
 func bearerServer(t testing.TB, iss *testIssuer, srv *Server, cfg JWTVerifierConfig) *httptest.Server {
 	t.Helper()
+	return serveHTTP(t, bearerTools(srv), WithAuthorizer(bearerTestAuth(t, iss, cfg)))
+}
+
+// bearerTestAuth checks tokens with the issuer's verifier: every request
+// needs mcp:read, resources/read needs res:read and the admin tool needs
+// admin.
+func bearerTestAuth(t testing.TB, iss *testIssuer, cfg JWTVerifierConfig) BearerAuth {
+	return BearerAuth{
+		Verifier:            iss.verifier(t, cfg),
+		ResourceMetadataURL: testPRM,
+		Scopes:              []string{"mcp:read"},
+		MethodScopes:        map[string][]string{"resources/read": {"res:read"}},
+		ToolScopes:          map[string][]string{"admin": {"admin"}},
+	}
+}
+
+// bearerTools adds to srv (nil: a new test server) a whoami tool, which
+// answers with the request's principal and token scopes, and an admin
+// tool.
+func bearerTools(srv *Server) *Server {
 	if srv == nil {
 		srv = newTestServer()
 	}
 	srv.AddTool(Tool{Name: "whoami"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		tok := req.Token()
 		if tok == nil {
-			return &CallToolResult{Content: []Content{TextContent("no token")}}, nil
+			return &CallToolResult{Content: []Content{TextContent(req.Principal() + " no token")}}, nil
 		}
 		return &CallToolResult{Content: []Content{TextContent(req.Principal() + " " + tok.Principal + " " + strings.Join(tok.Scopes, ","))}}, nil
 	})
 	srv.AddTool(Tool{Name: "admin"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent("done")}}, nil
 	})
-	return serveHTTP(t, srv, WithBearerAuth(BearerAuth{
-		Verifier:            iss.verifier(t, cfg),
-		ResourceMetadataURL: testPRM,
-		Scopes:              []string{"mcp:read"},
-		MethodScopes:        map[string][]string{"resources/read": {"res:read"}},
-		ToolScopes:          map[string][]string{"admin": {"admin"}},
-	}))
+	return srv
 }
 
 // callTool POSTs a 2026-07-28 tools/call of tool with authorization (a
@@ -169,7 +180,7 @@ func TestBearerAuthVerifierDown(t *testing.T) {
 	iss := newTestIssuer(t)
 	down := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(down.Close)
-	ts := serveHTTP(t, newTestServer(), WithBearerAuth(BearerAuth{
+	ts := serveHTTP(t, newTestServer(), WithAuthorizer(BearerAuth{
 		Verifier: iss.verifier(t, JWTVerifierConfig{JWKSURL: down.URL + "/jwks"}), ResourceMetadataURL: testPRM,
 	}))
 	r := callTool(t, ts.URL, "echo", "Bearer "+iss.token(t, algEdDSA, iss.claims(nil)))
@@ -311,27 +322,77 @@ func TestBearerAuthTasks(t *testing.T) {
 	close(rig.release)
 }
 
-// TestBearerAuthKeepsOthers: WithAuthorizer keeps its bare challenge, a
-// CORS preflight needs no token, and WithBearerAuth needs a verifier.
+// TestBearerAuthKeepsOthers: another Authorizer keeps its bare challenge,
+// a CORS preflight needs no token, and a BearerAuth needs a verifier.
 func TestBearerAuthKeepsOthers(t *testing.T) {
 	t.Parallel()
-	plain := serveHTTP(t, newTestServer(), WithAuthorizer(tokenAuthorizer))
+	plain := serveHTTP(t, newTestServer(), WithAuthorizer(AuthorizerFunc(tokenAuthorizer)))
 	if r := callTool(t, plain.URL, "echo", ""); r.status != 401 || r.header.Get("WWW-Authenticate") != "Bearer" {
 		t.Fatalf("WithAuthorizer: %d %q", r.status, r.header.Get("WWW-Authenticate"))
 	}
 	iss := newTestIssuer(t)
 	srv := newTestServer()
-	ts := serveHTTP(t, srv, WithCORS("https://app.example.com"), WithBearerAuth(BearerAuth{Verifier: iss.verifier(t, JWTVerifierConfig{}), ResourceMetadataURL: testPRM}))
+	ts := serveHTTP(t, srv, WithAllowedOrigins("https://app.example.com"), WithAuthorizer(BearerAuth{Verifier: iss.verifier(t, JWTVerifierConfig{}), ResourceMetadataURL: testPRM}))
 	pre := doHTTP(t, "OPTIONS", ts.URL, "", map[string]string{"Origin": "https://app.example.com", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type"})
 	if pre.status/100 != 2 {
 		t.Fatalf("preflight: %d %s", pre.status, pre.body)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("WithBearerAuth without a verifier did not panic")
+	for name, a := range map[string]Authorizer{
+		"a BearerAuth without a verifier":  BearerAuth{},
+		"a *BearerAuth without a verifier": &BearerAuth{},
+		"a nil *BearerAuth":                (*BearerAuth)(nil),
+		"a nil Authorizer":                 nil,
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("WithAuthorizer of %s did not panic", name)
+				}
+			}()
+			WithAuthorizer(a)
+		}()
+	}
+}
+
+// TestAuthorizerOfBearerAuth: WithAuthorizer given a *BearerAuth does all
+// it does given the BearerAuth (a copy taken then: a later change is not
+// seen), tool scopes and RequestInfo.Token included. A BearerAuth behind
+// another Authorizer keeps its challenges and names the principal, but
+// checks no tool scopes, which need the messages, and hands handlers no
+// token.
+func TestAuthorizerOfBearerAuth(t *testing.T) {
+	t.Parallel()
+	iss := newTestIssuer(t)
+	token := "Bearer " + iss.token(t, algEdDSA, iss.claims(nil))
+	auth := bearerTestAuth(t, iss, JWTVerifierConfig{})
+	changed := auth
+	byPointer := serveHTTP(t, bearerTools(nil), WithAuthorizer(&changed))
+	changed.ToolScopes = nil
+	wrapped := serveHTTP(t, bearerTools(nil), WithAuthorizer(AuthorizerFunc(auth.Authorize)))
+	challenge := `Bearer resource_metadata="` + testPRM + `", scope="mcp:read"`
+	for _, c := range []struct {
+		name, url, tool, authorization string
+		status                         int
+		challenge, body                string
+	}{
+		{"pointer, no token", byPointer.URL, "whoami", "", 401, challenge, ""},
+		{"pointer, token", byPointer.URL, "whoami", token, 200, "", "alice alice mcp:read,mcp:write"},
+		{"pointer, tool scope", byPointer.URL, "admin", token, 403,
+			`Bearer error="insufficient_scope", error_description="the token lacks scope 'admin' for tool 'admin'", resource_metadata="` + testPRM + `", scope="mcp:read admin"`, ""},
+		{"wrapped, no token", wrapped.URL, "whoami", "", 401, challenge, ""},
+		{"wrapped, bad token", wrapped.URL, "whoami", "Bearer a b", 401,
+			`Bearer error="invalid_token", error_description="the bearer token is malformed", ` + challenge[len("Bearer "):], ""},
+		{"wrapped, token", wrapped.URL, "whoami", token, 200, "", "alice no token"},
+		{"wrapped, tool scope unchecked", wrapped.URL, "admin", token, 200, "", "done"},
+	} {
+		r := callTool(t, c.url, c.tool, c.authorization)
+		if r.status != c.status || r.header.Get("WWW-Authenticate") != c.challenge || !strings.Contains(r.body, c.body) {
+			t.Errorf("%s: got %d %q %s\nwant %d %q", c.name, r.status, r.header.Get("WWW-Authenticate"), r.body, c.status, c.challenge)
 		}
-	}()
-	WithBearerAuth(BearerAuth{})
+	}
+	if _, err := (BearerAuth{}).Authorize(httptest.NewRequest("POST", "/mcp", nil)); err == nil {
+		t.Error("a BearerAuth without a verifier authorized a request")
+	}
 }
 
 // TestBearerAuthSSE: the 2024-11-05 transport takes the same check: its
@@ -340,7 +401,7 @@ func TestBearerAuthKeepsOthers(t *testing.T) {
 func TestBearerAuthSSE(t *testing.T) {
 	t.Parallel()
 	iss := newTestIssuer(t)
-	ts := httptest.NewServer(NewSSEHandler(newTestServer(), WithBearerAuth(BearerAuth{
+	ts := httptest.NewServer(NewSSEHandler(newTestServer(), WithAuthorizer(BearerAuth{
 		Verifier: iss.verifier(t, JWTVerifierConfig{}), ResourceMetadataURL: testPRM, ToolScopes: map[string][]string{"echo": {"echo"}},
 	})))
 	t.Cleanup(ts.Close) // after the stream is closed

@@ -33,7 +33,7 @@ func TestOAuthShortTokenRefreshedAtAFraction(t *testing.T) {
 		as.ttl = 5
 		res := newFakeResource(t, as, okHandler)
 		router := hostRouter{as.srv.Listener.Addr().String(): as.srv.Config.Handler, res.srv.Listener.Addr().String(): res.srv.Config.Handler}
-		o := NewOAuthTransport(res.url, router, OAuthConfig{Handler: &approve{rt: router}, RedirectURL: testRedirect})
+		o := newOAuthTransport(res.url, router, OAuthConfig{Handler: &approve{rt: router}, RedirectURL: testRedirect})
 		for i := range 11 {
 			if _, err := get(t.Context(), o, res.url); err != nil {
 				t.Fatalf("call %d: %v", i, err)
@@ -87,7 +87,7 @@ func TestOAuthHugeExpiresIn(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"access_token":"a","token_type":"Bearer","expires_in":`+secs+`}`)
 		}))
-		o := NewOAuthTransport(srv.URL+"/mcp", nil, OAuthConfig{}).(*oauthTransport)
+		o := newOAuthTransport(srv.URL+"/mcp", nil, OAuthConfig{})
 		tok, err := o.requestToken(t.Context(), "token", srv.URL+"/token", url.Values{}, tokenClient{id: "c", method: authMethodNone})
 		srv.Close()
 		if err != nil {

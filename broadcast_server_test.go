@@ -47,7 +47,7 @@ func newFanCluster(t *testing.T, n int, newServer func(opts ...ServerOption) *Se
 	rand.Read(key)
 	for range n {
 		srv := newServer(WithBroadcaster(c.b), WithTasks(TaskOptions{Store: c.store, PollInterval: time.Millisecond}), WithStateKey(key))
-		ts := httptest.NewServer(NewHTTPHandler(srv, WithAuthorizer(func(r *http.Request) (string, error) { return r.Header.Get("X-Who"), nil })))
+		ts := httptest.NewServer(NewHTTPHandler(srv, WithAuthorizer(AuthorizerFunc(func(r *http.Request) (string, error) { return r.Header.Get("X-Who"), nil }))))
 		t.Cleanup(ts.Close) // after the proxy's
 		c.servers, c.backends = append(c.servers, srv), append(c.backends, ts)
 	}

@@ -113,13 +113,13 @@ func FuzzPeerNumbers(f *testing.F) {
 			t.Fatalf("the first page of tasks: %v", err)
 		}
 		// An authorization server's expires_in.
-		o := NewOAuthTransport("https://mcp.example/mcp", nil, OAuthConfig{HTTPClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		o := newOAuthTransport("https://mcp.example/mcp", nil, OAuthConfig{HTTPClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			body := `{"access_token":"a","token_type":"Bearer","expires_in":` + strconv.Quote(s) + `}`
 			if _, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "xX_") {
 				body = `{"access_token":"a","token_type":"Bearer","expires_in":` + s + `}`
 			}
 			return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
-		})}}).(*oauthTransport)
+		})}})
 		if tok, err := o.requestToken(t.Context(), "token", "https://as.example/token", url.Values{}, tokenClient{id: "c", method: authMethodNone}); err == nil {
 			if now := time.Now(); tok.lifetime < 0 || (!tok.Expiry.IsZero() && tok.Expiry.Before(now.Add(-time.Minute))) {
 				t.Fatalf("expires_in %q: lifetime %v, expiry %v", s, tok.lifetime, tok.Expiry)

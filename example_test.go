@@ -536,12 +536,12 @@ func ExampleNewHTTPTransport() {
 		req.Gateway().Progress(2, 2, "done")
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("sunny")}}, nil
 	})
-	remote := httptest.NewServer(mcp.NewHTTPHandler(srv, mcp.WithAuthorizer(func(r *http.Request) (string, error) {
+	remote := httptest.NewServer(mcp.NewHTTPHandler(srv, mcp.WithAuthorizer(mcp.AuthorizerFunc(func(r *http.Request) (string, error) {
 		if r.Header.Get("Authorization") != "Bearer s3cret" {
 			return "", errors.New("a valid bearer token is required")
 		}
 		return "the token's user", nil
-	})))
+	}))))
 	defer remote.Close()
 
 	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"})

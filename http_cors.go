@@ -20,16 +20,16 @@ const corsAllowHeaders = "Content-Type, Authorization, " + headerSessionID + ", 
 // the session id, the challenge of a 401 and the wait of a 503.
 const corsExposeHeaders = headerSessionID + ", WWW-Authenticate, Retry-After"
 
-// corsOrigin reports whether WithCORS lists origin.
+// corsOrigin reports whether WithAllowedOrigins lists origin.
 func corsOrigin(cfg *httpConfig, origin string) bool {
-	return origin != "" && listed(cfg.corsOrigins, strings.TrimSuffix(origin, "/"))
+	return origin != "" && listed(cfg.allowedOrigins, strings.TrimSuffix(origin, "/"))
 }
 
 // serveCORS adds the CORS headers to the answer of a request from an
-// origin WithCORS lists, once the request has passed the source checks;
+// origin WithAllowedOrigins lists, once the request has passed the source checks;
 // it answers a preflight itself and then reports true.
 func serveCORS(cfg *httpConfig, w http.ResponseWriter, r *http.Request) bool {
-	if len(cfg.corsOrigins) == 0 {
+	if len(cfg.allowedOrigins) == 0 {
 		return false
 	}
 	h := w.Header()

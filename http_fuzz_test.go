@@ -352,7 +352,7 @@ func aliceSession(tb testing.TB, h http.Handler) string {
 }
 
 // fuzzCORSOrigin is the origin the handler fuzz target lets in with
-// WithCORS, when it turns CORS on.
+// WithAllowedOrigins, when it turns CORS on.
 const fuzzCORSOrigin = "https://app.example.com"
 
 // announcedBody is a request body as net/http gives it to a handler when
@@ -380,10 +380,10 @@ func (b *announcedBody) Read(p []byte) (int, error) {
 var fuzzPrincipals = [4]string{"Bearer alice", "Bearer bob", "Bearer -", ""}
 
 func fuzzHandlerOnce(t *testing.T, method string, body []byte, version, mcpMethod, name, param, accept, ctype string, session uint8, origin string, delta int, sid string, who uint8) {
-	opts := []HTTPHandlerOption{WithMaxBodyBytes(1 << 16), WithKeepAlive(0), WithAuthorizer(tokenAuthorizer)}
+	opts := []HTTPHandlerOption{WithMaxBodyBytes(1 << 16), WithKeepAlive(0), WithAuthorizer(AuthorizerFunc(tokenAuthorizer))}
 	cors := session&4 != 0
 	if cors {
-		opts = append(opts, WithCORS(fuzzCORSOrigin))
+		opts = append(opts, WithAllowedOrigins(fuzzCORSOrigin))
 	}
 	h := NewHTTPHandler(fuzzServer(), opts...).(*httpHandler)
 	defer h.shutdown()

@@ -98,7 +98,7 @@ func (h *httpHandler) shutdown() {
 // first: where it comes from, whether it is authorized, and whether the
 // server is shutting down; a CORS preflight is answered after the first.
 // It returns the principal the authorizer named (empty without one) and
-// the bearer token it verified (WithBearerAuth), and ok false when it has
+// the bearer token it verified (a BearerAuth), and ok false when it has
 // answered the request itself.
 func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopped bool) (principal string, token *TokenInfo, ok bool) {
 	if status, msg := checkSource(cfg, r); status != 0 {

@@ -37,12 +37,12 @@ func TestHTTPSourceChecks(t *testing.T) {
 	ts := serveHTTP(t, newTestServer())
 	port := portOf(strings.TrimPrefix(ts.URL, "http://"))
 	listed := serveHTTP(t, newTestServer(), WithAllowedOrigins("https://app.example.com"), WithAllowedHosts("mcp.example.com"))
-	authorized := serveHTTP(t, newTestServer(), WithAuthorizer(func(r *http.Request) (string, error) {
+	authorized := serveHTTP(t, newTestServer(), WithAuthorizer(AuthorizerFunc(func(r *http.Request) (string, error) {
 		if r.Header.Get("Authorization") != "Bearer good" {
 			return "", errors.New("invalid token")
 		}
 		return "good", nil
-	}))
+	})))
 	discover := modernRequest("1", "server/discover", "")
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	cases := []struct {

@@ -388,7 +388,7 @@ func TestSharedSessionStoreDown(t *testing.T) {
 // served wherever it asks.
 func TestSharedSessionOtherPrincipal(t *testing.T) {
 	t.Parallel()
-	c := newSessionCluster(t, 3, WithAuthorizer(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil }))
+	c := newSessionCluster(t, 3, WithAuthorizer(AuthorizerFunc(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil })))
 	init := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`, postHeaders("X-User", "alice"))
 	sid := init.header.Get("Mcp-Session-Id")
 	if init.status != 200 || sid == "" {

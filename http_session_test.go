@@ -183,7 +183,7 @@ func serveEnded(h http.Handler, method, body string, header map[string]string) *
 // DELETE, and the session lives on for its owner.
 func TestHTTPSessionBoundToPrincipal(t *testing.T) {
 	t.Parallel()
-	h := NewHTTPHandler(newTestServer(), WithAuthorizer(tokenAuthorizer)).(*httpHandler)
+	h := NewHTTPHandler(newTestServer(), WithAuthorizer(AuthorizerFunc(tokenAuthorizer))).(*httpHandler)
 	defer h.shutdown()
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
 	rec := serveDirect(h, "POST", init, postHeaders("Authorization", "Bearer alice"))
@@ -238,7 +238,7 @@ func TestHTTPSessionBoundToPrincipal(t *testing.T) {
 // from the principal that opened its event stream.
 func TestSSESessionBoundToPrincipal(t *testing.T) {
 	t.Parallel()
-	ts := httptest.NewServer(NewSSEHandler(newTestServer(), WithAuthorizer(tokenAuthorizer)))
+	ts := httptest.NewServer(NewSSEHandler(newTestServer(), WithAuthorizer(AuthorizerFunc(tokenAuthorizer))))
 	t.Cleanup(ts.Close) // after the stream is closed
 	endpoint := openSSE(t, ts.URL, "Bearer alice")
 	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
@@ -358,7 +358,7 @@ func expectSessionGone(t *testing.T, h http.Handler, sid string, header ...strin
 func TestHTTPMaxSessionsPerPrincipal(t *testing.T) {
 	t.Parallel()
 	const n = 3
-	h := NewHTTPHandler(newTestServer(), WithAuthorizer(tokenAuthorizer), WithMaxSessionsPerPrincipal(n), WithMaxSessions(2*n+n+1)).(*httpHandler)
+	h := NewHTTPHandler(newTestServer(), WithAuthorizer(AuthorizerFunc(tokenAuthorizer)), WithMaxSessionsPerPrincipal(n), WithMaxSessions(2*n+n+1)).(*httpHandler)
 	defer h.shutdown()
 	open := func(who string) *httptest.ResponseRecorder {
 		return serveDirect(h, "POST", initBody, postHeaders("Authorization", "Bearer "+who))

@@ -56,7 +56,7 @@ type httpStream struct {
 	sess  *httpSession // nil for a 2026-07-28 POST
 	id    string
 	log   *slog.Logger
-	token *TokenInfo // the POST's bearer token (WithBearerAuth), for RequestInfo.Token
+	token *TokenInfo // the POST's bearer token (a BearerAuth's), for RequestInfo.Token
 
 	mu sync.Mutex
 	// inline is set while the stream's request runs on the goroutine that

@@ -198,9 +198,9 @@ func TestMiddlewareSeesPrincipalOverHTTP(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			seen := make(chan Request, 64)
 			srv := newTestServer(WithProtocolVersion(v), WithInboundMiddleware(watching(seen)))
-			ts := httptest.NewServer(NewHTTPHandler(srv, WithAuthorizer(func(r *http.Request) (string, error) {
+			ts := httptest.NewServer(NewHTTPHandler(srv, WithAuthorizer(AuthorizerFunc(func(r *http.Request) (string, error) {
 				return r.Header.Get("X-User"), nil
-			})))
+			}))))
 			defer ts.Close()
 			cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v))
 			if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL, WithHeader("X-User", "alice"))); err != nil {

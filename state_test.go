@@ -153,7 +153,7 @@ func TestRequestStateBoundToPrincipal(t *testing.T) {
 		}
 		return &CallToolResult{Content: []Content{TextContent(req.Principal() + " " + answer.Action)}}, nil
 	})
-	ts := serveHTTP(t, srv, WithAuthorizer(tokenAuthorizer))
+	ts := serveHTTP(t, srv, WithAuthorizer(AuthorizerFunc(tokenAuthorizer)))
 	call := func(who, extra string) string {
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"amount":1}` + extra +
 			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`

@@ -94,9 +94,9 @@ func memoryCaller(t *testing.T, srv *Server) modernCaller {
 // connection, as a client that came back after going away would. It
 // sends the routing headers 2026-07-28 asks for.
 func httpCaller(t *testing.T, srv *Server, principal string) modernCaller {
-	ts := httptest.NewServer(NewHTTPHandler(srv, WithAuthorizer(func(r *http.Request) (string, error) {
+	ts := httptest.NewServer(NewHTTPHandler(srv, WithAuthorizer(AuthorizerFunc(func(r *http.Request) (string, error) {
 		return r.Header.Get("X-Who"), nil
-	})))
+	}))))
 	t.Cleanup(ts.Close)
 	return urlCaller(t, ts.URL, principal)
 }
@@ -647,9 +647,9 @@ func toJSON(v any) string {
 // task outlives the POST that created it. Another principal cannot see it.
 func TestTasksLegacyHTTP(t *testing.T) {
 	rig := newTaskRig()
-	ts := httptest.NewServer(NewHTTPHandler(rig.srv, WithAuthorizer(func(r *http.Request) (string, error) {
+	ts := httptest.NewServer(NewHTTPHandler(rig.srv, WithAuthorizer(AuthorizerFunc(func(r *http.Request) (string, error) {
 		return r.Header.Get("X-Who"), nil
-	})))
+	}))))
 	t.Cleanup(ts.Close)
 	session := ""
 	post := func(who, body string) string {

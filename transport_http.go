@@ -91,16 +91,15 @@ type httpConfig struct {
 	storeSet       bool
 	sessions       SessionStore // WithSessionStore; nil: sessions live in this handler only
 	saveRetries    int          // WithSessionSaveRetries
-	allowedOrigins []string
-	corsOrigins    []string
+	allowedOrigins []string     // WithAllowedOrigins, which are also CORS origins
 	allowedHosts   []string
 	maxBodyBytes   int64
-	// authorize checks a request's credentials (WithAuthorizer,
-	// WithBearerAuth); an *authRefusal error says how to answer, any other
-	// gets 401 with a bare Bearer challenge. scopes, set by
-	// WithBearerAuth, checks the scopes each message of a POST needs.
+	// authorize checks a request's credentials (WithAuthorizer); an
+	// *authRefusal error says how to answer, any other gets 401 with a
+	// bare Bearer challenge. scopes, set when the Authorizer is a
+	// BearerAuth, checks the scopes each message of a POST needs.
 	authorize    func(r *http.Request) (principal string, token *TokenInfo, err error)
-	scopes       *bearerAuth
+	scopes       *BearerAuth
 	maxSessions  int
 	maxPerUser   int
 	writeTimeout time.Duration
@@ -201,31 +200,18 @@ func WithEventStore(store EventStore) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) { c.store, c.storeSet = store, true })
 }
 
-// WithAllowedOrigins lists the browser origins, like
-// "https://app.example.com", allowed to call the handler besides its own;
-// "*" allows any. A request whose Origin header names another origin gets
-// 403, so that a web page cannot drive a server on the user's machine.
-// The handler's own origin is an http or https origin of the request's
-// host and port; an origin with userinfo is always refused. Browsers
-// need [WithCORS] besides to call a handler of another origin. Handler
-// only.
+// WithAllowedOrigins lets web pages of the given origins, like
+// "https://app.example.com", call the handler from a browser, besides
+// pages of its own origin: it answers their CORS preflight (OPTIONS) and
+// lets them read the answers and the Mcp-Session-Id, WWW-Authenticate and
+// Retry-After headers. A request whose Origin header names another origin
+// gets 403, so that a web page cannot drive a server on the user's
+// machine. "*" lets any origin in, and so turns the Origin check off. The
+// handler's own origin is an http or https origin of the request's host
+// and port; an origin with userinfo is always refused. Without the option
+// only the own origin is served, and OPTIONS gets 405. Handler only.
 func WithAllowedOrigins(origins ...string) HTTPHandlerOption {
 	return httpHandlerOption(func(c *httpConfig) { c.allowedOrigins = append(c.allowedOrigins, origins...) })
-}
-
-// WithCORS lets web pages of the given origins, like
-// "https://app.example.com", call the handler from a browser: it answers
-// their CORS preflight (OPTIONS) and lets them read the answers and the
-// Mcp-Session-Id, WWW-Authenticate and Retry-After headers. The origins
-// are also allowed origins, as [WithAllowedOrigins] lists them: an origin
-// must pass the Origin check to be served. "*" lets any origin in, and so
-// turns the Origin check off. Off by default: OPTIONS then gets 405.
-// Handler only.
-func WithCORS(allowedOrigins ...string) HTTPHandlerOption {
-	return httpHandlerOption(func(c *httpConfig) {
-		c.corsOrigins = append(c.corsOrigins, allowedOrigins...)
-		c.allowedOrigins = append(c.allowedOrigins, allowedOrigins...)
-	})
 }
 
 // WithAllowedHosts lists host names (without port) that a handler serving a
@@ -248,25 +234,50 @@ func WithMaxBodyBytes(n int64) HTTPHandlerOption {
 	})
 }
 
-// Authorizer checks a request before the handler reads it and returns the
-// principal it acts for: who sent it, like the subject of a bearer token. A
-// non-nil error refuses the request with 401 Unauthorized and a
-// "WWW-Authenticate: Bearer" challenge; the error's text is the reason
-// given. An empty principal with a nil error lets the request through as
-// anonymous. Handler only.
-type Authorizer func(r *http.Request) (principal string, err error)
+// An Authorizer checks, on the server, a request before the handler reads
+// it and returns the principal it acts for: who sent it, like the subject
+// of a bearer token. A non-nil error refuses the request with 401
+// Unauthorized and a "WWW-Authenticate: Bearer" challenge; the error's
+// text is the reason given. An empty principal with a nil error lets the
+// request through as anonymous. [BearerAuth] is the Authorizer of an OAuth
+// resource server; [AuthorizerFunc] makes one of a function.
+type Authorizer interface {
+	Authorize(r *http.Request) (principal string, err error)
+}
 
-// WithAuthorizer makes the handler call a with every request before reading
-// it. A legacy session belongs to the principal whose initialize opened it:
-// a request of another principal that names it gets 404, as for an unknown
-// session, and can neither use nor end it; a 2026-07-28 requestState minted
-// for one principal is refused for another. Handlers learn the principal
-// from RequestInfo.Principal. For OAuth bearer tokens, see
-// [WithBearerAuth], which replaces it. Handler only.
+// AuthorizerFunc is an [Authorizer] that is a function: f.Authorize(r)
+// calls f(r). Server side.
+type AuthorizerFunc func(r *http.Request) (principal string, err error)
+
+// Authorize calls f(r).
+func (f AuthorizerFunc) Authorize(r *http.Request) (string, error) { return f(r) }
+
+// WithAuthorizer makes the handler check every request with a before
+// reading it. A legacy session belongs to the principal whose initialize
+// opened it: a request of another principal that names it gets 404, as
+// for an unknown session, and can neither use nor end it; a 2026-07-28
+// requestState minted for one principal is refused for another. Handlers
+// learn the principal from RequestInfo.Principal. Given a [BearerAuth] (or
+// a *BearerAuth), the handler does all it describes: its challenges, the
+// scopes of each method and tool, RequestInfo.Token; it panics if the
+// BearerAuth has no Verifier. Any other Authorizer names the principal
+// only (a BearerAuth it calls keeps its challenges). It panics if a is
+// nil. Handler only.
 func WithAuthorizer(a Authorizer) HTTPHandlerOption {
+	if p, ok := a.(*BearerAuth); ok && p != nil {
+		a = *p // a copy: later changes to *p do not reach the handler
+	} else if a == nil || ok {
+		panic("mcp: WithAuthorizer: the Authorizer is nil")
+	}
+	if b, ok := a.(BearerAuth); ok {
+		if b.Verifier == nil {
+			panic("mcp: WithAuthorizer: BearerAuth.Verifier is nil")
+		}
+		return httpHandlerOption(func(c *httpConfig) { c.authorize, c.scopes = b.authenticate, &b })
+	}
 	return httpHandlerOption(func(c *httpConfig) {
 		c.authorize = func(r *http.Request) (string, *TokenInfo, error) {
-			p, err := a(r)
+			p, err := a.Authorize(r)
 			return p, nil, err
 		}
 		c.scopes = nil

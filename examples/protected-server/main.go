@@ -78,7 +78,7 @@ func newHandler(base, issuer string, dev bool) (http.Handler, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(text)}}, nil
 		})
 
-	mux.Handle("/mcp", mcp.NewHTTPHandler(srv, mcp.WithBearerAuth(mcp.BearerAuth{
+	mux.Handle("/mcp", mcp.NewHTTPHandler(srv, mcp.WithAuthorizer(mcp.BearerAuth{
 		Verifier:            verifier,
 		ResourceMetadataURL: mcp.ProtectedResourceMetadataURL(resource),
 		Scopes:              []string{"mcp"},

@@ -55,11 +55,9 @@ func main() {
 	mcp.NewHTTPTransport(url, mcp.WithStatelessOnly())                     // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithEventStore(nil))                     // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithAllowedOrigins("https://a.example")) // ERROR
-	mcp.NewHTTPTransport(url, mcp.WithCORS("https://a.example"))           // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithAllowedHosts("a.example"))           // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithMaxBodyBytes(1))                     // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithAuthorizer(nil))                     // ERROR
-	mcp.NewHTTPTransport(url, mcp.WithBearerAuth(mcp.BearerAuth{}))        // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithMaxSessions(1))                      // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithMaxSessionsPerPrincipal(1))          // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithWriteTimeout(time.Second))           // ERROR
