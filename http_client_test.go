@@ -147,7 +147,7 @@ func TestHTTPClientFallsBackToInitialize(t *testing.T) {
 	})
 	t.Run("a 2026-07-28-only server refuses initialize", func(t *testing.T) {
 		t.Parallel()
-		ts := serveHTTP(t, newTestServer(), WithStatelessOnly())
+		ts := serveHTTP(t, newTestServer(WithProtocolVersion(Version20260728)))
 		cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20251125))
 		if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL)); rpcCode(err) != CodeUnsupportedProtocolVersion || !strings.Contains(err.Error(), Version20260728) {
 			t.Fatalf("initialize on a stateless-only server: %v", err)

@@ -205,7 +205,8 @@ func WithNotificationHandler(method string, h NotificationHandler) Option {
 // refuses initialize, and one pinned to an older revision refuses a
 // 2026-07-28 request, each with CodeUnsupportedProtocolVersion naming the
 // revision it speaks; over HTTP a server pinned to 2026-07-28 keeps no
-// sessions, as with WithStatelessOnly.
+// sessions: it answers GET and DELETE with 405 and judges every POST by the
+// 2026-07-28 rules.
 // It configures either peer (NewClient or NewServer).
 func WithProtocolVersion(v string) Option {
 	return bothOption(func(c *config) { c.protocolVersion = v })

@@ -86,7 +86,7 @@ type httpConfig struct {
 	ctx            context.Context
 	sessionTimeout time.Duration
 	noStandalone   bool
-	statelessOnly  bool
+	statelessOnly  bool // the server is pinned to 2026-07-28 (WithProtocolVersion): no sessions
 	store          EventStore
 	storeSet       bool
 	sessions       SessionStore // WithSessionStore; nil: sessions live in this handler only
@@ -182,13 +182,6 @@ func WithSessionTimeout(d time.Duration) HTTPHandlerOption {
 // that belong to no request, and the client transport does not open one.
 func WithoutStandaloneStream() HTTPOption {
 	return httpBothOption(func(c *httpConfig) { c.noStandalone = true })
-}
-
-// WithStatelessOnly makes the handler serve protocol revision 2026-07-28
-// only: it keeps no sessions, answers GET and DELETE with 405 and judges
-// every POST by the 2026-07-28 rules. Handler only.
-func WithStatelessOnly() HTTPHandlerOption {
-	return httpHandlerOption(func(c *httpConfig) { c.statelessOnly = true })
 }
 
 // WithEventStore sets where the handler keeps the SSE events of legacy

@@ -52,7 +52,6 @@ func main() {
 	srv := mcp.NewServer(info)
 	const url = "http://127.0.0.1:1/mcp"
 	mcp.NewHTTPTransport(url, mcp.WithSessionTimeout(time.Minute))         // ERROR
-	mcp.NewHTTPTransport(url, mcp.WithStatelessOnly())                     // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithEventStore(nil))                     // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithAllowedOrigins("https://a.example")) // ERROR
 	mcp.NewHTTPTransport(url, mcp.WithAllowedHosts("a.example"))           // ERROR
