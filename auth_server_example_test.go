@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
@@ -10,18 +11,6 @@ import (
 
 	"github.com/e6ac58cb/mcp"
 )
-
-// staticTokens is a TokenVerifier for the example: a fixed table of
-// tokens. A real server uses mcp.NewJWTVerifier or
-// mcp.NewIntrospectionVerifier.
-type staticTokens map[string]*mcp.TokenInfo
-
-func (s staticTokens) VerifyToken(_ context.Context, token string) (*mcp.TokenInfo, error) {
-	if info, ok := s[token]; ok {
-		return info, nil
-	}
-	return nil, fmt.Errorf("%w: unknown token", mcp.ErrInvalidToken)
-}
 
 // A protected server publishes its resource metadata and requires a
 // bearer token on every request; a request without one gets a challenge
@@ -37,11 +26,28 @@ func ExampleWithAuthorizer() {
 	defer ts.Close()
 	resource := ts.URL + "/mcp"
 	metadata := mcp.ProtectedResourceMetadataURL(resource)
+
+	// The authorization server's token introspection endpoint (RFC 7662),
+	// on the same test server for brevity. It knows two tokens.
+	tokens := map[string]string{
+		"alice-token": `{"active":true,"sub":"alice","scope":"mcp","aud":"` + resource + `"}`,
+		"bob-token":   `{"active":true,"sub":"bob","scope":"mcp admin","aud":"` + resource + `"}`,
+	}
+	mux.HandleFunc("/introspect", func(w http.ResponseWriter, r *http.Request) {
+		answer, ok := tokens[r.FormValue("token")]
+		if !ok {
+			answer = `{"active":false}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	})
+	verifier, err := mcp.NewIntrospectionVerifier(mcp.IntrospectionConfig{Endpoint: ts.URL + "/introspect", Audience: resource})
+	if err != nil {
+		log.Fatal(err)
+	}
+
 	mux.Handle("/mcp", mcp.NewHTTPHandler(srv, mcp.WithAuthorizer(mcp.BearerAuth{
-		Verifier: staticTokens{
-			"alice-token": {Principal: "alice", Scopes: []string{"mcp"}},
-			"bob-token":   {Principal: "bob", Scopes: []string{"mcp", "admin"}},
-		},
+		Verifier:            verifier,
 		ResourceMetadataURL: metadata,
 		Scopes:              []string{"mcp"},
 		ToolScopes:          map[string][]string{"whoami": {"admin"}},

@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -14,20 +13,6 @@ import (
 	"github.com/e6ac58cb/mcp"
 )
 
-// connectInMemory serves srv on one end of an in-memory connection and
-// connects a client, configured by opts, to the other end.
-func connectInMemory(srv *mcp.Server, opts ...mcp.ClientOption) *mcp.Client {
-	clientSide, serverSide := mcp.NewInMemoryTransports()
-	go srv.Serve(context.Background(), serverSide)
-	client := mcp.NewClient(mcp.Implementation{Name: "example-client", Version: "1.0.0"}, opts...)
-	if err := client.Connect(context.Background(), clientSide); err != nil {
-		log.Fatal(err)
-	}
-	return client
-}
-
-func text(res *mcp.CallToolResult) string { return res.Content[0].Text }
-
 // A long call streams progress to a callback of its own. Every report the
 // server sent before its result has been delivered when CallTool returns.
 func ExampleWithProgress() {
@@ -38,16 +23,22 @@ func ExampleWithProgress() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("reindexed")}}, nil
 	})
-	client := connectInMemory(srv)
+	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"})
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
 	defer client.Close()
 
-	res, err := client.CallTool(context.Background(), "reindex", nil, mcp.WithProgress(func(p mcp.Progress) {
+	res, err := client.CallTool(ctx, "reindex", nil, mcp.WithProgress(func(p mcp.Progress) {
 		fmt.Printf("%g/%g %s\n", p.Progress, p.Total, p.Message)
 	}))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text(res))
+	fmt.Println(res.Content[0].Text)
 	// Output:
 	// 1/3 shard 1
 	// 2/3 shard 2
@@ -67,17 +58,23 @@ func ExampleWithRequestTimeout() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("done")}}, nil
 	})
-	client := connectInMemory(srv,
+	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"},
 		mcp.WithRequestTimeout(200*time.Millisecond), // idle bound
 		mcp.WithMaxRequestTimeout(10*time.Second),    // ceiling
 	)
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
 	defer client.Close()
 
-	res, err := client.CallTool(context.Background(), "chatty", nil, mcp.WithProgress(func(mcp.Progress) {}))
+	res, err := client.CallTool(ctx, "chatty", nil, mcp.WithProgress(func(mcp.Progress) {}))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text(res))
+	fmt.Println(res.Content[0].Text)
 	// Output: done
 }
 
@@ -89,16 +86,22 @@ func ExampleWithTimeout() {
 		time.Sleep(200 * time.Millisecond) // works quietly
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("exported")}}, nil
 	})
-	client := connectInMemory(srv, mcp.WithRequestTimeout(50*time.Millisecond))
+	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"}, mcp.WithRequestTimeout(50*time.Millisecond))
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
 	defer client.Close()
 
 	var res mcp.CallToolResult
-	err := client.SendRequest(context.Background(), "tools/call", mcp.CallToolParams{Name: "export"}, &res,
+	err := client.SendRequest(ctx, "tools/call", mcp.CallToolParams{Name: "export"}, &res,
 		mcp.WithTimeout(5*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text(&res))
+	fmt.Println(res.Content[0].Text)
 	// Output: exported
 }
 
@@ -110,10 +113,16 @@ func ExampleRequestTimeoutError() {
 		<-ctx.Done() // cancelled by the client's notifications/cancelled
 		return nil, ctx.Err()
 	})
-	client := connectInMemory(srv, mcp.WithProtocolVersion(mcp.Version20251125))
+	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"}, mcp.WithProtocolVersion(mcp.Version20251125))
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
 	defer client.Close()
 
-	_, err := client.CallTool(context.Background(), "hang", nil, mcp.WithTimeout(20*time.Millisecond))
+	_, err := client.CallTool(ctx, "hang", nil, mcp.WithTimeout(20*time.Millisecond))
 	var timeout *mcp.RequestTimeoutError
 	if errors.As(err, &timeout) {
 		fmt.Println(timeout.Method, timeout.Bound, timeout.Timeout)
@@ -141,16 +150,22 @@ func ExampleClientGateway_Elicit() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(fmt.Sprint("booked ", answer.Content["seat"]))}}, nil
 	})
+	ctx := context.Background()
 	for _, version := range []string{mcp.Version20251125, mcp.Version20260728} {
-		client := connectInMemory(srv, mcp.WithProtocolVersion(version),
+		clientSide, serverSide := mcp.NewInMemoryTransports()
+		go srv.Serve(ctx, serverSide)
+		client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"}, mcp.WithProtocolVersion(version),
 			mcp.WithElicitationHandler(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 				return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"seat": "12A"}}, nil
 			}))
-		res, err := client.CallTool(context.Background(), "book", nil)
+		if err := client.Connect(ctx, clientSide); err != nil {
+			log.Fatal(err)
+		}
+		res, err := client.CallTool(ctx, "book", nil)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(version, text(res))
+		fmt.Println(version, res.Content[0].Text)
 		client.Close()
 	}
 	// Output:
@@ -173,17 +188,24 @@ func ExampleClientGateway_ElicitURL() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("user said " + answer.Action)}}, nil
 	})
-	client := connectInMemory(srv, mcp.WithURLElicitation(),
+	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"}, mcp.WithURLElicitation(),
 		mcp.WithElicitationHandler(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 			fmt.Println("open", p.URL, "?")
 			return &mcp.ElicitResult{Action: mcp.ActionAccept}, nil
 		}))
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
 	defer client.Close()
-	res, err := client.CallTool(context.Background(), "connect", nil)
+
+	res, err := client.CallTool(ctx, "connect", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text(res))
+	fmt.Println(res.Content[0].Text)
 	// Output:
 	// open https://drive.example/connect ?
 	// user said accept
@@ -202,16 +224,24 @@ func ExampleClientGateway_Sample() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(res.Model + ": " + res.Content[0].Text)}}, nil
 	})
-	client := connectInMemory(srv, mcp.WithSamplingHandler(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-		prompt := p.Messages[0].Content[0].Text
-		return &mcp.CreateMessageResult{Role: "assistant", Model: "tiny", Content: mcp.SamplingContent{mcp.TextContent(strings.ToUpper(prompt[11:14]))}}, nil
-	}))
+	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"},
+		mcp.WithSamplingHandler(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			prompt := p.Messages[0].Content[0].Text
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "tiny", Content: mcp.SamplingContent{mcp.TextContent(strings.ToUpper(prompt[11:14]))}}, nil
+		}))
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
 	defer client.Close()
-	res, err := client.CallTool(context.Background(), "summarise", nil)
+
+	res, err := client.CallTool(ctx, "summarise", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text(res))
+	fmt.Println(res.Content[0].Text)
 	// Output: tiny: MCP
 }
 
@@ -225,13 +255,21 @@ func ExampleClientGateway_ListRoots() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(roots.Roots[0].URI)}}, nil
 	})
-	client := connectInMemory(srv, mcp.WithRoots(mcp.Root{URI: "file:///home/ada/project", Name: "project"}))
+	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"},
+		mcp.WithRoots(mcp.Root{URI: "file:///home/ada/project", Name: "project"}))
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
 	defer client.Close()
-	res, err := client.CallTool(context.Background(), "where", nil)
+
+	res, err := client.CallTool(ctx, "where", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text(res))
+	fmt.Println(res.Content[0].Text)
 	// Output: file:///home/ada/project
 }
 
@@ -266,7 +304,7 @@ func ExampleNewClient_withHandlers() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text(res))
+	fmt.Println(res.Content[0].Text)
 	// Output: true true true false
 }
 
@@ -287,9 +325,14 @@ func ExampleAddTool() {
 		func(ctx context.Context, req *mcp.CallToolRequest, args SearchArgs) (SearchResult, error) {
 			return SearchResult{Hits: []string{fmt.Sprintf("%s (%d at most)", args.Query, args.Limit)}}, nil
 		})
-	client := connectInMemory(srv)
-	defer client.Close()
 	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"})
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
 
 	res, err := client.CallTool(ctx, "search", map[string]any{"query": "otters"})
 	if err != nil {
@@ -300,7 +343,7 @@ func ExampleAddTool() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res.IsError, text(res))
+	fmt.Println(res.IsError, res.Content[0].Text)
 	// Output:
 	// {"hits":["otters (10 at most)"]}
 	// true invalid arguments: /limit: 500 is greater than the maximum 50
@@ -322,9 +365,14 @@ func ExampleCallToolAs() {
 		}
 		return Quotient{Value: in.A / in.B}, nil
 	})
-	client := connectInMemory(srv)
-	defer client.Close()
 	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"})
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
 
 	q, err := mcp.CallToolAs[Quotient](ctx, client, "divide", Args{A: 7, B: 2})
 	fmt.Println(q.Value, err)
@@ -350,9 +398,14 @@ func ExampleServer_AddResourceTemplate() {
 			}
 			return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{MIMEType: "text/plain", Text: profile}}}, nil
 		})
-	client := connectInMemory(srv)
-	defer client.Close()
 	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"})
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
 
 	res, err := client.ReadResource(ctx, "users://42/profile")
 	if err != nil {
@@ -391,9 +444,14 @@ func ExampleServer_AddPrompt() {
 			{Role: "user", Content: mcp.TextContent(args["code"])},
 		}}, nil
 	})
-	client := connectInMemory(srv)
-	defer client.Close()
 	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"})
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
 
 	res, err := client.GetPrompt(ctx, "review", map[string]string{"code": "x := 1", "focus": "naming"})
 	if err != nil {
@@ -429,10 +487,16 @@ func ExampleWithCompletionHandler() {
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []mcp.PromptMessage{{Role: "user", Content: mcp.TextContent("Write " + req.Params.Arguments["language"])}}}, nil
 		})
-	client := connectInMemory(srv)
+	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"})
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
 	defer client.Close()
 
-	res, err := client.Complete(context.Background(), &mcp.CompleteParams{
+	res, err := client.Complete(ctx, &mcp.CompleteParams{
 		Ref:      mcp.PromptReference("snippet"),
 		Argument: mcp.CompleteArgument{Name: "language", Value: "g"},
 	})
@@ -451,10 +515,16 @@ func ExampleClient_Tools() {
 			return &mcp.CallToolResult{}, nil
 		})
 	}
-	client := connectInMemory(srv)
+	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"})
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
 	defer client.Close()
 
-	for tool, err := range client.Tools(context.Background()) {
+	for tool, err := range client.Tools(ctx) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -476,11 +546,17 @@ func ExampleClient_Subscribe() {
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{Text: "debug=true"}}}, nil
 		})
+	ctx := context.Background()
 	for _, version := range []string{mcp.Version20251125, mcp.Version20260728} {
 		updated := make(chan string, 1)
-		client := connectInMemory(srv, mcp.WithProtocolVersion(version),
+		clientSide, serverSide := mcp.NewInMemoryTransports()
+		go srv.Serve(ctx, serverSide)
+		client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"}, mcp.WithProtocolVersion(version),
 			mcp.WithResourceUpdatedHandler(func(ctx context.Context, uri string) { updated <- uri }))
-		if err := client.Subscribe(context.Background(), "config://app"); err != nil {
+		if err := client.Connect(ctx, clientSide); err != nil {
+			log.Fatal(err)
+		}
+		if err := client.Subscribe(ctx, "config://app"); err != nil {
 			log.Fatal(err)
 		}
 		srv.ResourceUpdated("config://app")
@@ -518,7 +594,7 @@ func ExampleNewHTTPHandler() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(text(res))
+		fmt.Println(res.Content[0].Text)
 		client.Close()
 	}
 	// Output:
@@ -559,7 +635,7 @@ func ExampleNewHTTPTransport() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text(res))
+	fmt.Println(res.Content[0].Text)
 	// Output:
 	// speaking 2026-07-28
 	// 1 fetching
@@ -583,10 +659,15 @@ func ExampleServer_taskTool() {
 			req.Gateway().Progress(1, 2, "adding up "+in.Month)
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("report for " + in.Month + ": 42")}}, nil
 		})
-
-	client := connectInMemory(srv, mcp.WithProtocolVersion(mcp.Version20251125))
-	defer client.Close()
 	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"}, mcp.WithProtocolVersion(mcp.Version20251125))
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
 	var created struct {
 		Task struct {
 			TaskID string `json:"taskId"`
@@ -606,47 +687,10 @@ func ExampleServer_taskTool() {
 	if err := client.SendRequest(ctx, "tasks/result", map[string]any{"taskId": created.Task.TaskID}, &result); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text(&result))
+	fmt.Println(result.Content[0].Text)
 	// Output:
 	// task: working
 	// report for May: 42
-}
-
-// taskServer plays, on the server side of an in-memory connection, a
-// 2026-07-28 server whose "render" tool runs as a task: it answers the
-// call with the task, then two polls later with the result.
-func taskServer(t mcp.Transport) {
-	const task = `"taskId":"t-7","createdAt":"2026-08-01T10:00:00Z","lastUpdatedAt":"2026-08-01T10:00:00Z","ttlMs":60000,"pollIntervalMs":100`
-	polls := 0
-	for {
-		msg, err := t.ReadMessage()
-		if err != nil {
-			t.Close()
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(msg, &m) != nil || m.ID == nil {
-			continue
-		}
-		var result string
-		switch m.Method {
-		case "server/discover":
-			result = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
-		case "tools/call":
-			result = `{"resultType":"task","status":"working",` + task + `}`
-		case "tasks/get":
-			polls++
-			if polls == 1 {
-				result = `{"resultType":"complete","status":"working","statusMessage":"rendering frame 40 of 80",` + task + `}`
-			} else {
-				result = `{"resultType":"complete","status":"completed",` + task + `,"result":{"content":[{"type":"text","text":"video.mp4 is ready"}]}}`
-			}
-		}
-		t.WriteMessage(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result))
-	}
 }
 
 // A tool call may run as a task: the server answers at once with a
@@ -655,21 +699,34 @@ func taskServer(t mcp.Transport) {
 // as progress; WithTask asks for a task, and a tool that requires one is
 // called as one anyway.
 func ExampleClient_CallTool_task() {
+	seen := make(chan bool, 1) // the handler ends once the client saw its status
+	srv := mcp.NewServer(mcp.Implementation{Name: "studio", Version: "1.0.0"},
+		mcp.WithTasks(mcp.TaskOptions{PollInterval: 100 * time.Millisecond}))
+	srv.AddTool(mcp.Tool{Name: "render", Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskOptional}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			req.Gateway().Progress(40, 80, "rendering frame 40 of 80") // the task's status message
+			<-seen
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("video.mp4 is ready")}}, nil
+		})
+	ctx := context.Background()
 	clientSide, serverSide := mcp.NewInMemoryTransports()
-	go taskServer(serverSide)
-	client := mcp.NewClient(mcp.Implementation{Name: "example-client", Version: "1.0.0"})
-	if err := client.Connect(context.Background(), clientSide); err != nil {
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "app", Version: "1.0.0"})
+	if err := client.Connect(ctx, clientSide); err != nil {
 		log.Fatal(err)
 	}
 	defer client.Close()
 
-	res, err := client.CallTool(context.Background(), "render", map[string]any{"scene": "intro"},
+	res, err := client.CallTool(ctx, "render", map[string]any{"scene": "intro"},
 		mcp.WithTask(time.Hour),
-		mcp.WithProgress(func(p mcp.Progress) { fmt.Println("status:", p.Message) }))
+		mcp.WithProgress(func(p mcp.Progress) {
+			fmt.Println("status:", p.Message)
+			seen <- true
+		}))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(text(res))
+	fmt.Println(res.Content[0].Text)
 	// Output:
 	// status: rendering frame 40 of 80
 	// video.mp4 is ready

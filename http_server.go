@@ -431,7 +431,7 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 		return
 	}
 	if m.method == "initialize" && !m.hasVersion {
-		// Only WithStatelessOnly routes a legacy handshake here: name the
+		// Only a server pinned to 2026-07-28 routes a legacy handshake here: name the
 		// revisions served, so that the client knows what to speak.
 		var p initializeParams
 		json.Unmarshal(m.params, &p)
