@@ -19,6 +19,43 @@
 // parses and routes and is never held up by a handler, a serialised writer,
 // a table of pending calls and a capped set of dispatched handlers
 // (ARCHITECTURE.md draws the road of a message).
+//
+// # Where to start
+//
+// A server: [NewServer], then [AddTool] (a typed handler; its schemas are
+// inferred and its arguments validated) or [Server.AddTool],
+// [Server.AddResource], [Server.AddResourceTemplate] and
+// [Server.AddPrompt]. Serve it with [Server.Serve] over [StdioTransport], or
+// over Streamable HTTP with [NewHTTPHandler] and [NewHTTPServer]. A
+// handler's request ([CallToolRequest], [ReadResourceRequest],
+// [GetPromptRequest]) reaches the client through its Gateway.
+//
+// A client: [NewClient], then [Client.Connect] over [NewCommandTransport]
+// (a server run as a child process), [NewHTTPTransport] or
+// [NewInMemoryTransports]; then [Client.CallTool] (or [CallToolAs] for typed
+// output), [Client.Tools], [Client.ReadResource], [Client.GetPrompt].
+//
+// Options say where they go by their type: a [ServerOption] to NewServer, a
+// [ClientOption] to NewClient, an [Option] to either, an
+// [HTTPHandlerOption] to NewHTTPHandler, an [HTTPTransportOption] to
+// NewHTTPTransport, a [CallOption] to one call.
+//
+// What is not the stdio core is turned on where it is named, and a program
+// that does not name it does not link it: HTTP ([NewHTTPHandler],
+// [NewHTTPTransport]); tasks ([WithTasks] on a server, [WithTask] on a
+// call, [WithTaskRequests] on a client); OAuth ([WithOAuth] on a client
+// transport; [WithAuthorizer] with a [BearerAuth] and [NewJWTVerifier] or
+// [NewIntrospectionVerifier] on a handler); many instances
+// ([WithSessionStore], [WithEventStore], [WithBroadcaster] and
+// [TaskOptions].Store, which the module github.com/e6ac58cb/mcp/redis
+// implements on Redis). Middleware ([WithInboundMiddleware],
+// [WithOutboundMiddleware]) and logging ([WithLogger], [NewLoggingHandler])
+// cost a nil check when unused.
+//
+// Read next: the examples of this package, each a program that runs as it
+// is pasted into main; the programs under examples/ in the repository, one
+// per topic; README.md for the quick start, and ARCHITECTURE.md for how it
+// works inside.
 package mcp
 
 import (
