@@ -54,7 +54,7 @@ func (s *burstStarts) since(t0 time.Time) (first, last float64) {
 func processUsage() (cpu time.Duration, faults int64) {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), int64(ru.Minflt) // int32 on some 32-bit systems
 }
 
 // burstCalls calls of a tool that sleeps burstSleep make a burst, as in
