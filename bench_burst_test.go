@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -46,15 +45,6 @@ func (s *burstStarts) since(t0 time.Time) (first, last float64) {
 		return 0, 0
 	}
 	return slices.Min(ms), slices.Max(ms)
-}
-
-// processUsage is the CPU time the process has used, user and system, and
-// its page faults that took no I/O (a page the runtime had given back to
-// the system, touched again).
-func processUsage() (cpu time.Duration, faults int64) {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
 }
 
 // burstCalls calls of a tool that sleeps burstSleep make a burst, as in

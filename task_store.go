@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -288,7 +289,7 @@ func (m *MemoryTaskStore) List(ctx context.Context, owner, cursor string, limit 
 			mine = append(mine, st)
 		}
 	}
-	slices.SortFunc(mine, func(a, b *storedTask) int { return int(a.seq - b.seq) })
+	slices.SortFunc(mine, func(a, b *storedTask) int { return cmp.Compare(a.seq, b.seq) })
 	next := ""
 	if limit > 0 && len(mine) > limit {
 		mine = mine[:limit]

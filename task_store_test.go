@@ -78,6 +78,32 @@ func TestMemoryTaskStore(t *testing.T) {
 	})
 }
 
+// TestMemoryTaskStoreListOrderFarApart: List orders tasks by creation even
+// when their positions are further apart than an int32 holds (the order
+// once came from their difference as an int, which wraps on 32-bit).
+func TestMemoryTaskStoreListOrderFarApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := NewMemoryTaskStore(0, 0)
+	if err := m.Create(ctx, storedRecord("first", "alice", 0)); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.seq += 1 << 31 // as if two billion tasks had come and gone
+	m.mu.Unlock()
+	if err := m.Create(ctx, storedRecord("second", "alice", 0)); err != nil {
+		t.Fatal(err)
+	}
+	page, _, err := m.List(ctx, "alice", "", 10)
+	var ids []string
+	for _, rec := range page {
+		ids = append(ids, rec.ID)
+	}
+	if err != nil || strings.Join(ids, ",") != "first,second" {
+		t.Fatalf("List: %v, %v; want first, second", ids, err)
+	}
+}
+
 // TestMemoryTaskStoreBytes: the byte bound, at its limit, for new tasks
 // and for results.
 func TestMemoryTaskStoreBytes(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -733,7 +734,7 @@ func TestTaskNotificationsListen(t *testing.T) {
 // on a 2025-11-25 session over an in-memory connection.
 func BenchmarkTaskRoundTrip(b *testing.B) {
 	// A store that never fills: every task of the run is kept for its TTL.
-	srv := NewServer(Implementation{Name: "bench", Version: "1"}, WithTasks(TaskOptions{Store: NewMemoryTaskStore(1<<30, 1<<40)}))
+	srv := NewServer(Implementation{Name: "bench", Version: "1"}, WithTasks(TaskOptions{Store: NewMemoryTaskStore(1<<30, math.MaxInt)}))
 	srv.AddTool(Tool{Name: "echo", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent("hello")}}, nil
 	})
@@ -918,7 +919,7 @@ func TestTasksChildProcess(t *testing.T) {
 // interleave (it once said the task ran in another process when the task
 // left the running set between the request's two looks).
 func TestTaskResultRightAfterTheEnd(t *testing.T) {
-	store := NewMemoryTaskStore(1<<20, 1<<40)
+	store := NewMemoryTaskStore(1<<20, math.MaxInt)
 	store.SetMaxTasksPerOwner(1 << 20)
 	srv := NewServer(Implementation{Name: "tasks", Version: "1"}, WithTasks(TaskOptions{Store: store}))
 	srv.AddTool(Tool{Name: "echo", Execution: &ToolExecution{TaskSupport: TaskOptional}}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {

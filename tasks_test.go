@@ -249,7 +249,7 @@ func FuzzTaskDurations(f *testing.F) {
 	for _, n := range []int64{0, -1, 1, 1000, 9223372036855, math.MaxInt64, math.MinInt64} {
 		f.Add(n, n)
 	}
-	store := NewMemoryTaskStore(math.MaxInt32, math.MaxInt64)
+	store := NewMemoryTaskStore(math.MaxInt32, math.MaxInt)
 	store.SetMaxTasksPerOwner(math.MaxInt32) // every run's task is kept
 	rig := newTaskRig(WithTasks(TaskOptions{TTL: time.Hour, Store: store, Lease: -1}))
 	ct, st := NewInMemoryTransports()

@@ -319,7 +319,8 @@ func NewInMemoryTransports() (clientSide, serverSide Transport) {
 //
 // Close ends the child in steps, each bounded: close its standard input and
 // wait up to CloseTimeout for it to exit, then send SIGTERM and wait up to
-// TerminateTimeout, then SIGKILL.
+// TerminateTimeout, then SIGKILL. Where SIGTERM cannot be sent (Windows)
+// the kill follows the first wait.
 type CommandTransport struct {
 	// CloseTimeout bounds the wait for the child to exit after its standard
 	// input is closed (default 5s). It also bounds how long a read that
@@ -455,8 +456,7 @@ func (t *CommandTransport) Close() error {
 func (t *CommandTransport) shutdown() error {
 	t.stdin.Close()
 	if !waitFor(t.exited, t.CloseTimeout) {
-		t.cmd.Process.Signal(syscall.SIGTERM)
-		if !waitFor(t.exited, t.TerminateTimeout) {
+		if err := t.cmd.Process.Signal(syscall.SIGTERM); err != nil || !waitFor(t.exited, t.TerminateTimeout) {
 			t.cmd.Process.Kill()
 			<-t.exited
 		}

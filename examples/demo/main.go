@@ -1,7 +1,8 @@
 // Command demo runs an MCP client that starts an MCP server as a child
 // process over stdio, calls a long tool while drawing a live progress bar,
 // then calls a silent tool with a short timeout and shows the server's
-// handler observing the cancellation.
+// handler observing the cancellation. On a terminal the bar is redrawn in
+// place and fits its width; elsewhere each update is a plain line.
 //
 //	go run ./examples/demo
 //
@@ -18,9 +19,11 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/e6ac58cb/mcp"
 )
@@ -134,36 +137,90 @@ func runClient(steps int) error {
 	return errors.New("the server never observed the cancellation")
 }
 
-// progressBar draws progress in place on a terminal and as lines elsewhere.
+// progressBar draws progress in place on a terminal, fitted to its width
+// and redrawn after a carriage return, and as plain lines elsewhere.
 type progressBar struct {
 	out      *os.File
 	terminal bool
 	drawn    bool
+	cols     int // columns of the line on screen
 }
 
 func newProgressBar(out *os.File) *progressBar {
 	fi, err := out.Stat()
-	return &progressBar{out: out, terminal: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+	terminal := err == nil && fi.Mode()&os.ModeCharDevice != 0
+	if _, ok := windowWidth(out); !ok && askWidth {
+		terminal = false // a device such as /dev/null
+	}
+	return &progressBar{out: out, terminal: terminal}
 }
 
 func (b *progressBar) update(p mcp.Progress) {
-	const width = 30
-	frac := 0.0
-	if p.Total > 0 {
-		frac = min(p.Progress/p.Total, 1)
-	}
-	filled := int(frac * width)
-	line := fmt.Sprintf("[%s%s] %3.0f%% %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), frac*100, p.Message)
-	if b.terminal {
-		fmt.Fprintf(b.out, "\r\033[K%s", line)
-		b.drawn = true
+	if !b.terminal {
+		fmt.Fprintln(b.out, progressLine(p, -1))
 		return
 	}
-	fmt.Fprintln(b.out, line)
+	// One column short of the width, so the cursor never wraps: a wrapped
+	// line cannot be redrawn from its start. The width is asked at every
+	// update, since the terminal may be resized.
+	cols := max(terminalWidth(b.out)-1, 0)
+	line := progressLine(p, cols)
+	n := utf8.RuneCountInString(line)
+	// Spaces, not an escape sequence, clear what is left of a longer line.
+	fmt.Fprint(b.out, "\r"+line+strings.Repeat(" ", max(min(b.cols, cols)-n, 0)))
+	b.drawn, b.cols = true, n
 }
 
 func (b *progressBar) finish() {
 	if b.drawn {
 		fmt.Fprintln(b.out)
 	}
+}
+
+// barCells bounds the bar: it is barCells wide when there is room, gives way
+// to the message down to minBarCells, and is left out below that.
+const barCells, minBarCells = 30, 10
+
+// progressLine is one update as "[####......]  45% message", at most cols
+// columns wide (no bound if cols < 0): the bar narrows for the message,
+// then the message is cut, then the bar goes.
+func progressLine(p mcp.Progress, cols int) string {
+	frac := 0.0
+	if p.Total > 0 {
+		frac = max(min(p.Progress/p.Total, 1), 0)
+	}
+	pct := fmt.Sprintf("%3.0f%%", frac*100)
+	msg := ""
+	if p.Message != "" {
+		msg = " " + p.Message
+	}
+	cells := barCells
+	if cols >= 0 {
+		// "[" cells "] " pct msg
+		cells = min(barCells, max(cols-3-len(pct)-utf8.RuneCountInString(msg), minBarCells))
+		if cells+3+len(pct) > cols {
+			cells = 0
+		}
+	}
+	line := pct + msg
+	if cells > 0 {
+		filled := int(frac * float64(cells))
+		line = "[" + strings.Repeat("#", filled) + strings.Repeat(".", cells-filled) + "] " + line
+	}
+	if cols >= 0 && utf8.RuneCountInString(line) > cols {
+		line = string([]rune(line)[:cols])
+	}
+	return line
+}
+
+// terminalWidth is the number of columns of the terminal f is on, as the
+// system tells it, else as $COLUMNS says, else 80.
+func terminalWidth(f *os.File) int {
+	if n, ok := windowWidth(f); ok && n > 0 {
+		return n
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 80
 }
