@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // A server given WithBroadcaster tells every instance, itself included,
@@ -54,6 +55,17 @@ const (
 // fails, the reason is logged and this instance's clients are told
 // directly: they at least hear of a change made here. Each announcement
 // has an id, the same on every instance and every stream that carries it.
+// sharedCallTimeout bounds a call to a shared store or the broadcaster
+// that no request's context bounds: stores bound their own calls (as
+// mcpredis's WithTimeout does), this is the backstop, so that nothing waits
+// on one for ever.
+const sharedCallTimeout = 10 * time.Second
+
+// storeCtx is the context of such a call.
+func storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), sharedCallTimeout)
+}
+
 func (s *Server) announce(m serverMessage) {
 	if s.fan == nil {
 		m.ID = "local-" + strconv.FormatUint(s.announced.Add(1), 10)
@@ -62,7 +74,9 @@ func (s *Server) announce(m serverMessage) {
 	}
 	m.ID = s.fan.name + "-" + strconv.FormatUint(s.announced.Add(1), 10)
 	msg, _ := json.Marshal(m)
-	if err := s.fan.b.Publish(context.Background(), serverChannel, msg); err != nil {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := s.fan.b.Publish(ctx, serverChannel, msg); err != nil {
 		s.cfg.logger.Warn("cannot publish a change to the other instances; telling this one's clients only",
 			"channel", serverChannel, "kind", m.Kind, "err", err)
 		s.deliverServerMessage(&m)
@@ -162,9 +176,12 @@ func (f *fanout) subscribeLocked(fd *feed) {
 }
 
 func (f *fanout) subscribe(fd *feed) {
-	// The broadcaster bounds its own calls; nothing here waits on it
-	// longer than the callers of wait choose to.
-	stop, err := f.b.Subscribe(context.Background(), fd.channel, func(msg []byte) {
+	// The broadcaster bounds its own calls, and the context only the
+	// subscribing; nothing here waits on it longer than the callers of
+	// wait choose to.
+	ctx, cancel := storeCtx()
+	defer cancel()
+	stop, err := f.b.Subscribe(ctx, fd.channel, func(msg []byte) {
 		f.mu.Lock()
 		close(fd.changed)
 		fd.changed = make(chan struct{})

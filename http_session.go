@@ -344,7 +344,9 @@ func (s *httpSession) releaseStore() {
 	// the instances that still serve it.
 	if store := s.h.cfg.store; store != nil && (s.h.cfg.sessions == nil || s.deleted.Load()) {
 		// The session's context has ended; this call must still be made.
-		if err := store.SessionClosed(context.WithoutCancel(s.ctx), s.id); err != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), sharedCallTimeout)
+		defer cancel()
+		if err := store.SessionClosed(ctx, s.id); err != nil {
 			s.h.log.Warn("the event store failed to drop a closed session's events", "session", s.id, "err", err)
 		}
 	}

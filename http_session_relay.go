@@ -230,7 +230,9 @@ func (s *httpSession) joinRelay() error {
 	if b == nil {
 		return nil
 	}
-	stop, err := b.Subscribe(s.ctx, sessionChannel(s.id), s.deliver)
+	ctx, cancel := s.callCtx() // bounds the subscribing only
+	stop, err := b.Subscribe(ctx, sessionChannel(s.id), s.deliver)
+	cancel()
 	if err != nil {
 		s.h.log.Warn("cannot subscribe to a legacy session's channel", "session", s.id, "err", err)
 		return &sessionStoreError{"subscribe to the channel of", s.id, err}
@@ -246,6 +248,13 @@ func (s *httpSession) joinRelay() error {
 	return nil
 }
 
+// callCtx is the context of a call to a shared store or the broadcaster
+// that the session makes on its own behalf: it ends with the session, and
+// after sharedCallTimeout.
+func (s *httpSession) callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.ctx, sharedCallTimeout)
+}
+
 // publish sends a message of kind on the session's channel; a failure is
 // logged and returned.
 func (s *httpSession) publish(ctx context.Context, kind string, msg []byte) error {
@@ -255,7 +264,9 @@ func (s *httpSession) publish(ctx context.Context, kind string, msg []byte) erro
 	}
 	data, err := json.Marshal(relayMessage{Kind: kind, From: s.h.instance, Message: msg})
 	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
 		err = b.Publish(ctx, sessionChannel(s.id), data)
+		cancel()
 	}
 	if err != nil {
 		s.h.log.Warn("cannot publish on a legacy session's channel", "session", s.id, "kind", kind, "err", err)
@@ -766,7 +777,9 @@ func (s *httpSession) chain(b keptBatch) {
 // the event store; when it cannot have them all, it logs why, and what
 // that costs, and returns none.
 func (s *httpSession) storedAfter(stream string, index int64, cost string) [][]byte {
-	data, ok, err := s.h.cfg.store.After(s.ctx, s.id, stream, index)
+	ctx, cancel := s.callCtx()
+	data, ok, err := s.h.cfg.store.After(ctx, s.id, stream, index)
+	cancel()
 	if err == nil && !ok {
 		err = errors.New("the store no longer holds them all")
 	}
@@ -911,7 +924,9 @@ func (h *httpHandler) resumeElsewhere(w http.ResponseWriter, r *http.Request, se
 // from the event store; it answers the request itself and reports false
 // when they cannot all be had.
 func (h *httpHandler) readElsewhere(w http.ResponseWriter, r *http.Request, sess *httpSession, streamID string, index int64) ([]streamEvent, bool) {
-	data, ok, err := h.cfg.store.After(r.Context(), sess.id, streamID, index)
+	ctx, cancel := context.WithTimeout(r.Context(), sharedCallTimeout)
+	data, ok, err := h.cfg.store.After(ctx, sess.id, streamID, index)
+	cancel()
 	last := strconv.Quote(streamID + "_" + strconv.FormatInt(index, 10))
 	if err != nil {
 		h.log.Warn("cannot read SSE events to resume another instance's stream", "session", sess.id, "stream", streamID, "err", err)

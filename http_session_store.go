@@ -228,6 +228,8 @@ func (h *httpHandler) sharedSession(w http.ResponseWriter, r *http.Request, sess
 // store does not hold). Two requests that restore the same session at once
 // end up with one copy.
 func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string) (*httpSession, error) {
+	ctx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
+	defer cancel()
 	rec, err := h.cfg.sessions.Load(ctx, sid)
 	if errors.Is(err, ErrSessionNotFound) {
 		return nil, errSessionUnknown
@@ -284,7 +286,9 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 // word wins whichever of the two saw it first. It reports whether the copy
 // gained a subscription.
 func (s *httpSession) catchUp(ctx context.Context) (subscribed bool, err error) {
-	rec, err := s.h.cfg.sessions.Load(ctx, s.id)
+	callCtx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
+	rec, err := s.h.cfg.sessions.Load(callCtx, s.id)
+	cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changes := s.shared.changes
@@ -336,7 +340,9 @@ func (s *httpSession) save(change sessionChange) error {
 		s.mu.Unlock()
 		rec := s.ss.record(s.id)
 		rec.Revision = base
-		err := s.h.cfg.sessions.Save(s.ctx, rec, s.h.sessionTTL())
+		ctx, cancel := s.callCtx()
+		err := s.h.cfg.sessions.Save(ctx, rec, s.h.sessionTTL())
+		cancel()
 		merged := n
 		if errors.Is(err, ErrSessionConflict) && base != 0 {
 			rec, merged, err = s.merge()
@@ -380,7 +386,9 @@ func (s *httpSession) save(change sessionChange) error {
 func (s *httpSession) merge() (*SessionRecord, int, error) {
 	store := s.h.cfg.sessions
 	for range s.h.cfg.saveRetries {
-		rec, err := store.Load(s.ctx, s.id)
+		ctx, cancel := s.callCtx()
+		rec, err := store.Load(ctx, s.id)
+		cancel()
 		if err != nil {
 			return nil, 0, fmt.Errorf("loading it again after another instance changed it: %w", err)
 		}
@@ -395,7 +403,9 @@ func (s *httpSession) merge() (*SessionRecord, int, error) {
 		if subscribed {
 			s.standaloneStream() // the new subscription's updates need somewhere to wait
 		}
-		err = store.Save(s.ctx, rec, s.h.sessionTTL())
+		ctx, cancel = s.callCtx()
+		err = store.Save(ctx, rec, s.h.sessionTTL())
+		cancel()
 		if !errors.Is(err, ErrSessionConflict) {
 			return rec, n, err
 		}
@@ -431,7 +441,9 @@ func (s *httpSession) touch(ctx context.Context) error {
 	}
 	s.shared.lastTouch = now // the requests meanwhile need not touch it too
 	s.mu.Unlock()
-	err := s.h.cfg.sessions.Touch(ctx, s.id, s.h.sessionTTL())
+	callCtx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
+	err := s.h.cfg.sessions.Touch(callCtx, s.id, s.h.sessionTTL())
+	cancel()
 	if err == nil || errors.Is(err, ErrSessionNotFound) {
 		return err
 	}
@@ -454,7 +466,9 @@ func (s *httpSession) keepShared(ctx context.Context) {
 // the other instances drop their copies (or find out at their next touch,
 // should the broadcast fail). The copy here is the caller's to close.
 func (s *httpSession) deleteShared(ctx context.Context) error {
-	if err := s.h.cfg.sessions.Delete(ctx, s.id); err != nil {
+	callCtx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
+	defer cancel()
+	if err := s.h.cfg.sessions.Delete(callCtx, s.id); err != nil {
 		s.h.log.Warn("the session store failed to delete a session", "session", s.id, "err", err)
 		return &sessionStoreError{"delete", s.id, err}
 	}

@@ -515,7 +515,9 @@ func (s *httpStream) appendEvents(evs []streamEvent) (failed int64) {
 				data[i] = storedForm(ev.id, ev.data)
 			}
 		}
-		err := batch.AppendBatch(sess.ctx, sess.id, s.id, evs[0].index, data)
+		ctx, cancel := sess.callCtx()
+		err := batch.AppendBatch(ctx, sess.id, s.id, evs[0].index, data)
+		cancel()
 		if sess.ctx.Err() != nil {
 			return 0
 		}
@@ -530,7 +532,9 @@ func (s *httpStream) appendEvents(evs []streamEvent) (failed int64) {
 		if ev.id != "" {
 			data = storedForm(ev.id, data)
 		}
-		err := sess.h.cfg.store.Append(sess.ctx, sess.id, s.id, ev.index, data)
+		ctx, cancel := sess.callCtx()
+		err := sess.h.cfg.store.Append(ctx, sess.id, s.id, ev.index, data)
+		cancel()
 		if sess.ctx.Err() != nil {
 			return 0
 		}
@@ -590,7 +594,9 @@ func (s *httpStream) forget() {
 		return
 	}
 	defer sess.releaseStore()
-	if err := store.StreamDone(sess.ctx, sess.id, s.id); err != nil && sess.ctx.Err() == nil {
+	ctx, cancel := sess.callCtx()
+	defer cancel()
+	if err := store.StreamDone(ctx, sess.id, s.id); err != nil && sess.ctx.Err() == nil {
 		s.log.Warn("the event store failed to drop a stream's events", "session", sess.id, "stream", s.id, "err", err)
 	}
 }
@@ -781,7 +787,9 @@ func (s *httpStream) resume(ctx context.Context, index int64) ([]streamEvent, in
 		s.detach(gen)
 		return nil, 0, false
 	}
-	data, ok, err := store.After(ctx, s.sess.id, s.id, index)
+	callCtx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
+	data, ok, err := store.After(callCtx, s.sess.id, s.id, index)
+	cancel()
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("cannot read SSE events to resume a stream", "session", s.sess.id, "stream", s.id, "err", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -232,5 +233,64 @@ func TestMemoryTaskStorePerOwner(t *testing.T) {
 	}
 	if err := m.Create(ctx, storedRecord("a4", "alice", time.Hour)); err != nil {
 		t.Fatalf("alice's task after hers expired: %v", err)
+	}
+}
+
+// stallingTaskStore hangs in the UpdateStatus that stores message until
+// stall is closed or the call's context ends, saying so on stalled.
+type stallingTaskStore struct {
+	*MemoryTaskStore
+	message string
+	stall   chan struct{}
+	stalled chan struct{}
+}
+
+func (s *stallingTaskStore) UpdateStatus(ctx context.Context, owner, id string, status TaskStatus, message string, asks map[string]InputRequest) error {
+	if message == s.message {
+		select {
+		case s.stalled <- struct{}{}:
+		default:
+		}
+		select {
+		case <-s.stall:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.MemoryTaskStore.UpdateStatus(ctx, owner, id, status, message, asks)
+}
+
+// TestTaskStoreCallsOutsideTheTaskLock: a task store that hangs while
+// storing a task's status holds up only the writes that must come after
+// it, never the task's lock: a tasks/update that answers nothing is
+// answered meanwhile (it waited, before, for as long as the store took),
+// and every change still reaches the store in order.
+func TestTaskStoreCallsOutsideTheTaskLock(t *testing.T) {
+	store := &stallingTaskStore{MemoryTaskStore: NewMemoryTaskStore(0, 0), message: "halfway",
+		stall: make(chan struct{}), stalled: make(chan struct{}, 1)}
+	rig := newTaskRig(WithTasks(TaskOptions{Store: store}))
+	call := memoryCaller(t, rig.srv)
+	var once sync.Once
+	release := func() { once.Do(func() { close(store.stall); close(rig.release) }) }
+	defer release()                     // lets the test end even when it fails
+	id := startTask(t, call, 1, "work") // its handler reports "halfway" at once
+	<-store.stalled
+	answered := make(chan string, 1)
+	go func() {
+		answered <- call(2, "tasks/update", `"taskId":"`+id+`","inputResponses":{"nobody":{}}`, taskCaps)
+	}()
+	select {
+	case got := <-answered:
+		if field(t, got, "result.resultType") != "complete" {
+			t.Fatalf("tasks/update: %s", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("tasks/update waited on the task store's stalled write")
+	}
+	release()
+	waitTask(t, rig.srv, id, "", hasStatus(TaskCompleted))
+	rec, err := store.Get(context.Background(), "", id)
+	if err != nil || rec.StatusMessage != "halfway" {
+		t.Fatalf("the stored task: %+v, %v", rec, err)
 	}
 }

@@ -109,7 +109,9 @@ func (t *serverTask) publish() {
 		if modern {
 			// As tasks/get reports it, result included: what listen
 			// streams on any instance send.
-			rec, err := s.taskStore().Get(context.Background(), t.owner, id)
+			ctx, cancel := storeCtx()
+			rec, err := s.taskStore().Get(ctx, t.owner, id)
+			cancel()
 			if err != nil {
 				s.cfg.logger.Debug("cannot read a task to publish it", "task", id, "err", err)
 			} else if b, err := appendDetailedTask(append(messageBuffer(256), '{'), rec); err == nil {
@@ -117,7 +119,10 @@ func (t *serverTask) publish() {
 			}
 		}
 		msg, _ := json.Marshal(m)
-		if err := s.fan.b.Publish(context.Background(), taskChannel(id), msg); err != nil {
+		ctx, cancel := storeCtx()
+		err := s.fan.b.Publish(ctx, taskChannel(id), msg)
+		cancel()
+		if err != nil {
 			s.cfg.logger.Warn("cannot publish a task's status to the other instances; telling this one's listen streams only",
 				"channel", taskChannel(id), "status", m.Status, "err", err)
 			if len(m.Task) > 0 {

@@ -214,7 +214,7 @@ type serverTask struct {
 	feed *feed
 
 	mu      sync.Mutex
-	task    Task // as last written to the store
+	task    Task // as last changed; the store gets each change in order (storeLocked)
 	asks    map[string]InputRequest
 	answers map[string]json.RawMessage
 	wake    chan struct{} // signalled when the last pending ask is answered
@@ -228,43 +228,105 @@ type serverTask struct {
 	// lease renews the task's lease in the store (keepLease); nil
 	// without one.
 	lease *time.Timer
+
+	// writes are the changes waiting to be written to the store, in
+	// order; writing: a goroutine writes them (storeLocked); queued and
+	// wrote count those queued and written, and stored is signalled after
+	// each write.
+	writes        []taskWrite
+	writing       bool
+	queued, wrote uint64
+	stored        *sync.Cond
+}
+
+// taskWrite is one change of a task as the store gets it.
+type taskWrite struct {
+	task Task
+	asks map[string]InputRequest
+	// outcome is the terminal write's result or error; nil for a status.
+	outcome *taskOutcome
+}
+
+type taskOutcome struct {
+	result json.RawMessage
+	err    *Error
 }
 
 // storeLocked writes the task's status, message and pending asks to the
-// store and tells its waiters.
-func (t *serverTask) storeLocked() {
+// store (with outcome, its terminal result) and tells its waiters, in the
+// order of the changes but never under the task's lock: the caller that
+// finds no write in progress writes the queue, releasing the lock around
+// each store call, and the others wait until their change is written.
+// Called with t.mu held; it returns with t.mu held, the change stored.
+func (t *serverTask) storeLocked(outcome *taskOutcome) {
 	t.task.LastUpdatedAt = time.Now()
-	if err := t.srv.taskStore().UpdateStatus(context.Background(), t.owner, t.task.ID, t.task.Status, t.task.StatusMessage, t.asks); err != nil {
-		t.srv.cfg.logger.Debug("cannot store a task's status", "task", t.task.ID, "err", err)
+	t.writes = append(t.writes, taskWrite{task: t.task, asks: maps.Clone(t.asks), outcome: outcome})
+	t.queued++
+	mine := t.queued
+	for t.writing && t.wrote < mine {
+		t.stored.Wait()
 	}
-	t.changedLocked()
-}
-
-// changedLocked tells the task's waiters, and a 2025-11-25 client, that
-// the task changed. The client is told first, so that the status
-// notification goes out before any answer a waiter then gives. With a
-// broadcaster the change is also published on the task's channel, from
-// which every instance's listen streams hear of it, this one's included.
-func (t *serverTask) changedLocked() {
-	defer func() {
+	if t.wrote >= mine {
+		return
+	}
+	t.writing = true
+	for len(t.writes) > 0 {
+		w := t.writes[0]
+		t.writes = t.writes[1:]
+		t.mu.Unlock()
+		t.write(&w)
+		t.mu.Lock()
+		if w.outcome != nil {
+			t.task.Status = w.task.Status // failed, when the store had no room for the result
+		}
+		t.wrote++
+		if t.srv.fan != nil {
+			t.publishLocked()
+		}
 		close(t.changed)
 		t.changed = make(chan struct{})
-	}()
-	if t.srv.fan != nil {
-		t.publishLocked()
+		t.stored.Broadcast()
+	}
+	t.writing = false
+}
+
+// write stores one change and tells a 2025-11-25 client, or this
+// instance's listen streams, of it. The client is told before the
+// task's waiters are (storeLocked), so that the status notification goes
+// out before any answer a waiter then gives. With a broadcaster the change
+// is published on the task's channel instead, from which every instance's
+// listen streams hear of it, this one's included.
+func (t *serverTask) write(w *taskWrite) {
+	store := t.srv.taskStore()
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if w.outcome == nil {
+		if err := store.UpdateStatus(ctx, t.owner, w.task.ID, w.task.Status, w.task.StatusMessage, w.asks); err != nil {
+			t.srv.cfg.logger.Debug("cannot store a task's status", "task", w.task.ID, "err", err)
+		}
+	} else {
+		err := store.PutResult(ctx, t.owner, w.task.ID, w.task.Status, w.outcome.result, w.outcome.err)
+		if errors.Is(err, ErrTaskStoreFull) {
+			w.task.Status = TaskFailed
+			err = store.PutResult(ctx, t.owner, w.task.ID, TaskFailed, nil,
+				&Error{Code: CodeInternalError, Message: "Internal error: the task's result is larger than the task store holds"})
+		}
+		if err != nil && !errors.Is(err, ErrTaskNotFound) {
+			t.srv.cfg.logger.Debug("cannot store a task's outcome", "task", w.task.ID, "err", err)
+		}
 	}
 	if t.conn != nil {
-		b := appendTaskMembers(append(messageBuffer(256), '{'), &t.task, false)
+		b := appendTaskMembers(append(messageBuffer(256), '{'), &w.task, false)
 		if err := t.conn.notify("notifications/tasks/status", json.RawMessage(append(b, '}')), ID{}, nil); err != nil {
-			t.srv.cfg.logger.Debug("cannot send a task's status", "task", t.task.ID, "err", err)
+			t.srv.cfg.logger.Debug("cannot send a task's status", "task", w.task.ID, "err", err)
 		}
 		return
 	}
-	if t.srv.fan != nil || !t.srv.watchesTask(t.task.ID) {
+	if t.srv.fan != nil || !t.srv.watchesTask(w.task.ID) {
 		return
 	}
 	// notifications/tasks carries the task as tasks/get reports it.
-	rec, err := t.srv.taskStore().Get(context.Background(), t.owner, t.task.ID)
+	rec, err := store.Get(ctx, t.owner, w.task.ID)
 	if err != nil {
 		return
 	}
@@ -272,7 +334,7 @@ func (t *serverTask) changedLocked() {
 	if err != nil {
 		return
 	}
-	id := t.task.ID
+	id := w.task.ID
 	t.srv.broadcast("notifications/tasks", json.RawMessage(append(b, '}')), "",
 		func(*serverSession) bool { return false },
 		func(f *SubscriptionFilter) bool { return slices.Contains(f.TaskIDs, id) })
@@ -459,6 +521,7 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		done:    make(chan struct{}),
 		changed: make(chan struct{}),
 	}
+	t.stored = sync.NewCond(&t.mu)
 	created := t.task
 	if err := s.tasks.reserve(t, s.cfg.server.maxTasks, s.cfg.server.maxTasksPerOwner); err != nil {
 		cancel()
@@ -503,7 +566,9 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		time.AfterFunc(ttl, func() {
 			cancel()
 			s.tasks.remove(id)
-			if _, err := s.taskStore().DeleteExpired(context.Background(), time.Now()); err != nil {
+			ctx, cancel := storeCtx()
+			defer cancel()
+			if _, err := s.taskStore().DeleteExpired(ctx, time.Now()); err != nil {
 				s.cfg.logger.Debug("cannot delete expired tasks", "err", err)
 			}
 		})
@@ -637,19 +702,9 @@ func (t *serverTask) finish(status TaskStatus, result json.RawMessage, rpcErr *E
 	if t.task.Status.Terminal() {
 		return
 	}
-	t.task.Status, t.task.LastUpdatedAt, t.asks = status, time.Now(), nil
-	store := t.srv.taskStore()
-	err := store.PutResult(context.Background(), t.owner, t.task.ID, status, result, rpcErr)
-	if errors.Is(err, ErrTaskStoreFull) {
-		t.task.Status = TaskFailed
-		err = store.PutResult(context.Background(), t.owner, t.task.ID, TaskFailed, nil,
-			&Error{Code: CodeInternalError, Message: "Internal error: the task's result is larger than the task store holds"})
-	}
-	if err != nil && !errors.Is(err, ErrTaskNotFound) {
-		t.srv.cfg.logger.Debug("cannot store a task's outcome", "task", t.task.ID, "err", err)
-	}
+	t.task.Status, t.asks = status, nil
+	t.storeLocked(&taskOutcome{result: result, err: rpcErr})
 	t.stopLeaseLocked()
-	t.changedLocked()
 	t.srv.tasks.remove(t.task.ID)
 	close(t.done)
 }
@@ -670,7 +725,7 @@ func (t *serverTask) await(ctx context.Context, asks map[string]InputRequest) bo
 	}
 	if len(t.asks) > 0 {
 		t.task.Status = TaskInputRequired
-		t.storeLocked()
+		t.storeLocked(nil)
 	}
 	for len(t.asks) > 0 {
 		t.mu.Unlock()
@@ -683,7 +738,7 @@ func (t *serverTask) await(ctx context.Context, asks map[string]InputRequest) bo
 	}
 	if t.task.Status == TaskInputRequired {
 		t.task.Status = TaskWorking
-		t.storeLocked()
+		t.storeLocked(nil)
 	}
 	t.mu.Unlock()
 	return true
@@ -707,7 +762,7 @@ func (t *serverTask) answer(responses map[string]json.RawMessage) {
 		return
 	}
 	if len(t.asks) > 0 {
-		t.storeLocked() // the answered asks are no longer reported
+		t.storeLocked(nil) // the answered asks are no longer reported
 		return
 	}
 	select {
@@ -724,7 +779,7 @@ func (t *serverTask) setStatusMessage(msg string) {
 		return
 	}
 	t.task.StatusMessage = msg
-	t.storeLocked()
+	t.storeLocked(nil)
 }
 
 // appendDetailedTask appends the members of a task as tasks/get reports
@@ -916,7 +971,7 @@ func (t *serverTask) setAsking(on bool) {
 	}
 	if t.task.Status == from {
 		t.task.Status = to
-		t.storeLocked()
+		t.storeLocked(nil)
 	}
 }
 
