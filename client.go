@@ -54,14 +54,17 @@ type clientConfig struct {
 
 // ElicitationHandler answers a server's elicitation: it shows the user the
 // message and form (or URL) and returns the user's action. Declining is a
-// result; an error is reported to the server as a failed request.
+// result. An error is reported to the server as a failed request on the
+// older revisions; 2026-07-28 has no way to report it, so there the call
+// that asked ends on the client with the error instead. Client side.
 type ElicitationHandler func(ctx context.Context, params *ElicitParams) (*ElicitResult, error)
 
 // SamplingHandler answers a server's sampling request with a message from
-// the client's language model.
+// the client's language model. An error is reported as ElicitationHandler's
+// is. Client side.
 type SamplingHandler func(ctx context.Context, params *CreateMessageParams) (*CreateMessageResult, error)
 
-// RootsHandler returns the client's current roots.
+// RootsHandler returns the client's current roots. Client side.
 type RootsHandler func(ctx context.Context) ([]Root, error)
 
 // WithElicitationHandler lets servers elicit input from the user through h.
