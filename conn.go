@@ -404,6 +404,12 @@ func (c *conn) routeResponse(m *wireMessage) {
 	}
 	call := c.takePending(id)
 	if call == nil {
+		if c.isClosed() {
+			// Closing let go of every call; a peer that answers one as it
+			// sees the connection end is not misbehaving.
+			c.log.Debug("discarding a response that came after the connection closed", attrRequestID, id.String())
+			return
+		}
 		if m.Error != nil {
 			c.log.Warn("discarding orphan error response for unknown request id", attrRequestID, id.String(), "code", m.Error.Code)
 		} else {
@@ -948,6 +954,13 @@ func (c *conn) endOfInput(cause error) {
 
 // closeAndWait closes the connection and waits for every goroutine it
 // started, handlers included, to return.
+// isClosed reports whether close has begun.
+func (c *conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 func (c *conn) closeAndWait(cause error) {
 	c.close(cause)
 	c.wg.Wait()

@@ -613,3 +613,24 @@ func TestEndOfInputAnswersWhatWasSent(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
+
+// TestNoOrphanWarningOnClose: a 2026-07-28 client with an open listen
+// stream to a child server closes without warning of an orphan response:
+// the child answers the listen request as its input ends, after the client
+// let go of it (10 of 10 closes warned before).
+func TestNoOrphanWarningOnClose(t *testing.T) {
+	for range 5 {
+		rec := &logRecorder{}
+		cl := childServer(t, "", WithLogger(slog.New(rec)), WithToolListChangedHandler(func(context.Context) {}))
+		if v := cl.ProtocolVersion(); v != Version20260728 {
+			t.Fatalf("negotiated %s", v)
+		}
+		if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+		if n := rec.count("orphan"); n != 0 {
+			t.Fatalf("%d orphan warnings on close: %v", n, rec.msgs)
+		}
+	}
+}
