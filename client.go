@@ -690,6 +690,8 @@ func (c *Client) SetRoots(roots ...Root) error {
 	return conn.notify("notifications/roots/list_changed", nil, ID{}, nil)
 }
 
+func (c *Client) isClient() bool { return true }
+
 func (c *Client) notificationHandler(method string) NotificationHandler {
 	if method == "notifications/subscriptions/acknowledged" {
 		return c.acknowledged

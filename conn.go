@@ -26,6 +26,12 @@ type dispatcher interface {
 	// acceptNotification reports whether a notification should be handled
 	// at all (a client drops those of a listen stream it has replaced).
 	acceptNotification(method string, params json.RawMessage) bool
+	// describe returns the revision and HTTP session the peer's messages
+	// travel under, for middleware.
+	describe() (version, sessionID string)
+	// isClient reports whether the layer is a client: what a client
+	// answers of a malformed message differs (see ignoresMalformed).
+	isClient() bool
 }
 
 // inboundRequest is a request the peer sent us, as a handler sees it.
@@ -366,10 +372,7 @@ func (c *conn) handleMessage(m *wireMessage, route any, inline bool) {
 }
 
 // isClient reports whether c is a client's connection.
-func (c *conn) isClient() bool {
-	_, ok := c.disp.(*Client)
-	return ok
-}
+func (c *conn) isClient() bool { return c.disp.isClient() }
 
 // ignoresMalformed reports whether a malformed message (valid JSON of the
 // wrong shape) goes unanswered, and logs it if so. JSON-RPC 2.0 asks for a

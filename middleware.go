@@ -83,19 +83,8 @@ func chain(mw []Middleware, h MethodHandler) MethodHandler {
 	return h
 }
 
-// describer is a peer that can say which revision and HTTP session its
-// messages travel under: the Client and a server session.
-type describer interface {
-	describe() (version, sessionID string)
-}
-
 // describe returns the revision and HTTP session of c's messages.
-func (c *conn) describe() (version, sessionID string) {
-	if d, ok := c.disp.(describer); ok {
-		return d.describe()
-	}
-	return "", ""
-}
+func (c *conn) describe() (version, sessionID string) { return c.disp.describe() }
 
 // describe returns the revision the session negotiated (empty on 2026-07-28,
 // where each request names its own) and its HTTP session.

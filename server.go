@@ -670,6 +670,8 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 
 func (ss *serverSession) acceptNotification(string, json.RawMessage) bool { return true }
 
+func (ss *serverSession) isClient() bool { return false }
+
 // notificationHandler returns the server's built-in handling of a
 // notification. notifications/initialized needs none: a legacy session is
 // usable once initialize was answered.
