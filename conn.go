@@ -53,7 +53,9 @@ type inboundRecord struct {
 type inboundCall struct {
 	cancel    context.CancelCauseFunc
 	cancelled bool
-	alone     bool // no other request or notification occupied a slot when it came
+	// served, when set (initialize), is closed once the request is
+	// answered: the reader waits for it before reading on.
+	served chan struct{}
 	// released: cancelled, it gave its slot back and counts in lingering
 	// until its holds (its handler, a user cancel handler) are done.
 	released bool
@@ -194,7 +196,7 @@ func (c *conn) start(ctx context.Context) error {
 		}
 	}
 	if x, ok := c.t.(exchangeTransport); ok {
-		x.pushInto(func(data []byte) { c.readFrame(data, true, false) }, c.failCall)
+		x.pushInto(func(data []byte) { c.readFrame(data, true) }, c.failCall)
 	}
 	if c.r.callerReads {
 		// Kept where the transport allows it.
@@ -210,10 +212,8 @@ func (c *conn) start(ctx context.Context) error {
 	return nil
 }
 
-// readLoop parses and routes. It never waits for a handler: a request that
-// arrives on an idle connection runs on the reader's goroutine, saving a
-// goroutine hand-off, but if it has not finished within readerHandOff
-// another goroutine takes over reading (see serveOnReader).
+// readLoop parses and routes. It never runs a handler: every request goes
+// to a worker (see scheduleRequest), and only initialize is waited for.
 func (c *conn) readLoop() {
 	defer c.wg.Done()
 	for {
@@ -231,35 +231,24 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		reader, response := c.readFrame(data, false, true)
-		if !reader {
-			return // another goroutine reads now
-		}
-		if response && c.r.callerReads && c.pauseReading() {
+		if c.readFrame(data, false) && c.r.callerReads && c.pauseReading() {
 			return // the next caller reads, or resumeReading
 		}
 	}
 }
 
-// readFrame is handleFrame for a frame the transport read, where a single
-// request may run inline if inline allows. owned: data is the engine's to
-// keep, and the message is sliced from it, not from a copy. It reports
-// false when the reading was handed to another goroutine meanwhile, and
-// whether data was a response.
-func (c *conn) readFrame(data []byte, owned, inline bool) (reader, response bool) {
+// readFrame is handleFrame for a frame the transport read. owned: data is
+// the engine's to keep, and the message is sliced from it, not from a
+// copy. It reports whether data was a response.
+func (c *conn) readFrame(data []byte, owned bool) (response bool) {
 	var m wireMessage
 	if !decodeSingle(data, owned, &m) {
 		c.handleFrame(data, nil) // a batch, or an error to answer
-		return true, false
+		return false
 	}
 	kind, _ := m.kind()
-	if kind == kindRequest {
-		if id, ok := parseID(m.ID); ok {
-			return c.dispatchRequest(id, m.Method, m.Params, nil, inline), false
-		}
-	}
 	c.handleMessage(&m, nil, false)
-	return true, kind == kindResponse
+	return kind == kindResponse
 }
 
 // handleFrame decodes one frame: a message, or a batch where allowed. route
@@ -345,8 +334,9 @@ func (c *conn) handleBatch(data []byte, route any) {
 	}
 }
 
-// handleMessage routes one decoded message. inline: a request may run on
-// the calling goroutine (see dispatchRequest).
+// handleMessage routes one decoded message. inline: a request runs on the
+// calling goroutine, a push transport's, which waits for its answer anyway
+// (see dispatchRequest).
 func (c *conn) handleMessage(m *wireMessage, route any, inline bool) {
 	kind, why := m.kind()
 	switch kind {
@@ -422,30 +412,35 @@ func (c *conn) routeResponse(m *wireMessage) {
 }
 
 // dispatchRequest admits an inbound request past the cap and the duplicate
-// check, then runs it on a worker goroutine, or inline on the calling
-// goroutine when inline allows it: on a push connection always (the caller,
-// an HTTP handler, would otherwise only wait for the answer), on a reader
-// when nothing else is running or waiting to be read. It reports false when
-// the reading was handed to another goroutine.
+// check, then runs it one of three ways: on the calling goroutine when
+// inline says it is a push transport's own (an HTTP handler, which would
+// otherwise only wait for the answer), else on a parked worker or a new
+// goroutine. Never on a reader.
 //
 // initialize is served before anything after it is read, so that the
 // lifecycle takes effect in the order the peer sent it: a request that
 // follows initialize on the wire finds the session initialized, and its
-// answer is queued after initialize's. Serving it runs no user code.
-func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, inline bool) bool {
+// answer is queued after initialize's. It takes the road of any request;
+// the caller waits for its answer before it reads on.
+func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, inline bool) {
 	ctx, in, req := c.claimRequest(id, method, params, route)
 	if req == nil {
-		return true
+		return
 	}
-	if method == "initialize" || (inline && c.push != nil) {
-		if c.cfg.inbound != nil && c.push == nil {
-			c.serveAside(ctx, in, req) // middleware never runs on the reader
-			return true
-		}
+	if inline && c.push != nil {
 		c.serveRequest(ctx, in, req)
-		return true
+		return
 	}
-	return c.scheduleRequest(ctx, in, req, inline)
+	if method != "initialize" {
+		c.scheduleRequest(ctx, in, req)
+		return
+	}
+	in.served = make(chan struct{})
+	c.scheduleRequest(ctx, in, req)
+	select {
+	case <-in.served:
+	case <-c.done:
+	}
 }
 
 // claimRequest claims a slot and the id of an inbound request, or answers
@@ -480,26 +475,19 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	putEntry(&c.inbound, id, in)
 	c.occupied++
 	c.handling.Add(1)
-	in.alone = c.occupied == 1
 	c.wg.Add(1)
 	c.mu.Unlock()
 	rec.req = inboundRequest{RequestInfo: RequestInfo{id: id, method: method, conn: c, route: route}, params: params}
 	return ctx, in, &rec.req
 }
 
-// scheduleRequest runs an admitted request: inline on the reading goroutine
-// when inline allows it and it is alone, else on a parked worker or a new
+// scheduleRequest runs an admitted request on a parked worker or a new
 // goroutine.
-func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest, inline bool) bool {
-	if inline && in.alone && c.jobs != nil && c.cfg.inbound == nil {
-		if p, ok := c.t.(pipeTransport); ok && p.inlineOK() {
-			return c.serveOnReader(ctx, in, req)
-		}
-	}
+func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest) {
 	j := job{ctx, in, req}
 	if c.jobs == nil {
 		go c.serveRequest(ctx, in, req)
-		return true
+		return
 	}
 	select {
 	case c.jobs <- j: // a parked worker takes it
@@ -510,13 +498,12 @@ func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboun
 			// goroutine, whose request is counted.
 			c.mu.Unlock()
 			go c.serveRequest(ctx, in, req)
-			return true
+			return
 		}
 		c.wg.Add(1)
 		c.mu.Unlock()
 		go c.work(j)
 	}
-	return true
 }
 
 // job is one admitted request on its way to a worker.
@@ -573,6 +560,9 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 	// t.FailNow does), which skips the answer.
 	defer c.wg.Done()
 	defer c.handled()
+	if in.served != nil {
+		defer close(in.served)
+	}
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.serveLogged(ctx, in, req)
 		return

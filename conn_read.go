@@ -33,7 +33,6 @@ type reader struct {
 	callerReads bool
 	idleFor     time.Duration // how long the reading may rest
 	idle        *time.Timer   // starts the reader when nobody reads
-	handOff     *handOff      // the current reader's, for a request run inline
 }
 
 // callerReadIdle is how long the reading may rest between a response and
@@ -112,7 +111,7 @@ func (c *conn) readFor(ctx context.Context, call *pendingCall) {
 		data, err := c.t.ReadMessage()
 		switch {
 		case err == nil:
-			c.readFrame(data, false, false)
+			c.readFrame(data, false)
 			call.runProgress()
 			continue
 		case errors.Is(err, ErrMessageTooLarge):
@@ -162,59 +161,4 @@ func (c *conn) holdReader() bool {
 	}
 	c.wg.Add(1)
 	return true
-}
-
-// readerHandOff is how long a request may run on the reader's goroutine
-// before another goroutine takes over reading: the bound on how long a
-// connection may not read while serving a request inline.
-const readerHandOff = 50 * time.Microsecond
-
-// handOff lets a request run on the reader's goroutine: its timer starts a
-// new reader unless the request finished first, and the state says which
-// happened. A connection keeps one; each request sets its timer anew, and
-// nothing stops it.
-type handOff struct {
-	state atomic.Int32 // handOffRunning, handOffDone or handOffTaken
-	timer *time.Timer
-}
-
-const (
-	handOffDone = iota
-	handOffRunning
-	handOffTaken
-)
-
-// serveOnReader serves a request on the reader's goroutine. It reports
-// whether this goroutine is still the reader.
-func (c *conn) serveOnReader(ctx context.Context, in *inboundCall, req *inboundRequest) bool {
-	h := c.r.handOff
-	if h == nil {
-		h = &handOff{}
-		h.timer = time.AfterFunc(time.Hour, func() {
-			// A late run of an earlier request's timer may hand over
-			// early, never twice: the state decides once per request. A
-			// run after close (nothing stops the timer) starts nothing.
-			if !c.holdReader() {
-				return
-			}
-			if h.state.CompareAndSwap(handOffRunning, handOffTaken) {
-				go c.readLoop()
-			} else {
-				c.wg.Done()
-			}
-		})
-		h.timer.Stop()
-		c.r.handOff = h // before the timer runs: the next reader uses it
-	}
-	h.state.Store(handOffRunning)
-	h.timer.Reset(readerHandOff)
-	c.serveRequest(ctx, in, req)
-	// The timer is not stopped: when it runs, readerHandOff after the
-	// latest request began inline, it finds that request done (or the
-	// state taken) and does nothing. Stopping it would cost a timer update
-	// a request.
-	if h.state.CompareAndSwap(handOffRunning, handOffDone) {
-		return true
-	}
-	return false
 }

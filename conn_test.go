@@ -467,7 +467,7 @@ func bubbleGoroutines(fn string) int {
 	return count
 }
 
-func inlineRequestsAroundTheHandOff(t *testing.T, readIdle time.Duration) {
+func requestsOfManyLengths(t *testing.T, readIdle time.Duration) {
 	before := runtime.NumGoroutine()
 	srv := NewServer(Implementation{Name: "s", Version: "1"})
 	srv.AddTool(Tool{Name: "spin"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {

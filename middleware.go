@@ -205,18 +205,6 @@ func (c *conn) notificationThrough(ctx context.Context, method string, params js
 	}
 }
 
-// serveAside serves a request on another goroutine and waits for it: the
-// reader's way to serve initialize before reading on, when middleware
-// (user code) must not run on the reader.
-func (c *conn) serveAside(ctx context.Context, in *inboundCall, req *inboundRequest) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.serveRequest(ctx, in, req)
-	}()
-	<-done
-}
-
 // callThrough makes an outbound call through the outbound middleware, once
 // for a logical call: inner makes it, with the params the chain passes on,
 // and the sends inside it are not wrapped again. The request's id is taken

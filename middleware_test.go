@@ -350,7 +350,7 @@ func TestMiddlewareInputRounds(t *testing.T) {
 }
 
 // streamPair returns the two ends of an in-memory connection ("inmemory")
-// or of one over OS pipes ("pipe"), where a request may run on the reader.
+// or of one over OS pipes ("pipe"), where callers may read their own answers.
 func streamPair(t *testing.T, carrier string) (client, server Transport) {
 	if carrier == "pipe" {
 		return pipeTransports(t)

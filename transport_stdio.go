@@ -57,13 +57,11 @@ type starter interface {
 
 // pipeTransport is implemented by transports over a byte stream
 // (IOTransport). The engine's writer writes what is queued in one
-// writeBatch. A request may run on the reading goroutine while inlineOK
-// says so. Where setReadDeadline works (an OS pipe), a client's caller may
-// read its own response (readFor): a read it interrupts loses nothing, and
-// buffered says whether anything read waits to be returned.
+// writeBatch. Where setReadDeadline works (an OS pipe), a client's caller
+// may read its own response (readFor): a read it interrupts loses nothing,
+// and buffered says whether anything read waits to be returned.
 type pipeTransport interface {
 	writeBatch(msgs [][]byte) error
-	inlineOK() bool
 	setReadDeadline(at time.Time) bool
 	buffered() int
 }
@@ -93,7 +91,6 @@ type IOTransport struct {
 	closers []io.Closer
 	maxSize int
 
-	file     bool     // r is an OS file (a pipe, stdin): see inlineOK
 	rf       *os.File // r, when it is one: see setReadDeadline
 	skipping int      // bytes of an over-long line skipped so far, while skipping it
 	line     []byte   // accumulates a line longer than the reader's buffer
@@ -106,7 +103,7 @@ type IOTransport struct {
 // them to w, one per line. Close closes r and w if they are io.Closers.
 func NewIOTransport(r io.Reader, w io.Writer) *IOTransport {
 	t := &IOTransport{r: bufio.NewReaderSize(r, 64<<10), w: w, maxSize: DefaultMaxMessageSize}
-	t.rf, t.file = r.(*os.File)
+	t.rf, _ = r.(*os.File)
 	for _, x := range []any{w, r} {
 		if c, ok := x.(io.Closer); ok {
 			t.closers = append(t.closers, c)
@@ -194,14 +191,6 @@ func (t *IOTransport) ReadMessage() ([]byte, error) {
 		}
 	}
 }
-
-// inlineOK reports whether a request may run on the reading goroutine for
-// a moment: the input is an OS pipe or file, where a goroutine hand-off
-// costs a thread wake-up, and nothing more is read and waiting. In-memory
-// pipes keep every request on a worker, so that a test sees concurrent
-// requests start together without advancing a fake clock. Only the reading
-// goroutine may ask.
-func (t *IOTransport) inlineOK() bool { return t.file && t.r.Buffered() == 0 }
 
 // setReadDeadline bounds the read in progress and those to come (the zero
 // time lifts the bound); an interrupted ReadMessage returns an error that
