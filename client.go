@@ -573,7 +573,12 @@ func cursorParams(cursor string) any {
 	return &listParams{Cursor: cursor}
 }
 
-func (c *Client) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
+// newRequest returns the engine's record of a request the server sent: the
+// client keeps nothing more of one.
+func (c *Client) newRequest() request { return new(inboundRequest) }
+
+func (c *Client) handleRequest(ctx context.Context, r request) (any, error) {
+	req := r.record()
 	if c.cfg.inbound != nil {
 		return c.answerThrough(ctx, req)
 	}

@@ -18,9 +18,13 @@ import (
 
 // dispatcher is the layer above the engine: the Client or a Server session.
 type dispatcher interface {
-	// handleRequest serves one inbound request. The result is marshalled
-	// unless it is a json.RawMessage.
-	handleRequest(ctx context.Context, req *inboundRequest) (any, error)
+	// newRequest returns a new record of an inbound request, inside what
+	// the layer keeps of one (a server's RequestInfo): one allocation for
+	// both.
+	newRequest() request
+	// handleRequest serves one inbound request, which newRequest made. The
+	// result is marshalled unless it is a json.RawMessage.
+	handleRequest(ctx context.Context, r request) (any, error)
 	// notificationHandler returns the built-in handler for method, or nil.
 	notificationHandler(method string) NotificationHandler
 	// acceptNotification reports whether a notification should be handled
@@ -34,22 +38,25 @@ type dispatcher interface {
 	isClient() bool
 }
 
-// inboundRequest is a request the peer sent us, as a handler sees it.
+// inboundRequest is the engine's record of a request the peer sent us.
 type inboundRequest struct {
-	// RequestInfo holds the request's id, method, connection and route
-	// (how messages about it travel back: HTTP streams); a server fills
-	// in the rest and hands it to the handler, one allocation for both.
-	RequestInfo
+	id     ID
+	method string
 	params json.RawMessage
+	conn   *conn
+	route  any // how messages about it travel back (HTTP streams)
+	call   inboundCall
 }
 
-// inboundRecord is one allocation for an inbound request's two parts.
-type inboundRecord struct {
-	call inboundCall
-	req  inboundRequest
+// request is an inbound request as the layer above the engine keeps it:
+// the engine's record, and whatever the layer adds.
+type request interface {
+	record() *inboundRequest
 }
 
-// inboundCall is the engine's record of an inbound request in flight.
+func (r *inboundRequest) record() *inboundRequest { return r }
+
+// inboundCall is the engine's state of an inbound request in flight.
 type inboundCall struct {
 	cancel    context.CancelCauseFunc
 	cancelled bool
@@ -423,33 +430,34 @@ func (c *conn) routeResponse(m *wireMessage) {
 // answer is queued after initialize's. It takes the road of any request;
 // the caller waits for its answer before it reads on.
 func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, inline bool) {
-	ctx, in, req := c.claimRequest(id, method, params, route)
-	if req == nil {
+	ctx, r := c.claimRequest(id, method, params, route)
+	if r == nil {
 		return
 	}
 	if inline && c.push != nil {
-		c.serveRequest(ctx, in, req)
+		c.serveRequest(ctx, r)
 		return
 	}
 	if method != "initialize" {
-		c.scheduleRequest(ctx, in, req)
+		c.scheduleRequest(ctx, r)
 		return
 	}
-	in.served = make(chan struct{})
-	c.scheduleRequest(ctx, in, req)
+	served := make(chan struct{})
+	r.record().call.served = served
+	c.scheduleRequest(ctx, r)
 	select {
-	case <-in.served:
+	case <-served:
 	case <-c.done:
 	}
 }
 
 // claimRequest claims a slot and the id of an inbound request, or answers
 // it with an error and returns a nil request.
-func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route any) (context.Context, *inboundCall, *inboundRequest) {
+func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route any) (context.Context, request) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, nil, nil
+		return nil, nil
 	}
 	if c.atCapLocked() {
 		c.noteShedLocked(method)
@@ -457,12 +465,12 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 		// Answered before the id is claimed: the request left no trace and
 		// a retry is not a duplicate.
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeOverloaded, Message: "overloaded"}), related: id, final: true, route: route}, mustQueue)
-		return nil, nil, nil
+		return nil, nil
 	}
 	if _, dup := c.inbound[id]; dup {
 		c.mu.Unlock()
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: request id " + id.String() + " is already in flight"}), related: id, final: true, route: route}, mustQueue)
-		return nil, nil, nil
+		return nil, nil
 	}
 	ctx, cancel := c.baseCtx, c.cancelBase
 	if c.oneRequest {
@@ -470,23 +478,23 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	} else {
 		ctx, cancel = context.WithCancelCause(c.baseCtx)
 	}
-	rec := &inboundRecord{call: inboundCall{cancel: cancel}}
-	in := &rec.call
-	putEntry(&c.inbound, id, in)
+	r := c.disp.newRequest()
+	req := r.record()
+	*req = inboundRequest{id: id, method: method, params: params, conn: c, route: route, call: inboundCall{cancel: cancel}}
+	putEntry(&c.inbound, id, &req.call)
 	c.occupied++
 	c.handling.Add(1)
 	c.wg.Add(1)
 	c.mu.Unlock()
-	rec.req = inboundRequest{RequestInfo: RequestInfo{id: id, method: method, conn: c, route: route}, params: params}
-	return ctx, in, &rec.req
+	return ctx, r
 }
 
 // scheduleRequest runs an admitted request on a parked worker or a new
 // goroutine.
-func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest) {
-	j := job{ctx, in, req}
+func (c *conn) scheduleRequest(ctx context.Context, r request) {
+	j := job{ctx, r}
 	if c.jobs == nil {
-		go c.serveRequest(ctx, in, req)
+		go c.serveRequest(ctx, r)
 		return
 	}
 	select {
@@ -497,7 +505,7 @@ func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboun
 			// The worker would outlive close's wait; serve on a plain
 			// goroutine, whose request is counted.
 			c.mu.Unlock()
-			go c.serveRequest(ctx, in, req)
+			go c.serveRequest(ctx, r)
 			return
 		}
 		c.wg.Add(1)
@@ -509,8 +517,7 @@ func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboun
 // job is one admitted request on its way to a worker.
 type job struct {
 	ctx context.Context
-	in  *inboundCall
-	req *inboundRequest
+	r   request
 }
 
 // maxIdleWorkers is how many finished handler goroutines a stream
@@ -527,7 +534,7 @@ const maxIdleWorkers = 64
 func (c *conn) work(j job) {
 	defer c.wg.Done()
 	for {
-		c.serveRequest(j.ctx, j.in, j.req)
+		c.serveRequest(j.ctx, j.r)
 		j = job{}
 		if c.idle.Add(1) > maxIdleWorkers {
 			c.idle.Add(-1)
@@ -555,25 +562,27 @@ func (c *conn) noteShedLocked(method string) {
 	}
 }
 
-func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRequest) {
+func (c *conn) serveRequest(ctx context.Context, r request) {
 	// Done even when the handler ends its goroutine (runtime.Goexit, as
 	// t.FailNow does), which skips the answer.
 	defer c.wg.Done()
 	defer c.handled()
-	if in.served != nil {
-		defer close(in.served)
+	req := r.record()
+	if req.call.served != nil {
+		defer close(req.call.served)
 	}
 	if c.log.Enabled(ctx, slog.LevelDebug) {
-		c.serveLogged(ctx, in, req)
+		c.serveLogged(ctx, r)
 		return
 	}
-	result, err := c.runHandler(ctx, req)
-	c.answerRequest(in, req, result, err)
+	result, err := c.runHandler(ctx, r)
+	c.answerRequest(req, result, err)
 }
 
 // answerRequest sends the response to req, whose handler returned result
 // and err, unless it was cancelled, and frees its slot.
-func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, err error) {
+func (c *conn) answerRequest(req *inboundRequest, result any, err error) {
+	in := &req.call
 	c.mu.Lock()
 	delete(c.inbound, req.id)
 	if in.released {
@@ -612,14 +621,14 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 }
 
 // runHandler calls the dispatcher, turning a panic into an internal error.
-func (c *conn) runHandler(ctx context.Context, req *inboundRequest) (result any, err error) {
+func (c *conn) runHandler(ctx context.Context, r request) (result any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.logPanic("handler panicked", req.method, p)
+			c.logPanic("handler panicked", r.record().method, p)
 			result, err = nil, &Error{Code: CodeInternalError, Message: "Internal error"}
 		}
 	}()
-	return c.disp.handleRequest(ctx, req)
+	return c.disp.handleRequest(ctx, r)
 }
 
 // logPanic logs a panic recovered from user code with its stack: to the

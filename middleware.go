@@ -120,10 +120,9 @@ func (t *HTTPTransport) session() string {
 // so that middleware sees every request. env is a copy, so that the
 // caller's stays on its stack. The innermost handler marshals
 // the result, so that the middleware sees it as JSON.
-func (ss *serverSession) serveThrough(ctx context.Context, req *inboundRequest, env requestEnvelope, prepared error) (any, error) {
-	info := &req.RequestInfo
-	t := &inboundTurn{ss: ss, req: req, env: env, prepared: prepared}
-	t.r = Request{Method: req.method, ID: req.id, Params: req.params, ProtocolVersion: info.version, SessionID: ss.sessionID, Info: info}
+func (ss *serverSession) serveThrough(ctx context.Context, info *RequestInfo, env requestEnvelope, prepared error) (any, error) {
+	t := &inboundTurn{ss: ss, info: info, env: env, prepared: prepared}
+	t.r = Request{Method: info.method, ID: info.id, Params: info.params, ProtocolVersion: info.version, SessionID: ss.sessionID, Info: info}
 	return rawAnswer(chain(ss.srv.cfg.inbound, t.serve)(ctx, &t.r))
 }
 
@@ -132,7 +131,7 @@ func (ss *serverSession) serveThrough(ctx context.Context, req *inboundRequest, 
 type inboundTurn struct {
 	r        Request
 	ss       *serverSession
-	req      *inboundRequest
+	info     *RequestInfo
 	env      requestEnvelope
 	prepared error
 }
@@ -143,12 +142,12 @@ func (t *inboundTurn) serve(ctx context.Context, _ *Request) (json.RawMessage, e
 	if t.prepared != nil {
 		return nil, t.prepared
 	}
-	t.req.RequestInfo.ctx = ctx
-	result, err := t.ss.serve(ctx, t.req, &t.env)
+	t.info.ctx = ctx
+	result, err := t.ss.serve(ctx, t.info, &t.env)
 	if err != nil {
 		return nil, err
 	}
-	return t.ss.conn.marshalAnswer(t.req.method, result)
+	return t.ss.conn.marshalAnswer(t.info.method, result)
 }
 
 // marshalAnswer marshals a handler's result as answerRequest would.
