@@ -48,8 +48,6 @@ type clientConfig struct {
 
 	taskPoll    time.Duration // WithTaskPolling: when the server suggests no poll interval
 	taskPollMin time.Duration // WithTaskPolling: the floor of any poll interval
-
-	readIdle time.Duration // callerReadIdle unless set (by tests)
 }
 
 // ElicitationHandler answers a server's elicitation: it shows the user the
@@ -218,7 +216,7 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 		return errors.New("mcp: client already connected")
 	}
 	start := time.Now()
-	conn := newConn(t, c.cfg, c, callerReads)
+	conn := newConn(t, c.cfg, c, 0)
 	c.watchEnd(conn, start)
 	c.conn = conn
 	c.tasks, c.taskEnv, c.toolsListed, c.toolTasks = serverTasks{}, nil, false, nil

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,7 +136,6 @@ type conn struct {
 	ending   atomic.Bool
 
 	w     writer       // the serialised writer (conn_write.go)
-	r     reader       // who reads (conn_read.go)
 	jobs  chan job     // hands a request to a parked worker (stream transports)
 	idle  atomic.Int32 // workers parked on jobs
 	armed deadlines    // deadlines armed and not yet released, and free ones
@@ -160,9 +158,6 @@ const (
 	// than a child of it: a context, its Done channel and its parent's
 	// map of children fewer a request.
 	oneRequest connMode = 1 << iota
-	// callerReads: a client's callers may read their own responses, where
-	// the transport allows it (see readFor).
-	callerReads
 )
 
 // newConn makes a connection over t. Its tables are made on first use. A
@@ -180,9 +175,6 @@ func newConn(t Transport, cfg *config, disp dispatcher, mode connMode) *conn {
 		cancelBase: cancel,
 		oneRequest: mode&oneRequest != 0,
 		done:       make(chan struct{}),
-	}
-	if mode&callerReads != 0 {
-		c.r.callerReads, c.r.idleFor = true, cmp.Or(cfg.client.readIdle, callerReadIdle)
 	}
 	if p, ok := t.(pushTransport); ok {
 		c.push = p
@@ -204,14 +196,6 @@ func (c *conn) start(ctx context.Context) error {
 	}
 	if x, ok := c.t.(exchangeTransport); ok {
 		x.pushInto(func(data []byte) { c.readFrame(data, true) }, c.failCall)
-	}
-	if c.r.callerReads {
-		// Kept where the transport allows it.
-		p, ok := c.t.(pipeTransport)
-		if c.r.callerReads = ok && p.setReadDeadline(time.Time{}); c.r.callerReads {
-			c.r.idle = time.AfterFunc(time.Hour, c.resumeReading)
-			c.r.idle.Stop()
-		}
 	}
 	c.wg.Add(2)
 	go c.readLoop()
@@ -238,24 +222,20 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		if c.readFrame(data, false) && c.r.callerReads && c.pauseReading() {
-			return // the next caller reads, or resumeReading
-		}
+		c.readFrame(data, false)
 	}
 }
 
 // readFrame is handleFrame for a frame the transport read. owned: data is
 // the engine's to keep, and the message is sliced from it, not from a
-// copy. It reports whether data was a response.
-func (c *conn) readFrame(data []byte, owned bool) (response bool) {
+// copy.
+func (c *conn) readFrame(data []byte, owned bool) {
 	var m wireMessage
 	if !decodeSingle(data, owned, &m) {
 		c.handleFrame(data, nil) // a batch, or an error to answer
-		return false
+		return
 	}
-	kind, _ := m.kind()
 	c.handleMessage(&m, nil, false)
-	return kind == kindResponse
 }
 
 // handleFrame decodes one frame: a message, or a batch where allowed. route
@@ -1046,9 +1026,6 @@ func (c *conn) forget(call *pendingCall) bool {
 
 func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (json.RawMessage, error) {
 	dl := call.deadline
-	if c.r.callerReads && c.r.state.Load() == readerFree && c.r.state.CompareAndSwap(readerFree, readerCaller) {
-		c.readFor(ctx, call)
-	}
 	for {
 		var bound TimeoutBound
 		var elapsed time.Duration
