@@ -48,8 +48,6 @@ type clientConfig struct {
 
 	taskPoll    time.Duration // WithTaskPolling: when the server suggests no poll interval
 	taskPollMin time.Duration // WithTaskPolling: the floor of any poll interval
-
-	readIdle time.Duration // callerReadIdle unless set (by tests)
 }
 
 // ElicitationHandler answers a server's elicitation: it shows the user the
@@ -221,7 +219,7 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 		return errors.New("mcp: client already connected")
 	}
 	start := time.Now()
-	conn := newConn(t, c.cfg, c, callerReads)
+	conn := newConn(t, c.cfg, c, 0)
 	c.watchEnd(conn, start)
 	c.conn = conn
 	c.tasks, c.taskEnv, c.toolsListed, c.toolTasks = serverTasks{}, nil, false, nil
@@ -576,7 +574,12 @@ func cursorParams(cursor string) any {
 	return &listParams{Cursor: cursor}
 }
 
-func (c *Client) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
+// newRequest returns the engine's record of a request the server sent: the
+// client keeps nothing more of one.
+func (c *Client) newRequest() request { return new(inboundRequest) }
+
+func (c *Client) handleRequest(ctx context.Context, r request) (any, error) {
+	req := r.record()
 	if c.cfg.inbound != nil {
 		return c.answerThrough(ctx, req)
 	}
@@ -692,6 +695,8 @@ func (c *Client) SetRoots(roots ...Root) error {
 	}
 	return conn.notify("notifications/roots/list_changed", nil, ID{}, nil)
 }
+
+func (c *Client) isClient() bool { return true }
 
 func (c *Client) notificationHandler(method string) NotificationHandler {
 	if method == "notifications/subscriptions/acknowledged" {

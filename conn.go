@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,36 +17,51 @@ import (
 
 // dispatcher is the layer above the engine: the Client or a Server session.
 type dispatcher interface {
-	// handleRequest serves one inbound request. The result is marshalled
-	// unless it is a json.RawMessage.
-	handleRequest(ctx context.Context, req *inboundRequest) (any, error)
+	// newRequest returns a new record of an inbound request, inside what
+	// the layer keeps of one (a server's RequestInfo): one allocation for
+	// both.
+	newRequest() request
+	// handleRequest serves one inbound request, which newRequest made. The
+	// result is marshalled unless it is a json.RawMessage.
+	handleRequest(ctx context.Context, r request) (any, error)
 	// notificationHandler returns the built-in handler for method, or nil.
 	notificationHandler(method string) NotificationHandler
 	// acceptNotification reports whether a notification should be handled
 	// at all (a client drops those of a listen stream it has replaced).
 	acceptNotification(method string, params json.RawMessage) bool
+	// describe returns the revision and HTTP session the peer's messages
+	// travel under, for middleware.
+	describe() (version, sessionID string)
+	// isClient reports whether the layer is a client: what a client
+	// answers of a malformed message differs (see ignoresMalformed).
+	isClient() bool
 }
 
-// inboundRequest is a request the peer sent us, as a handler sees it.
+// inboundRequest is the engine's record of a request the peer sent us.
 type inboundRequest struct {
-	// RequestInfo holds the request's id, method, connection and route
-	// (how messages about it travel back: HTTP streams); a server fills
-	// in the rest and hands it to the handler, one allocation for both.
-	RequestInfo
+	id     ID
+	method string
 	params json.RawMessage
+	conn   *conn
+	route  any // how messages about it travel back (HTTP streams)
+	call   inboundCall
 }
 
-// inboundRecord is one allocation for an inbound request's two parts.
-type inboundRecord struct {
-	call inboundCall
-	req  inboundRequest
+// request is an inbound request as the layer above the engine keeps it:
+// the engine's record, and whatever the layer adds.
+type request interface {
+	record() *inboundRequest
 }
 
-// inboundCall is the engine's record of an inbound request in flight.
+func (r *inboundRequest) record() *inboundRequest { return r }
+
+// inboundCall is the engine's state of an inbound request in flight.
 type inboundCall struct {
 	cancel    context.CancelCauseFunc
 	cancelled bool
-	alone     bool // no other request or notification occupied a slot when it came
+	// served, when set (initialize), is closed once the request is
+	// answered: the reader waits for it before reading on.
+	served chan struct{}
 	// released: cancelled, it gave its slot back and counts in lingering
 	// until its holds (its handler, a user cancel handler) are done.
 	released bool
@@ -122,7 +136,6 @@ type conn struct {
 	ending   atomic.Bool
 
 	w     writer       // the serialised writer (conn_write.go)
-	r     reader       // who reads (conn_read.go)
 	jobs  chan job     // hands a request to a parked worker (stream transports)
 	idle  atomic.Int32 // workers parked on jobs
 	armed deadlines    // deadlines armed and not yet released, and free ones
@@ -145,9 +158,6 @@ const (
 	// than a child of it: a context, its Done channel and its parent's
 	// map of children fewer a request.
 	oneRequest connMode = 1 << iota
-	// callerReads: a client's callers may read their own responses, where
-	// the transport allows it (see readFor).
-	callerReads
 )
 
 // newConn makes a connection over t. Its tables are made on first use. A
@@ -165,9 +175,6 @@ func newConn(t Transport, cfg *config, disp dispatcher, mode connMode) *conn {
 		cancelBase: cancel,
 		oneRequest: mode&oneRequest != 0,
 		done:       make(chan struct{}),
-	}
-	if mode&callerReads != 0 {
-		c.r.callerReads, c.r.idleFor = true, cmp.Or(cfg.client.readIdle, callerReadIdle)
 	}
 	if p, ok := t.(pushTransport); ok {
 		c.push = p
@@ -188,15 +195,7 @@ func (c *conn) start(ctx context.Context) error {
 		}
 	}
 	if x, ok := c.t.(exchangeTransport); ok {
-		x.pushInto(func(data []byte) { c.readFrame(data, true, false) }, c.failCall)
-	}
-	if c.r.callerReads {
-		// Kept where the transport allows it.
-		p, ok := c.t.(pipeTransport)
-		if c.r.callerReads = ok && p.setReadDeadline(time.Time{}); c.r.callerReads {
-			c.r.idle = time.AfterFunc(time.Hour, c.resumeReading)
-			c.r.idle.Stop()
-		}
+		x.pushInto(func(data []byte) { c.readFrame(data, true) }, c.failCall)
 	}
 	c.wg.Add(2)
 	go c.readLoop()
@@ -204,10 +203,8 @@ func (c *conn) start(ctx context.Context) error {
 	return nil
 }
 
-// readLoop parses and routes. It never waits for a handler: a request that
-// arrives on an idle connection runs on the reader's goroutine, saving a
-// goroutine hand-off, but if it has not finished within readerHandOff
-// another goroutine takes over reading (see serveOnReader).
+// readLoop parses and routes. It never runs a handler: every request goes
+// to a worker (see scheduleRequest), and only initialize is waited for.
 func (c *conn) readLoop() {
 	defer c.wg.Done()
 	for {
@@ -225,35 +222,20 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		reader, response := c.readFrame(data, false, true)
-		if !reader {
-			return // another goroutine reads now
-		}
-		if response && c.r.callerReads && c.pauseReading() {
-			return // the next caller reads, or resumeReading
-		}
+		c.readFrame(data, false)
 	}
 }
 
-// readFrame is handleFrame for a frame the transport read, where a single
-// request may run inline if inline allows. owned: data is the engine's to
-// keep, and the message is sliced from it, not from a copy. It reports
-// false when the reading was handed to another goroutine meanwhile, and
-// whether data was a response.
-func (c *conn) readFrame(data []byte, owned, inline bool) (reader, response bool) {
+// readFrame is handleFrame for a frame the transport read. owned: data is
+// the engine's to keep, and the message is sliced from it, not from a
+// copy.
+func (c *conn) readFrame(data []byte, owned bool) {
 	var m wireMessage
 	if !decodeSingle(data, owned, &m) {
 		c.handleFrame(data, nil) // a batch, or an error to answer
-		return true, false
-	}
-	kind, _ := m.kind()
-	if kind == kindRequest {
-		if id, ok := parseID(m.ID); ok {
-			return c.dispatchRequest(id, m.Method, m.Params, nil, inline), false
-		}
+		return
 	}
 	c.handleMessage(&m, nil, false)
-	return true, kind == kindResponse
 }
 
 // handleFrame decodes one frame: a message, or a batch where allowed. route
@@ -339,8 +321,9 @@ func (c *conn) handleBatch(data []byte, route any) {
 	}
 }
 
-// handleMessage routes one decoded message. inline: a request may run on
-// the calling goroutine (see dispatchRequest).
+// handleMessage routes one decoded message. inline: a request runs on the
+// calling goroutine, a push transport's, which waits for its answer anyway
+// (see dispatchRequest).
 func (c *conn) handleMessage(m *wireMessage, route any, inline bool) {
 	kind, why := m.kind()
 	switch kind {
@@ -366,10 +349,7 @@ func (c *conn) handleMessage(m *wireMessage, route any, inline bool) {
 }
 
 // isClient reports whether c is a client's connection.
-func (c *conn) isClient() bool {
-	_, ok := c.disp.(*Client)
-	return ok
-}
+func (c *conn) isClient() bool { return c.disp.isClient() }
 
 // ignoresMalformed reports whether a malformed message (valid JSON of the
 // wrong shape) goes unanswered, and logs it if so. JSON-RPC 2.0 asks for a
@@ -425,39 +405,45 @@ func (c *conn) routeResponse(m *wireMessage) {
 }
 
 // dispatchRequest admits an inbound request past the cap and the duplicate
-// check, then runs it on a worker goroutine, or inline on the calling
-// goroutine when inline allows it: on a push connection always (the caller,
-// an HTTP handler, would otherwise only wait for the answer), on a reader
-// when nothing else is running or waiting to be read. It reports false when
-// the reading was handed to another goroutine.
+// check, then runs it one of three ways: on the calling goroutine when
+// inline says it is a push transport's own (an HTTP handler, which would
+// otherwise only wait for the answer), else on a parked worker or a new
+// goroutine. Never on a reader.
 //
 // initialize is served before anything after it is read, so that the
 // lifecycle takes effect in the order the peer sent it: a request that
 // follows initialize on the wire finds the session initialized, and its
-// answer is queued after initialize's. Serving it runs no user code.
-func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, inline bool) bool {
-	ctx, in, req := c.claimRequest(id, method, params, route)
-	if req == nil {
-		return true
+// answer is queued after initialize's. It takes the road of any request;
+// the caller waits for its answer before it reads on.
+func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, inline bool) {
+	ctx, r := c.claimRequest(id, method, params, route)
+	if r == nil {
+		return
 	}
-	if method == "initialize" || (inline && c.push != nil) {
-		if c.cfg.inbound != nil && c.push == nil {
-			c.serveAside(ctx, in, req) // middleware never runs on the reader
-			return true
-		}
-		c.serveRequest(ctx, in, req)
-		return true
+	if inline && c.push != nil {
+		c.serveRequest(ctx, r)
+		return
 	}
-	return c.scheduleRequest(ctx, in, req, inline)
+	if method != "initialize" {
+		c.scheduleRequest(ctx, r)
+		return
+	}
+	served := make(chan struct{})
+	r.record().call.served = served
+	c.scheduleRequest(ctx, r)
+	select {
+	case <-served:
+	case <-c.done:
+	}
 }
 
 // claimRequest claims a slot and the id of an inbound request, or answers
 // it with an error and returns a nil request.
-func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route any) (context.Context, *inboundCall, *inboundRequest) {
+func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route any) (context.Context, request) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, nil, nil
+		return nil, nil
 	}
 	if c.atCapLocked() {
 		c.noteShedLocked(method)
@@ -465,12 +451,12 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 		// Answered before the id is claimed: the request left no trace and
 		// a retry is not a duplicate.
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeOverloaded, Message: "overloaded"}), related: id, final: true, route: route}, mustQueue)
-		return nil, nil, nil
+		return nil, nil
 	}
 	if _, dup := c.inbound[id]; dup {
 		c.mu.Unlock()
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: request id " + id.String() + " is already in flight"}), related: id, final: true, route: route}, mustQueue)
-		return nil, nil, nil
+		return nil, nil
 	}
 	ctx, cancel := c.baseCtx, c.cancelBase
 	if c.oneRequest {
@@ -478,31 +464,24 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	} else {
 		ctx, cancel = context.WithCancelCause(c.baseCtx)
 	}
-	rec := &inboundRecord{call: inboundCall{cancel: cancel}}
-	in := &rec.call
-	putEntry(&c.inbound, id, in)
+	r := c.disp.newRequest()
+	req := r.record()
+	*req = inboundRequest{id: id, method: method, params: params, conn: c, route: route, call: inboundCall{cancel: cancel}}
+	putEntry(&c.inbound, id, &req.call)
 	c.occupied++
 	c.handling.Add(1)
-	in.alone = c.occupied == 1
 	c.wg.Add(1)
 	c.mu.Unlock()
-	rec.req = inboundRequest{RequestInfo: RequestInfo{id: id, method: method, conn: c, route: route}, params: params}
-	return ctx, in, &rec.req
+	return ctx, r
 }
 
-// scheduleRequest runs an admitted request: inline on the reading goroutine
-// when inline allows it and it is alone, else on a parked worker or a new
+// scheduleRequest runs an admitted request on a parked worker or a new
 // goroutine.
-func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboundRequest, inline bool) bool {
-	if inline && in.alone && c.jobs != nil && c.cfg.inbound == nil {
-		if p, ok := c.t.(pipeTransport); ok && p.inlineOK() {
-			return c.serveOnReader(ctx, in, req)
-		}
-	}
-	j := job{ctx, in, req}
+func (c *conn) scheduleRequest(ctx context.Context, r request) {
+	j := job{ctx, r}
 	if c.jobs == nil {
-		go c.serveRequest(ctx, in, req)
-		return true
+		go c.serveRequest(ctx, r)
+		return
 	}
 	select {
 	case c.jobs <- j: // a parked worker takes it
@@ -512,21 +491,19 @@ func (c *conn) scheduleRequest(ctx context.Context, in *inboundCall, req *inboun
 			// The worker would outlive close's wait; serve on a plain
 			// goroutine, whose request is counted.
 			c.mu.Unlock()
-			go c.serveRequest(ctx, in, req)
-			return true
+			go c.serveRequest(ctx, r)
+			return
 		}
 		c.wg.Add(1)
 		c.mu.Unlock()
 		go c.work(j)
 	}
-	return true
 }
 
 // job is one admitted request on its way to a worker.
 type job struct {
 	ctx context.Context
-	in  *inboundCall
-	req *inboundRequest
+	r   request
 }
 
 // maxIdleWorkers is how many finished handler goroutines a stream
@@ -543,7 +520,7 @@ const maxIdleWorkers = 64
 func (c *conn) work(j job) {
 	defer c.wg.Done()
 	for {
-		c.serveRequest(j.ctx, j.in, j.req)
+		c.serveRequest(j.ctx, j.r)
 		j = job{}
 		if c.idle.Add(1) > maxIdleWorkers {
 			c.idle.Add(-1)
@@ -571,22 +548,27 @@ func (c *conn) noteShedLocked(method string) {
 	}
 }
 
-func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRequest) {
+func (c *conn) serveRequest(ctx context.Context, r request) {
 	// Done even when the handler ends its goroutine (runtime.Goexit, as
 	// t.FailNow does), which skips the answer.
 	defer c.wg.Done()
 	defer c.handled()
+	req := r.record()
+	if req.call.served != nil {
+		defer close(req.call.served)
+	}
 	if c.log.Enabled(ctx, slog.LevelDebug) {
-		c.serveLogged(ctx, in, req)
+		c.serveLogged(ctx, r)
 		return
 	}
-	result, err := c.runHandler(ctx, req)
-	c.answerRequest(in, req, result, err)
+	result, err := c.runHandler(ctx, r)
+	c.answerRequest(req, result, err)
 }
 
 // answerRequest sends the response to req, whose handler returned result
 // and err, unless it was cancelled, and frees its slot.
-func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, err error) {
+func (c *conn) answerRequest(req *inboundRequest, result any, err error) {
+	in := &req.call
 	c.mu.Lock()
 	delete(c.inbound, req.id)
 	if in.released {
@@ -625,14 +607,14 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 }
 
 // runHandler calls the dispatcher, turning a panic into an internal error.
-func (c *conn) runHandler(ctx context.Context, req *inboundRequest) (result any, err error) {
+func (c *conn) runHandler(ctx context.Context, r request) (result any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.logPanic("handler panicked", req.method, p)
+			c.logPanic("handler panicked", r.record().method, p)
 			result, err = nil, &Error{Code: CodeInternalError, Message: "Internal error"}
 		}
 	}()
-	return c.disp.handleRequest(ctx, req)
+	return c.disp.handleRequest(ctx, r)
 }
 
 // logPanic logs a panic recovered from user code with its stack: to the
@@ -1057,9 +1039,6 @@ func (c *conn) forget(call *pendingCall) bool {
 
 func (c *conn) await(ctx context.Context, call *pendingCall, o *callOptions) (json.RawMessage, error) {
 	dl := call.deadline
-	if c.r.callerReads && c.r.state.Load() == readerFree && c.r.state.CompareAndSwap(readerFree, readerCaller) {
-		c.readFor(ctx, call)
-	}
 	for {
 		var bound TimeoutBound
 		var elapsed time.Duration

@@ -32,15 +32,16 @@ const (
 
 // serveLogged is serveRequest when the logger takes debug records: it logs
 // the request's method, id, duration and outcome once it is answered.
-func (c *conn) serveLogged(ctx context.Context, in *inboundCall, req *inboundRequest) {
+func (c *conn) serveLogged(ctx context.Context, r request) {
 	start := time.Now()
-	result, err := c.runHandler(ctx, req)
-	c.answerRequest(in, req, result, err)
+	req := r.record()
+	result, err := c.runHandler(ctx, r)
+	c.answerRequest(req, result, err)
 	// answerRequest took the request out of the table under the lock: no
 	// cancellation can mark it after that.
 	outcome, errType := outcomeOK, ""
 	switch {
-	case in.cancelled:
+	case req.call.cancelled:
 		outcome = outcomeCancelled
 	case err != nil:
 		outcome, errType = errorOutcome(err, strconv.Itoa(CodeInternalError))

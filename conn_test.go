@@ -3,11 +3,13 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -467,69 +469,9 @@ func bubbleGoroutines(fn string) int {
 	return count
 }
 
-func inlineRequestsAroundTheHandOff(t *testing.T, readIdle time.Duration) {
-	before := runtime.NumGoroutine()
-	srv := NewServer(Implementation{Name: "s", Version: "1"})
-	srv.AddTool(Tool{Name: "spin"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
-		var args struct {
-			Us int `json:"us"`
-		}
-		json.Unmarshal(req.Params.Arguments, &args)
-		for end := time.Now().Add(time.Duration(args.Us) * time.Microsecond); time.Now().Before(end); {
-		}
-		return &CallToolResult{Content: []Content{TextContent(fmt.Sprint(args.Us))}}, nil
-	})
-	ct, st := pipeTransports(t)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(context.Background(), st) }()
-	cl := NewClient(Implementation{Name: "c", Version: "1"}, withCallerReadIdle(readIdle))
-	if err := cl.Connect(context.Background(), ct); err != nil {
-		t.Fatal(err)
-	}
-	call := func(us int) {
-		res, err := cl.CallTool(context.Background(), "spin", map[string]int{"us": us})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		if len(res.Content) != 1 || res.Content[0].Text != fmt.Sprint(us) {
-			t.Errorf("spin %d answered %+v", us, res.Content)
-		}
-	}
-	for i := range 300 {
-		call(i % 120)
-	}
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 100 {
-				call((i * (g + 1)) % 120)
-			}
-		})
-	}
-	wg.Wait()
-	cl.Close()
-	if err := <-served; err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("%d goroutines after close, started with %d", n, before)
-	}
-}
-
-// withCallerReadIdle sets how long a client's reading may rest between a
-// response and the next call (callerReadIdle by default).
-func withCallerReadIdle(d time.Duration) ClientOption {
-	return clientOption(func(c *config) { c.client.readIdle = d })
-}
-
-// callerReadServer serves echo, and block, which waits for its context
+// echoBlockServer serves echo, and block, which waits for its context
 // and reports on started and cancelled.
-func callerReadServer(started, cancelled chan<- struct{}) *Server {
+func echoBlockServer(started, cancelled chan<- struct{}) *Server {
 	srv := NewServer(Implementation{Name: "s", Version: "1"})
 	srv.AddTool(Tool{Name: "echo"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent(string(req.Params.Arguments))}}, nil
@@ -632,5 +574,287 @@ func TestNoOrphanWarningOnClose(t *testing.T) {
 		if n := rec.count("orphan"); n != 0 {
 			t.Fatalf("%d orphan warnings on close: %v", n, rec.msgs)
 		}
+	}
+}
+
+// TestSequentialCallsOverAPipe: over OS pipes, sequential calls each get
+// their own answer.
+func TestSequentialCallsOverAPipe(t *testing.T) {
+	t.Parallel()
+	ct, st := pipeTransports(t)
+	cl := serveAndConnect(t, echoBlockServer(nil, nil), ct, st, nil)
+	for i := range 50 {
+		res, err := cl.CallTool(context.Background(), "echo", map[string]int{"i": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`{"i":%d}`, i); len(res.Content) != 1 || res.Content[0].Text != want {
+			t.Fatalf("call %d answered %+v", i, res.Content)
+		}
+	}
+}
+
+// TestIdleClientStillReadsWhatTheServerSends: when no call waits, the
+// reader goes on reading, so that a notification the server sends
+// unprompted reaches its handler without waiting for a call.
+func TestIdleClientStillReadsWhatTheServerSends(t *testing.T) {
+	t.Parallel()
+	srv := echoBlockServer(nil, nil)
+	changed := make(chan struct{}, 1)
+	ct, st := pipeTransports(t)
+	// On 2025-11-25 the change comes as a notification; on 2026-07-28 it
+	// would come on a listen stream, a call that keeps the reading busy.
+	cl := serveAndConnect(t, srv, ct, st, []ClientOption{WithProtocolVersion(Version20251125), WithToolListChangedHandler(func(context.Context) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})})
+	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	srv.AddTool(Tool{Name: "late"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) { return &CallToolResult{}, nil })
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the list-changed notification sent to an idle client was never read")
+	}
+}
+
+// TestCallOverAPipeEndsWithItsContext: over OS pipes, a call cancelled
+// while it waits for its response returns context.Canceled, the server is
+// told, and the connection goes on.
+func TestCallOverAPipeEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	ct, st := pipeTransports(t)
+	cl := serveAndConnect(t, echoBlockServer(started, cancelled), ct, st, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cl.CallTool(ctx, "block", nil)
+		errc <- err
+	}()
+	<-started
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call never returned")
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's handler was never cancelled")
+	}
+	for i := range 3 {
+		if _, err := cl.CallTool(context.Background(), "echo", map[string]int{"i": i}); err != nil {
+			t.Fatalf("call %d after the cancellation: %v", i, err)
+		}
+	}
+}
+
+// TestLongCallOverAPipe: over OS pipes, a call whose handler waits until
+// the call's request has long been read is answered, and calls go on
+// after it.
+func TestLongCallOverAPipe(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	srv := echoBlockServer(nil, nil)
+	srv.AddTool(Tool{Name: "wait"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		started <- struct{}{}
+		<-release
+		return &CallToolResult{Content: []Content{TextContent("done")}}, nil
+	})
+	ct, st := pipeTransports(t)
+	cl := serveAndConnect(t, srv, ct, st, nil)
+	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-started
+		close(release)
+	}()
+	res, err := cl.CallTool(context.Background(), "wait", nil)
+	if err != nil || len(res.Content) != 1 || res.Content[0].Text != "done" {
+		t.Fatalf("long call = %+v, %v", res, err)
+	}
+	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+		t.Fatalf("call after the long one: %v", err)
+	}
+}
+
+// TestCallOverAPipeEndsAtItsDeadline: over OS pipes, a call waiting for
+// its response stops at its timeout with a RequestTimeoutError, the
+// server's handler is cancelled, and the connection goes on.
+func TestCallOverAPipeEndsAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	ct, st := pipeTransports(t)
+	cl := serveAndConnect(t, echoBlockServer(started, cancelled), ct, st, nil)
+	_, err := cl.CallTool(context.Background(), "block", nil, WithTimeout(50*time.Millisecond))
+	var te *RequestTimeoutError
+	if !errors.As(err, &te) || te.Bound != BoundIdle {
+		t.Fatalf("call past its timeout = %v, want a RequestTimeoutError on the idle bound", err)
+	}
+	<-started
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's handler was never cancelled")
+	}
+	if _, err := cl.CallTool(context.Background(), "echo", nil); err != nil {
+		t.Fatalf("call after the timeout: %v", err)
+	}
+}
+
+// TestABlockedRequestNeverStopsTheReading: over an OS pipe a request that
+// blocks must not stop the connection from reading, so a second call that
+// releases it is served, and a cancellation still reaches a blocked
+// handler. (Requests once ran on the reader for a moment; none does now.)
+func TestABlockedRequestNeverStopsTheReading(t *testing.T) {
+	gate := make(chan struct{})
+	started := make(chan struct{}, 1)
+	cancelled := make(chan error, 1)
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "gate"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		started <- struct{}{}
+		select {
+		case <-gate:
+			return &CallToolResult{Content: []Content{TextContent("through")}}, nil
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("never released")
+		}
+	})
+	srv.AddTool(Tool{Name: "open"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		close(gate)
+		return &CallToolResult{}, nil
+	})
+	srv.AddTool(Tool{Name: "block"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		<-ctx.Done()
+		cancelled <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	for _, v := range []string{Version20251125, Version20260728} {
+		t.Run(v, func(t *testing.T) {
+			if v == Version20260728 {
+				gate = make(chan struct{})
+			}
+			cl := connectOver(t, srv, "stdio", v)
+			through := make(chan error, 1)
+			go func() {
+				res, err := cl.CallTool(context.Background(), "gate", nil)
+				if err == nil && (len(res.Content) != 1 || res.Content[0].Text != "through") {
+					err = fmt.Errorf("gate returned %+v", res)
+				}
+				through <- err
+			}()
+			<-started // gate blocks: open must still be read
+			if _, err := cl.CallTool(context.Background(), "open", nil); err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			if err := <-through; err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if _, err := cl.CallTool(ctx, "block", nil); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("block: %v", err)
+			}
+			select {
+			case err := <-cancelled:
+				if err == nil {
+					t.Fatal("the handler's context ended without a cause")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the cancellation never reached the blocked handler")
+			}
+		})
+	}
+}
+
+// TestNoRequestRunsOnTheReader: over an OS pipe, where the reader once
+// served a request that came alone, no handler runs on a connection's
+// reader, sequential calls included.
+func TestNoRequestRunsOnTheReader(t *testing.T) {
+	t.Parallel()
+	var reader atomic.Int32
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "where"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		if onReader() {
+			reader.Add(1)
+		}
+		return &CallToolResult{}, nil
+	})
+	ct, st := pipeTransports(t)
+	cl := serveAndConnect(t, srv, ct, st, nil)
+	for range 50 {
+		if _, err := cl.CallTool(context.Background(), "where", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := reader.Load(); n > 0 {
+		t.Fatalf("%d of 50 requests ran on the reader", n)
+	}
+}
+
+// TestRequestsOfManyLengthsOverAPipe: over OS pipes, requests whose
+// handlers take from nothing to 120 µs, sequential and concurrent, all get
+// their answer, and nothing is left running after.
+func TestRequestsOfManyLengthsOverAPipe(t *testing.T) {
+	before := runtime.NumGoroutine()
+	srv := NewServer(Implementation{Name: "s", Version: "1"})
+	srv.AddTool(Tool{Name: "spin"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		var args struct {
+			Us int `json:"us"`
+		}
+		json.Unmarshal(req.Params.Arguments, &args)
+		for end := time.Now().Add(time.Duration(args.Us) * time.Microsecond); time.Now().Before(end); {
+		}
+		return &CallToolResult{Content: []Content{TextContent(fmt.Sprint(args.Us))}}, nil
+	})
+	ct, st := pipeTransports(t)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), st) }()
+	cl := NewClient(Implementation{Name: "c", Version: "1"})
+	if err := cl.Connect(context.Background(), ct); err != nil {
+		t.Fatal(err)
+	}
+	call := func(us int) {
+		res, err := cl.CallTool(context.Background(), "spin", map[string]int{"us": us})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if len(res.Content) != 1 || res.Content[0].Text != fmt.Sprint(us) {
+			t.Errorf("spin %d answered %+v", us, res.Content)
+		}
+	}
+	for i := range 300 {
+		call(i % 120)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				call((i * (g + 1)) % 120)
+			}
+		})
+	}
+	wg.Wait()
+	cl.Close()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after close, started with %d", n, before)
 	}
 }

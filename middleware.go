@@ -83,19 +83,8 @@ func chain(mw []Middleware, h MethodHandler) MethodHandler {
 	return h
 }
 
-// describer is a peer that can say which revision and HTTP session its
-// messages travel under: the Client and a server session.
-type describer interface {
-	describe() (version, sessionID string)
-}
-
 // describe returns the revision and HTTP session of c's messages.
-func (c *conn) describe() (version, sessionID string) {
-	if d, ok := c.disp.(describer); ok {
-		return d.describe()
-	}
-	return "", ""
-}
+func (c *conn) describe() (version, sessionID string) { return c.disp.describe() }
 
 // describe returns the revision the session negotiated (empty on 2026-07-28,
 // where each request names its own) and its HTTP session.
@@ -131,10 +120,9 @@ func (t *HTTPTransport) session() string {
 // so that middleware sees every request. env is a copy, so that the
 // caller's stays on its stack. The innermost handler marshals
 // the result, so that the middleware sees it as JSON.
-func (ss *serverSession) serveThrough(ctx context.Context, req *inboundRequest, env requestEnvelope, prepared error) (any, error) {
-	info := &req.RequestInfo
-	t := &inboundTurn{ss: ss, req: req, env: env, prepared: prepared}
-	t.r = Request{Method: req.method, ID: req.id, Params: req.params, ProtocolVersion: info.version, SessionID: ss.sessionID, Info: info}
+func (ss *serverSession) serveThrough(ctx context.Context, info *RequestInfo, env requestEnvelope, prepared error) (any, error) {
+	t := &inboundTurn{ss: ss, info: info, env: env, prepared: prepared}
+	t.r = Request{Method: info.method, ID: info.id, Params: info.params, ProtocolVersion: info.version, SessionID: ss.sessionID, Info: info}
 	return rawAnswer(chain(ss.srv.cfg.inbound, t.serve)(ctx, &t.r))
 }
 
@@ -143,7 +131,7 @@ func (ss *serverSession) serveThrough(ctx context.Context, req *inboundRequest, 
 type inboundTurn struct {
 	r        Request
 	ss       *serverSession
-	req      *inboundRequest
+	info     *RequestInfo
 	env      requestEnvelope
 	prepared error
 }
@@ -154,12 +142,12 @@ func (t *inboundTurn) serve(ctx context.Context, _ *Request) (json.RawMessage, e
 	if t.prepared != nil {
 		return nil, t.prepared
 	}
-	t.req.RequestInfo.ctx = ctx
-	result, err := t.ss.serve(ctx, t.req, &t.env)
+	t.info.ctx = ctx
+	result, err := t.ss.serve(ctx, t.info, &t.env)
 	if err != nil {
 		return nil, err
 	}
-	return t.ss.conn.marshalAnswer(t.req.method, result)
+	return t.ss.conn.marshalAnswer(t.info.method, result)
 }
 
 // marshalAnswer marshals a handler's result as answerRequest would.
@@ -214,18 +202,6 @@ func (c *conn) notificationThrough(ctx context.Context, method string, params js
 			c.log.Debug("inbound middleware refused a notification", attrMethod, method, "err", err)
 		}
 	}
-}
-
-// serveAside serves a request on another goroutine and waits for it: the
-// reader's way to serve initialize before reading on, when middleware
-// (user code) must not run on the reader.
-func (c *conn) serveAside(ctx context.Context, in *inboundCall, req *inboundRequest) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.serveRequest(ctx, in, req)
-	}()
-	<-done
 }
 
 // callThrough makes an outbound call through the outbound middleware, once

@@ -25,9 +25,8 @@ func envInt(name string, def int) int {
 // response against a tiny timeout leave no pending entry, no armed timer
 // and no goroutine. MCP_LIFETIME_CALLS sets the count (default 10,000; CI
 // runs 100,000).
-// Over OS pipes a caller may read its own response (readFor), so the same
-// races run there too, with 64 callers and with one (every call read by
-// its caller), a tenth of the count each.
+// The same races run over OS pipes too, with 64 callers and with one, a
+// tenth of the count each.
 func TestLifetimesUnderRaces(t *testing.T) {
 	total := envInt("MCP_LIFETIME_CALLS", 10_000)
 	carriers := []struct {

@@ -101,16 +101,15 @@ type CallToolRequest struct {
 // RequestInfo describes an inbound request to a server handler: who asked,
 // under which protocol revision, and how to talk back.
 type RequestInfo struct {
-	id       ID
-	method   string
+	// inboundRequest is the engine's record of the request: its id,
+	// method, params, connection and route.
+	inboundRequest
 	version  string
 	modern   bool
 	caps     capabilitySet
 	token    json.RawMessage // progress token, raw; nil when none
 	logLevel string
 	session  *serverSession
-	conn     *conn
-	route    any
 	gateway  *ClientGateway
 	round    *inputRound // the asks and answers of a call that may need input
 	task     *serverTask // the task the handler runs in; nil when none
@@ -448,27 +447,32 @@ var legacyOnlyMethods = map[string]bool{
 	"resources/subscribe": true, "resources/unsubscribe": true,
 }
 
-func (ss *serverSession) handleRequest(ctx context.Context, req *inboundRequest) (any, error) {
+// newRequest returns a request's RequestInfo, in which the engine keeps
+// its record of it.
+func (ss *serverSession) newRequest() request { return new(RequestInfo) }
+
+func (ss *serverSession) handleRequest(ctx context.Context, r request) (any, error) {
+	info := r.(*RequestInfo) // newRequest's
 	var env requestEnvelope
-	err := ss.prepare(req, &env)
+	err := ss.prepare(info, &env)
 	if ss.srv.cfg.inbound != nil {
-		return ss.serveThrough(ctx, req, env, err)
+		return ss.serveThrough(ctx, info, env, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return ss.serve(ctx, req, &env)
+	return ss.serve(ctx, info, &env)
 }
 
 // prepare decodes the request's envelope and fills in its RequestInfo. The
 // error it returns is the request's answer: the request is not served.
-func (ss *serverSession) prepare(req *inboundRequest, env *requestEnvelope) error {
+func (ss *serverSession) prepare(info *RequestInfo, env *requestEnvelope) error {
+	req := &info.inboundRequest
 	if len(req.params) > 0 {
 		if err := decodeRequestEnvelope(req.params, env); err != nil {
 			return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 		}
 	}
-	info := &req.RequestInfo // the request's own: no allocation
 	info.session = ss
 	if env.Meta.ProtocolVersion != nil {
 		return ss.prepareModern(req, info, env)
@@ -515,8 +519,8 @@ func (ss *serverSession) prepareModern(req *inboundRequest, info *RequestInfo, e
 }
 
 // serve serves a request that prepare let through.
-func (ss *serverSession) serve(ctx context.Context, req *inboundRequest, env *requestEnvelope) (any, error) {
-	info := &req.RequestInfo
+func (ss *serverSession) serve(ctx context.Context, info *RequestInfo, env *requestEnvelope) (any, error) {
+	req := &info.inboundRequest
 	if info.modern {
 		return ss.handleModern(ctx, req, info, env)
 	}
@@ -670,6 +674,8 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 
 func (ss *serverSession) acceptNotification(string, json.RawMessage) bool { return true }
 
+func (ss *serverSession) isClient() bool { return false }
+
 // notificationHandler returns the server's built-in handling of a
 // notification. notifications/initialized needs none: a legacy session is
 // usable once initialize was answered.
@@ -711,7 +717,7 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 	case len(req.method) > 6 && req.method[:6] == "tasks/" && !info.modern && info.version == Version20251125 && s.offersTasksNow():
 		return s.cfg.server.tasks.serveLegacy(ss, ctx, req, info)
 	case req.method == "subscriptions/listen" && info.modern && (tools || resources || prompts):
-		return s.listen(ctx, req)
+		return s.listen(ctx, info)
 	}
 	return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method}
 }

@@ -228,12 +228,12 @@ func (l *listenStream) send(method string, params json.RawMessage, announcement 
 // listen serves subscriptions/listen (2026-07-28): it acknowledges the
 // notifications it will send, then holds the request open until the client
 // ends it (notifications/cancelled on stdio, closing the stream on HTTP).
-func (s *Server) listen(ctx context.Context, req *inboundRequest) (any, error) {
+func (s *Server) listen(ctx context.Context, info *RequestInfo) (any, error) {
 	var p listenParams
-	if err := decodeParams(req.params, &p); err != nil {
+	if err := decodeParams(info.params, &p); err != nil {
 		return nil, err
 	}
-	l := &listenStream{conn: req.conn, id: req.id, route: req.route, filter: s.honour(ctx, p.Notifications, &req.RequestInfo), ended: ctx.Done()}
+	l := &listenStream{conn: info.conn, id: info.id, route: info.route, filter: s.honour(ctx, p.Notifications, info), ended: ctx.Done()}
 	if s.fan != nil {
 		// What any instance announces, from the acknowledgement on.
 		feeds := []*feed{s.fan.hold(serverChannel, s.onServerMessage)}
@@ -257,7 +257,7 @@ func (s *Server) listen(ctx context.Context, req *inboundRequest) (any, error) {
 	s.sessionsMu.Unlock()
 	filter, _ := json.Marshal(listenParams{Notifications: l.filter})
 	ack := withMeta(filter, []metaEntry{{key: metaSubscriptionID, value: l.id.appendJSON(nil)}})
-	err := req.conn.notify("notifications/subscriptions/acknowledged", ack, l.id, l.route)
+	err := info.conn.notify("notifications/subscriptions/acknowledged", ack, l.id, l.route)
 	l.mu.Unlock()
 	defer func() {
 		s.sessionsMu.Lock()

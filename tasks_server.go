@@ -576,8 +576,12 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 	// The task's own view of the request: nothing in it refers to the
 	// request's connection, which may be gone long before the task ends.
 	ti := &RequestInfo{
-		id: info.id, method: info.method, version: info.version, modern: info.modern,
-		caps: info.caps, session: info.session, task: t,
+		inboundRequest: inboundRequest{id: info.id, method: info.method},
+		version:        info.version,
+		modern:         info.modern,
+		caps:           info.caps,
+		session:        info.session,
+		task:           t,
 	}
 	if !info.modern {
 		// A 2025-11-25 task asks the client with live requests on the

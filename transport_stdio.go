@@ -57,15 +57,9 @@ type starter interface {
 
 // pipeTransport is implemented by transports over a byte stream
 // (IOTransport). The engine's writer writes what is queued in one
-// writeBatch. A request may run on the reading goroutine while inlineOK
-// says so. Where setReadDeadline works (an OS pipe), a client's caller may
-// read its own response (readFor): a read it interrupts loses nothing, and
-// buffered says whether anything read waits to be returned.
+// writeBatch.
 type pipeTransport interface {
 	writeBatch(msgs [][]byte) error
-	inlineOK() bool
-	setReadDeadline(at time.Time) bool
-	buffered() int
 }
 
 // exchangeTransport is implemented by client transports that send each
@@ -93,10 +87,8 @@ type IOTransport struct {
 	closers []io.Closer
 	maxSize int
 
-	file     bool     // r is an OS file (a pipe, stdin): see inlineOK
-	rf       *os.File // r, when it is one: see setReadDeadline
-	skipping int      // bytes of an over-long line skipped so far, while skipping it
-	line     []byte   // accumulates a line longer than the reader's buffer
+	skipping int    // bytes of an over-long line skipped so far, while skipping it
+	line     []byte // accumulates a line longer than the reader's buffer
 	wbuf     []byte
 	closeMu  sync.Once
 	closeFn  func() error
@@ -106,7 +98,6 @@ type IOTransport struct {
 // them to w, one per line. Close closes r and w if they are io.Closers.
 func NewIOTransport(r io.Reader, w io.Writer) *IOTransport {
 	t := &IOTransport{r: bufio.NewReaderSize(r, 64<<10), w: w, maxSize: DefaultMaxMessageSize}
-	t.rf, t.file = r.(*os.File)
 	for _, x := range []any{w, r} {
 		if c, ok := x.(io.Closer); ok {
 			t.closers = append(t.closers, c)
@@ -171,8 +162,9 @@ func (t *IOTransport) ReadMessage() ([]byte, error) {
 			continue
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			// An interrupted read (see setReadDeadline): keep the part
-			// of the line read so far for the next call.
+			// A read interrupted by a deadline on r (an os.File or a
+			// net.Conn): keep the part of the line read so far for the
+			// next call.
 			t.line = append(t.line, chunk...)
 			return nil, err
 		}
@@ -194,26 +186,6 @@ func (t *IOTransport) ReadMessage() ([]byte, error) {
 		}
 	}
 }
-
-// inlineOK reports whether a request may run on the reading goroutine for
-// a moment: the input is an OS pipe or file, where a goroutine hand-off
-// costs a thread wake-up, and nothing more is read and waiting. In-memory
-// pipes keep every request on a worker, so that a test sees concurrent
-// requests start together without advancing a fake clock. Only the reading
-// goroutine may ask.
-func (t *IOTransport) inlineOK() bool { return t.file && t.r.Buffered() == 0 }
-
-// setReadDeadline bounds the read in progress and those to come (the zero
-// time lifts the bound); an interrupted ReadMessage returns an error that
-// wraps os.ErrDeadlineExceeded and loses nothing, the next call goes on
-// with the same line. It reports false when the input has no deadlines
-// (it is not an OS pipe, or the transport is not started).
-func (t *IOTransport) setReadDeadline(at time.Time) bool {
-	return t != nil && t.rf != nil && t.rf.SetReadDeadline(at) == nil
-}
-
-// buffered is how many bytes have been read and wait to be returned.
-func (t *IOTransport) buffered() int { return t.r.Buffered() }
 
 func (t *IOTransport) tooLarge(n int) error {
 	return fmt.Errorf("%w: a message of at least %d bytes exceeds the limit of %d", ErrMessageTooLarge, n, t.maxSize)

@@ -162,29 +162,29 @@ func TestChildStderrIsDrained(t *testing.T) {
 }
 
 // pipeReader returns an IOTransport reading an OS pipe, and the pipe's
-// writing end; both are closed when the test ends.
-func pipeReader(t *testing.T) (*IOTransport, *os.File) {
+// two ends; both are closed when the test ends.
+func pipeReader(t *testing.T) (tr *IOTransport, r, w *os.File) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close(); w.Close() })
-	return NewIOTransport(r, io.Discard), w
+	return NewIOTransport(r, io.Discard), r, w
 }
 
-// TestIOTransportReadInterruptedMidLine: a read interrupted by its
-// deadline in the middle of a line loses nothing; the next read returns
-// the whole line.
+// TestIOTransportReadInterruptedMidLine: a read interrupted by a deadline
+// on the reader in the middle of a line loses nothing; the next read
+// returns the whole line.
 func TestIOTransportReadInterruptedMidLine(t *testing.T) {
-	tr, w := pipeReader(t)
+	tr, r, w := pipeReader(t)
 	w.Write([]byte(`{"jsonrpc":"2.0",`))
-	if !tr.setReadDeadline(time.Now().Add(20 * time.Millisecond)) {
-		t.Fatal("an OS pipe has no read deadline")
+	if err := r.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatalf("an OS pipe has no read deadline: %v", err)
 	}
 	if _, err := tr.ReadMessage(); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("interrupted read = %v, want os.ErrDeadlineExceeded", err)
 	}
-	tr.setReadDeadline(time.Time{})
+	r.SetReadDeadline(time.Time{})
 	w.Write([]byte(`"method":"ping"}` + "\n"))
 	msg, err := tr.ReadMessage()
 	if err != nil || string(msg) != `{"jsonrpc":"2.0","method":"ping"}` {
@@ -196,14 +196,14 @@ func TestIOTransportReadInterruptedMidLine(t *testing.T) {
 // is interrupted is still skipped whole, and reported once, when reading
 // goes on.
 func TestIOTransportSkipInterruptedMidLine(t *testing.T) {
-	tr, w := pipeReader(t)
+	tr, r, w := pipeReader(t)
 	tr.setMaxMessageSize(16)
 	go w.Write(bytes.Repeat([]byte("x"), 100<<10)) // more than the reader's buffer, no newline
-	tr.setReadDeadline(time.Now().Add(200 * time.Millisecond))
+	r.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 	if _, err := tr.ReadMessage(); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("interrupted skip = %v, want os.ErrDeadlineExceeded", err)
 	}
-	tr.setReadDeadline(time.Time{})
+	r.SetReadDeadline(time.Time{})
 	w.Write([]byte("yyy\n{\"a\":1}\n"))
 	if _, err := tr.ReadMessage(); !errors.Is(err, ErrMessageTooLarge) {
 		t.Fatalf("after the interruption = %v, want ErrMessageTooLarge", err)
