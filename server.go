@@ -243,8 +243,9 @@ func NewServer(info Implementation, opts ...ServerOption) *Server {
 // validated.
 //
 // AddTool panics if the name is not 1 to 128 characters from A-Z, a-z, 0-9,
-// '_', '-' and '.', the names the protocol allows: like a bad pattern given
-// to http.ServeMux, it is a mistake in the program, found when it starts.
+// '_', '-' and '.', the names the protocol allows, or if the tool may run as
+// a task on a server not given WithTasks: like a bad pattern given to
+// http.ServeMux, it is a mistake in the program, found when it starts.
 func (s *Server) AddTool(t Tool, h ToolHandler) {
 	if err := checkToolName(t.Name); err != nil {
 		panic("mcp: AddTool: " + err.Error())
