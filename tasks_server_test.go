@@ -1237,3 +1237,24 @@ func TestTaskQuotas(t *testing.T) {
 		startTask(t, bob, 4, "rpc_error")
 	})
 }
+
+// TestTaskToolNeedsWithTasks: a tool that may run as a task is refused,
+// when the program registers it, by a server not given WithTasks, which
+// links no task machinery to run it; WithTasks accepts it.
+func TestTaskToolNeedsWithTasks(t *testing.T) {
+	tool := Tool{Name: "slow", Execution: &ToolExecution{TaskSupport: TaskOptional}}
+	h := func(context.Context, *CallToolRequest) (*CallToolResult, error) { return &CallToolResult{}, nil }
+	func() {
+		defer func() {
+			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "WithTasks") {
+				t.Errorf("AddTool of a task tool without WithTasks: panic %v", p)
+			}
+		}()
+		NewServer(Implementation{Name: "s", Version: "1"}).AddTool(tool, h)
+	}()
+	srv := NewServer(Implementation{Name: "s", Version: "1"}, WithTasks(TaskOptions{}))
+	srv.AddTool(tool, h)
+	if caps := srv.capabilities(Version20251125); caps.Tasks == nil {
+		t.Errorf("a server with a task tool declares no tasks: %+v", caps)
+	}
+}
