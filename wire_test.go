@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Golden wire transcripts: testdata/wire/*.txt are conversations with the
@@ -108,6 +109,13 @@ func wireMatch(want, got any, at string, captured map[string]json.RawMessage) st
 		if s == "…" {
 			return ""
 		}
+		if strings.HasPrefix(s, "$time") {
+			// Any time, never captured (HTTP transcripts).
+			if g, ok := got.(string); !ok || !isRFC3339(g) {
+				return fmt.Sprintf("%s: %v, want a time", at, got)
+			}
+			return ""
+		}
 		if strings.HasPrefix(s, "$") && wireCapture.MatchString(`"`+s+`"`) {
 			raw, _ := json.Marshal(got)
 			name := s[1:]
@@ -163,4 +171,9 @@ func wireMatch(want, got any, at string, captured map[string]json.RawMessage) st
 		return fmt.Sprintf("%s: %s, want %s", at, gj, wj)
 	}
 	return ""
+}
+
+func isRFC3339(s string) bool {
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
 }
