@@ -234,25 +234,8 @@ var httpWireDrivers = map[string]httpWireDriver{
 		}
 		return nil
 	}),
-	"legacy-standalone": func(ctx context.Context, t *testing.T, url string) error {
-		changed := make(chan struct{}, 1)
-		cl, err := httpWireClient(ctx, url, Version20251125, []ClientOption{WithToolListChangedHandler(func(context.Context) { changed <- struct{}{} })})
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		res, err := cl.CallTool(ctx, "touch", nil)
-		if err := wantText(res, err, "touched"); err != nil {
-			return err
-		}
-		select {
-		case <-changed:
-			return nil
-		case <-ctx.Done():
-			return errors.New("no tools/list_changed")
-		}
-	},
-	"legacy-task": httpWireTask(Version20251125),
+	"legacy-standalone": httpWireListChanged(Version20251125),
+	"legacy-task":       httpWireTask(Version20251125),
 	"legacy-auth": func(ctx context.Context, t *testing.T, url string) error {
 		if cl, err := httpWireClient(ctx, url, Version20251125, nil); err == nil {
 			cl.Close()
@@ -273,4 +256,28 @@ var httpWireDrivers = map[string]httpWireDriver{
 	"modern-input-required": httpWireElicitation(Version20260728),
 	"modern-cancel":         httpWireCancel(Version20260728, "mcp: request cancelled by the peer: the client closed the HTTP stream"),
 	"modern-task":           httpWireTask(Version20260728),
+	"modern-listen":         httpWireListChanged(Version20260728),
+}
+
+// httpWireListChanged has the server change its tool list and waits for
+// the client to hear of it.
+func httpWireListChanged(version string) httpWireDriver {
+	return func(ctx context.Context, t *testing.T, url string) error {
+		changed := make(chan struct{}, 1)
+		cl, err := httpWireClient(ctx, url, version, []ClientOption{WithToolListChangedHandler(func(context.Context) { changed <- struct{}{} })})
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		res, err := cl.CallTool(ctx, "touch", nil)
+		if err := wantText(res, err, "touched"); err != nil {
+			return err
+		}
+		select {
+		case <-changed:
+			return nil
+		case <-ctx.Done():
+			return errors.New("no tools/list_changed")
+		}
+	}
 }
