@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,12 +58,15 @@ import (
 // produces it picks and the other side captures the first time and checks
 // afterwards: the handler's session and event ids, ask ids, requestState,
 // task ids; the fake server makes up "wire-name". "$time…" is any RFC 3339
-// time, never captured. Requests of one stream are played in the order of
+// time, never captured. Every body is sent by one side or the other, so
+// none has the "…" of the stdio transcripts. Requests of one stream are played in the order of
 // the file; a response part waits for every request and close above it.
 //
 // go test -run TestHTTPWireTranscripts -update rewrites the responses from
 // what the handler answers, volatile values named in order of appearance
-// ($sid, $e1…, $ask1…, $state1…, $task1…, $time).
+// ($sid, $e1…, $ask1…, $state1…, $task1…, $time); the requests, the
+// comments and where a stream's parts split stay as they are (a part
+// before the last reads as many events as it lists).
 
 var updateWire = flag.Bool("update", false, "rewrite the responses of testdata/wire/http from the handler")
 
@@ -341,9 +345,9 @@ func (v httpWireValues) produceText(s string) string {
 	if !ok {
 		return s
 	}
+	raw := v.value(name)
 	var out string
-	if json.Unmarshal(v.value(name), &out) != nil {
-		raw := v.value(name)
+	if json.Unmarshal(raw, &out) != nil {
 		return string(raw) // a number
 	}
 	return out
@@ -410,13 +414,7 @@ func (v httpWireValues) checkJSON(want, got string) string {
 
 // checkHeader compares headers: the watched ones, and those listed.
 func (v httpWireValues) checkHeader(want [][2]string, got http.Header, watched []string) string {
-	keys := append([]string(nil), watched...)
-	for _, kv := range want {
-		if headerOf(keys2(keys), kv[0]) == "" {
-			keys = append(keys, kv[0])
-		}
-	}
-	for _, k := range keys {
+	for _, k := range headerKeys(watched, want) {
 		w := headerOf(want, k)
 		g := got.Get(k)
 		if w == "" && g != "" {
@@ -432,12 +430,15 @@ func (v httpWireValues) checkHeader(want [][2]string, got http.Header, watched [
 	return ""
 }
 
-func keys2(keys []string) [][2]string {
-	out := make([][2]string, len(keys))
-	for i, k := range keys {
-		out[i] = [2]string{k, "x"}
+// headerKeys lists the watched headers and those listed in h.
+func headerKeys(watched []string, h [][2]string) []string {
+	keys := slices.Clone(watched)
+	for _, kv := range h {
+		if !slices.Contains(keys, kv[0]) {
+			keys = append(keys, kv[0])
+		}
 	}
-	return out
+	return keys
 }
 
 // checkEvents compares SSE events with the transcript's.
@@ -684,13 +685,7 @@ func (r *httpWireRecorder) text(kind, s string) string {
 
 func (r *httpWireRecorder) head(s *httpWireStep, resp *http.Response) {
 	lines := []string{}
-	keys := append([]string(nil), httpWireResponseHeaders...)
-	for _, kv := range s.header {
-		if headerOf(keys2(keys), kv[0]) == "" {
-			keys = append(keys, kv[0])
-		}
-	}
-	for _, k := range keys {
+	for _, k := range headerKeys(httpWireResponseHeaders, s.header) {
 		v := resp.Header.Get(k)
 		if v == "" {
 			continue
