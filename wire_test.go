@@ -24,7 +24,9 @@ import (
 // the string "…" matches any value, an object with the member "…" may have
 // members it does not list, and a string "$name" matches any value the
 // first time, which it captures, and that value afterwards. Client lines
-// put a captured value where they say "$name".
+// put a captured value where they say "$name". The Streamable HTTP
+// transcripts, testdata/wire/http, have a format and a test of their own
+// (http_wire_test.go).
 
 // wireStep is one line of a transcript.
 type wireStep struct {
