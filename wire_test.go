@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Golden wire transcripts: testdata/wire/*.txt are conversations with the
@@ -23,7 +24,9 @@ import (
 // the string "…" matches any value, an object with the member "…" may have
 // members it does not list, and a string "$name" matches any value the
 // first time, which it captures, and that value afterwards. Client lines
-// put a captured value where they say "$name".
+// put a captured value where they say "$name". The Streamable HTTP
+// transcripts, testdata/wire/http, have a format and a test of their own
+// (http_wire_test.go).
 
 // wireStep is one line of a transcript.
 type wireStep struct {
@@ -108,6 +111,13 @@ func wireMatch(want, got any, at string, captured map[string]json.RawMessage) st
 		if s == "…" {
 			return ""
 		}
+		if strings.HasPrefix(s, "$time") {
+			// Any time, never captured (HTTP transcripts).
+			if g, ok := got.(string); !ok || !isRFC3339(g) {
+				return fmt.Sprintf("%s: %v, want a time", at, got)
+			}
+			return ""
+		}
 		if strings.HasPrefix(s, "$") && wireCapture.MatchString(`"`+s+`"`) {
 			raw, _ := json.Marshal(got)
 			name := s[1:]
@@ -163,4 +173,9 @@ func wireMatch(want, got any, at string, captured map[string]json.RawMessage) st
 		return fmt.Sprintf("%s: %s, want %s", at, gj, wj)
 	}
 	return ""
+}
+
+func isRFC3339(s string) bool {
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
 }
