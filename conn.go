@@ -66,9 +66,10 @@ type outgoing struct {
 
 // ownable returns a message buffer to hand to a transport that keeps it (a
 // pushTransport, an exchangeTransport): the buffer itself, or an exact copy
-// when it is a pooled buffer mostly empty (the pool then gets it back).
+// when it is a pooled buffer with room to spare (the pool then gets it back,
+// where a buffer kept would leave the next message to make a new one).
 func ownable(msg []byte) []byte {
-	if cap(msg) <= maxPooledMessage && cap(msg) > 2*len(msg) {
+	if cap(msg) <= maxPooledMessage && cap(msg) > len(msg) {
 		own := bytes.Clone(msg)
 		recycleMessage(msg)
 		return own
@@ -98,7 +99,11 @@ type conn struct {
 	nextID   int64
 	pending  map[ID]*pendingCall
 	progress map[ID]*pendingCall // progress token → waiting call
-	inbound  map[ID]*inboundCall
+	// The peer's requests in flight: the first in sole, the others in
+	// inbound, so that a connection that serves one request at a time (a
+	// 2026-07-28 POST's, most sessions) never makes the map.
+	sole    inboundEntry
+	inbound map[ID]*inboundCall
 	// The dispatch slots, taken by requests and queued notifications.
 	occupied    int
 	notifyQueue []queuedNotification
@@ -461,7 +466,7 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeOverloaded, Message: "overloaded"}), related: id, final: true, route: route}, mustQueue)
 		return nil, nil, nil
 	}
-	if _, dup := c.inbound[id]; dup {
+	if c.inboundLocked(id) != nil {
 		c.mu.Unlock()
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: request id " + id.String() + " is already in flight"}), related: id, final: true, route: route}, mustQueue)
 		return nil, nil, nil
@@ -474,7 +479,7 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	}
 	rec := &inboundRecord{call: inboundCall{cancel: cancel}}
 	in := &rec.call
-	putEntry(&c.inbound, id, in)
+	c.addInboundLocked(id, in)
 	c.occupied++
 	c.handling.Add(1)
 	in.alone = c.occupied == 1
@@ -482,6 +487,36 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	c.mu.Unlock()
 	rec.req = inboundRequest{RequestInfo: RequestInfo{id: id, method: method, conn: c, route: route}, params: params}
 	return ctx, in, &rec.req
+}
+
+// inboundEntry is one request of the peer in flight.
+type inboundEntry struct {
+	id   ID
+	call *inboundCall
+}
+
+// inboundLocked returns the peer's request id in flight, or nil.
+func (c *conn) inboundLocked(id ID) *inboundCall {
+	if c.sole.call != nil && c.sole.id == id {
+		return c.sole.call
+	}
+	return c.inbound[id]
+}
+
+func (c *conn) addInboundLocked(id ID, in *inboundCall) {
+	if c.sole.call == nil {
+		c.sole = inboundEntry{id, in}
+		return
+	}
+	putEntry(&c.inbound, id, in)
+}
+
+func (c *conn) removeInboundLocked(id ID) {
+	if c.sole.call != nil && c.sole.id == id {
+		c.sole = inboundEntry{}
+		return
+	}
+	delete(c.inbound, id)
 }
 
 // scheduleRequest runs an admitted request: inline on the reading goroutine
@@ -582,7 +617,7 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 // and err, unless it was cancelled, and frees its slot.
 func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, err error) {
 	c.mu.Lock()
-	delete(c.inbound, req.id)
+	c.removeInboundLocked(req.id)
 	if in.released {
 		c.unlingerLocked(in)
 	} else {
