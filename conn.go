@@ -102,7 +102,7 @@ type conn struct {
 	// The peer's requests in flight: the first in sole, the others in
 	// inbound, so that a connection that serves one request at a time (a
 	// 2026-07-28 POST's, most sessions) never makes the map.
-	sole    inboundEntry
+	sole    *inboundRecord
 	inbound map[ID]*inboundCall
 	// The dispatch slots, taken by requests and queued notifications.
 	occupied    int
@@ -112,8 +112,8 @@ type conn struct {
 	lingering int
 	logs      logOrder // the peer's log messages, queued and handled (conn_logs.go)
 	notifying bool
-	shed      int64
 	closed    bool
+	shed      int64
 	closeErr  error
 	// inputEnded is set when the peer's input ended (endOfInput): nothing
 	// more is read and no call may be sent, but the connection stays open
@@ -477,43 +477,39 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	} else {
 		ctx, cancel = context.WithCancelCause(c.baseCtx)
 	}
-	rec := &inboundRecord{call: inboundCall{cancel: cancel}}
+	rec := &inboundRecord{
+		call: inboundCall{cancel: cancel},
+		req:  inboundRequest{RequestInfo: RequestInfo{id: id, method: method, conn: c, route: route}, params: params},
+	}
 	in := &rec.call
-	c.addInboundLocked(id, in)
+	c.addInboundLocked(rec)
 	c.occupied++
 	c.handling.Add(1)
 	in.alone = c.occupied == 1
 	c.wg.Add(1)
 	c.mu.Unlock()
-	rec.req = inboundRequest{RequestInfo: RequestInfo{id: id, method: method, conn: c, route: route}, params: params}
 	return ctx, in, &rec.req
-}
-
-// inboundEntry is one request of the peer in flight.
-type inboundEntry struct {
-	id   ID
-	call *inboundCall
 }
 
 // inboundLocked returns the peer's request id in flight, or nil.
 func (c *conn) inboundLocked(id ID) *inboundCall {
-	if c.sole.call != nil && c.sole.id == id {
-		return c.sole.call
+	if r := c.sole; r != nil && r.req.id == id {
+		return &r.call
 	}
 	return c.inbound[id]
 }
 
-func (c *conn) addInboundLocked(id ID, in *inboundCall) {
-	if c.sole.call == nil {
-		c.sole = inboundEntry{id, in}
+func (c *conn) addInboundLocked(rec *inboundRecord) {
+	if c.sole == nil {
+		c.sole = rec
 		return
 	}
-	putEntry(&c.inbound, id, in)
+	putEntry(&c.inbound, rec.req.id, &rec.call)
 }
 
 func (c *conn) removeInboundLocked(id ID) {
-	if c.sole.call != nil && c.sole.id == id {
-		c.sole = inboundEntry{}
+	if r := c.sole; r != nil && r.req.id == id {
+		c.sole = nil
 		return
 	}
 	delete(c.inbound, id)

@@ -97,13 +97,13 @@ type httpStream struct {
 	firstPending                  atomic.Int64
 
 	unstored []streamEvent // events queued for the store, in order
-	storing  bool          // a goroutine is storing the head of unstored
-	drained  chan struct{} // closed when it is done, if anyone waits
+	drained  chan struct{} // closed when storing is done, if anyone waits
 	lost     int64         // the last index whose Append failed
 	// storeTimer stores, once WithEventStoreDelay passed, the events a
 	// POST's writer wrote and left to store; storeDue: it is running.
 	storeTimer *time.Timer
 	storeDue   bool
+	storing    bool // a goroutine is storing the head of unstored
 }
 
 func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
