@@ -610,8 +610,10 @@ func (c *conn) serveRequest(ctx context.Context, in *inboundCall, req *inboundRe
 }
 
 // answerRequest sends the response to req, whose handler returned result
-// and err, unless it was cancelled, and frees its slot.
-func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, err error) {
+// and err, unless it was cancelled, and frees its slot. It returns the
+// request's error as answered: err, or the failure of a result that
+// writes itself (resultAppender) to encode.
+func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, err error) error {
 	c.mu.Lock()
 	c.removeInboundLocked(req.id)
 	if in.released {
@@ -628,16 +630,22 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 			// No response, but a stream waiting on one must still end.
 			c.queueWrite(outgoing{related: req.id, final: true, route: req.route}, mayWait)
 		}
-		return
+		return err
 	}
 	var data []byte
-	if err != nil {
+	if ra, ok := result.(resultAppender); ok && err == nil {
+		// Its encoding failure is the request's error, as a handler's is.
+		data, err = encodeAppendedResult(req.id, ra)
+	}
+	switch {
+	case data != nil:
+	case err != nil:
 		var rpcErr *Error
 		if !errors.As(err, &rpcErr) {
 			rpcErr = &Error{Code: CodeInternalError, Message: untitledText(err)}
 		}
 		data = encodeError(req.id, rpcErr)
-	} else {
+	default:
 		raw, merr := marshalResult(result)
 		if merr != nil {
 			data = encodeError(req.id, &Error{Code: CodeInternalError, Message: "Internal error: cannot encode the result"})
@@ -647,6 +655,7 @@ func (c *conn) answerRequest(in *inboundCall, req *inboundRequest, result any, e
 		}
 	}
 	c.queueWrite(outgoing{data: data, related: req.id, final: true, route: req.route}, mayWait)
+	return err
 }
 
 // runHandler calls the dispatcher, turning a panic into an internal error.

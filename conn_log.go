@@ -35,7 +35,7 @@ const (
 func (c *conn) serveLogged(ctx context.Context, in *inboundCall, req *inboundRequest) {
 	start := time.Now()
 	result, err := c.runHandler(ctx, req)
-	c.answerRequest(in, req, result, err)
+	err = c.answerRequest(in, req, result, err)
 	// answerRequest took the request out of the table under the lock: no
 	// cancellation can mark it after that.
 	outcome, errType := outcomeOK, ""
@@ -100,6 +100,8 @@ func isToolError(method string, result any) bool {
 		return r.IsError
 	case json.RawMessage:
 		return bytes.Contains(r, []byte(`"isError":true`))
+	case *modernAnswer:
+		return isToolError(method, r.result)
 	}
 	return false
 }
