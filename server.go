@@ -374,7 +374,7 @@ type serverSession struct {
 	initialized bool
 	version     string
 	clientCaps  capabilitySet
-	clientInfo  Implementation
+	clientInfo  *Implementation // set by initialize: a 2026-07-28 request's session has none
 	logLevel    string
 	// subscriptions are the URIs of resources/subscribe (older revisions).
 	subscriptions map[string]bool
@@ -690,7 +690,7 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 	ss.initialized = true
 	ss.version = version
 	ss.clientCaps = newCapabilitySet(p.Capabilities)
-	ss.clientInfo = p.ClientInfo
+	ss.clientInfo = &p.ClientInfo
 	ss.mu.Unlock()
 	ss.conn.batchOK.Store(version == Version20250326)
 	if err := ss.changed(sessionChange{}); err != nil {
