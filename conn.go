@@ -90,7 +90,7 @@ type conn struct {
 	cancelBase context.CancelCauseFunc
 	oneRequest bool           // see connMode
 	batchOK    atomic.Bool    // see batchesAllowed
-	done       chan struct{}  // closed by close
+	done       chan struct{}  // closed by close (see doneChan)
 	wg         sync.WaitGroup // the engine's goroutines and running handlers
 
 	mu sync.Mutex // guards the call tables, the dispatch slots and the end
@@ -169,14 +169,14 @@ func newConn(t Transport, cfg *config, disp dispatcher, mode connMode) *conn {
 		baseCtx:    ctx,
 		cancelBase: cancel,
 		oneRequest: mode&oneRequest != 0,
-		done:       make(chan struct{}),
 	}
 	if mode&callerReads != 0 {
 		c.r.callerReads, c.r.idleFor = true, cmp.Or(cfg.client.readIdle, callerReadIdle)
 	}
 	if p, ok := t.(pushTransport); ok {
-		c.push = p
+		c.push = p // done is made when first needed (doneChan)
 	} else {
+		c.done = make(chan struct{})
 		c.w.wake = make(chan struct{}, 1)
 		c.w.space = make(chan struct{})
 		c.jobs = make(chan job)
@@ -927,6 +927,7 @@ func (c *conn) close(cause error) {
 	pending := c.pending
 	c.pending = nil
 	clear(c.progress)
+	done := c.done
 	c.mu.Unlock()
 
 	c.w.mu.Lock()
@@ -942,7 +943,9 @@ func (c *conn) close(cause error) {
 		call.finish(nil, err)
 	}
 	c.cancelBase(err)
-	close(c.done)
+	if done != nil {
+		close(done)
+	}
 	c.t.Close()
 	if c.onClose != nil {
 		c.onClose(cause)
@@ -979,11 +982,29 @@ func (c *conn) endOfInput(cause error) {
 	c.cancelBase(err)
 	select {
 	case <-drained:
-	case <-c.done:
+	case <-c.doneChan():
 		return
 	}
 	c.flushWrites()
 	c.close(cause)
+}
+
+// doneChan returns done, which close closes. A push transport's
+// connection (a 2026-07-28 POST's, which seldom needs it) makes it on
+// first use.
+func (c *conn) doneChan() <-chan struct{} {
+	if c.push == nil {
+		return c.done
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.closed {
+			close(c.done)
+		}
+	}
+	return c.done
 }
 
 // closeAndWait closes the connection and waits for every goroutine it
