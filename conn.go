@@ -80,9 +80,10 @@ type outgoing struct {
 
 // ownable returns a message buffer to hand to a transport that keeps it (a
 // pushTransport, an exchangeTransport): the buffer itself, or an exact copy
-// when it is a pooled buffer mostly empty (the pool then gets it back).
+// when it is a pooled buffer with room to spare (the pool then gets it back,
+// where a buffer kept would leave the next message to make a new one).
 func ownable(msg []byte) []byte {
-	if cap(msg) <= maxPooledMessage && cap(msg) > 2*len(msg) {
+	if cap(msg) <= maxPooledMessage && cap(msg) > len(msg) {
 		own := bytes.Clone(msg)
 		recycleMessage(msg)
 		return own
@@ -103,7 +104,7 @@ type conn struct {
 	cancelBase context.CancelCauseFunc
 	oneRequest bool           // see connMode
 	batchOK    atomic.Bool    // see batchesAllowed
-	done       chan struct{}  // closed by close
+	done       chan struct{}  // closed by close (see doneChan)
 	wg         sync.WaitGroup // the engine's goroutines and running handlers
 
 	mu sync.Mutex // guards the call tables, the dispatch slots and the end
@@ -112,7 +113,11 @@ type conn struct {
 	nextID   int64
 	pending  map[ID]*pendingCall
 	progress map[ID]*pendingCall // progress token → waiting call
-	inbound  map[ID]*inboundCall
+	// The peer's requests in flight: the first in sole, the others in
+	// inbound, so that a connection that serves one request at a time (a
+	// 2026-07-28 POST's, most sessions) never makes the map.
+	sole    *inboundRequest
+	inbound map[ID]*inboundCall
 	// The dispatch slots, taken by requests and queued notifications.
 	occupied    int
 	notifyQueue []queuedNotification
@@ -121,8 +126,8 @@ type conn struct {
 	lingering int
 	logs      logOrder // the peer's log messages, queued and handled (conn_logs.go)
 	notifying bool
-	shed      int64
 	closed    bool
+	shed      int64
 	closeErr  error
 	// inputEnded is set when the peer's input ended (endOfInput): nothing
 	// more is read and no call may be sent, but the connection stays open
@@ -174,11 +179,11 @@ func newConn(t Transport, cfg *config, disp dispatcher, mode connMode) *conn {
 		baseCtx:    ctx,
 		cancelBase: cancel,
 		oneRequest: mode&oneRequest != 0,
-		done:       make(chan struct{}),
 	}
 	if p, ok := t.(pushTransport); ok {
-		c.push = p
+		c.push = p // done is made when first needed (doneChan)
 	} else {
+		c.done = make(chan struct{})
 		c.w.wake = make(chan struct{}, 1)
 		c.w.space = make(chan struct{})
 		c.jobs = make(chan job)
@@ -453,7 +458,7 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeOverloaded, Message: "overloaded"}), related: id, final: true, route: route}, mustQueue)
 		return nil, nil
 	}
-	if _, dup := c.inbound[id]; dup {
+	if c.inboundLocked(id) != nil {
 		c.mu.Unlock()
 		c.queueWrite(outgoing{data: encodeError(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: request id " + id.String() + " is already in flight"}), related: id, final: true, route: route}, mustQueue)
 		return nil, nil
@@ -467,12 +472,39 @@ func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route 
 	r := c.disp.newRequest()
 	req := r.record()
 	*req = inboundRequest{id: id, method: method, params: params, conn: c, route: route, call: inboundCall{cancel: cancel}}
-	putEntry(&c.inbound, id, &req.call)
+	c.addInboundLocked(req)
 	c.occupied++
 	c.handling.Add(1)
 	c.wg.Add(1)
 	c.mu.Unlock()
 	return ctx, r
+}
+
+// inboundLocked returns the peer's request id in flight, or nil.
+func (c *conn) inboundLocked(id ID) *inboundCall {
+	if r := c.sole; r != nil && r.id == id {
+		return &r.call
+	}
+	return c.inbound[id]
+}
+
+// addInboundLocked records a request in flight: the first in the sole
+// slot, so that a connection that serves one request at a time (a
+// 2026-07-28 POST's) never makes the map.
+func (c *conn) addInboundLocked(req *inboundRequest) {
+	if c.sole == nil {
+		c.sole = req
+		return
+	}
+	putEntry(&c.inbound, req.id, &req.call)
+}
+
+func (c *conn) removeInboundLocked(id ID) {
+	if r := c.sole; r != nil && r.id == id {
+		c.sole = nil
+		return
+	}
+	delete(c.inbound, id)
 }
 
 // scheduleRequest runs an admitted request on a parked worker or a new
@@ -566,11 +598,13 @@ func (c *conn) serveRequest(ctx context.Context, r request) {
 }
 
 // answerRequest sends the response to req, whose handler returned result
-// and err, unless it was cancelled, and frees its slot.
-func (c *conn) answerRequest(req *inboundRequest, result any, err error) {
+// and err, unless it was cancelled, and frees its slot. It returns the
+// request's error as answered: err, or the failure of a result that
+// writes itself (resultAppender) to encode.
+func (c *conn) answerRequest(req *inboundRequest, result any, err error) error {
 	in := &req.call
 	c.mu.Lock()
-	delete(c.inbound, req.id)
+	c.removeInboundLocked(req.id)
 	if in.released {
 		c.unlingerLocked(in)
 	} else {
@@ -585,16 +619,22 @@ func (c *conn) answerRequest(req *inboundRequest, result any, err error) {
 			// No response, but a stream waiting on one must still end.
 			c.queueWrite(outgoing{related: req.id, final: true, route: req.route}, mayWait)
 		}
-		return
+		return err
 	}
 	var data []byte
-	if err != nil {
+	if ra, ok := result.(resultAppender); ok && err == nil {
+		// Its encoding failure is the request's error, as a handler's is.
+		data, err = encodeAppendedResult(req.id, ra)
+	}
+	switch {
+	case data != nil:
+	case err != nil:
 		var rpcErr *Error
 		if !errors.As(err, &rpcErr) {
 			rpcErr = &Error{Code: CodeInternalError, Message: untitledText(err)}
 		}
 		data = encodeError(req.id, rpcErr)
-	} else {
+	default:
 		raw, merr := marshalResult(result)
 		if merr != nil {
 			data = encodeError(req.id, &Error{Code: CodeInternalError, Message: "Internal error: cannot encode the result"})
@@ -604,6 +644,7 @@ func (c *conn) answerRequest(req *inboundRequest, result any, err error) {
 		}
 	}
 	c.queueWrite(outgoing{data: data, related: req.id, final: true, route: req.route}, mayWait)
+	return err
 }
 
 // runHandler calls the dispatcher, turning a panic into an internal error.
@@ -875,6 +916,7 @@ func (c *conn) close(cause error) {
 	pending := c.pending
 	c.pending = nil
 	clear(c.progress)
+	done := c.done
 	c.mu.Unlock()
 
 	c.w.mu.Lock()
@@ -890,7 +932,9 @@ func (c *conn) close(cause error) {
 		call.finish(nil, err)
 	}
 	c.cancelBase(err)
-	close(c.done)
+	if done != nil {
+		close(done)
+	}
 	c.t.Close()
 	if c.onClose != nil {
 		c.onClose(cause)
@@ -927,11 +971,29 @@ func (c *conn) endOfInput(cause error) {
 	c.cancelBase(err)
 	select {
 	case <-drained:
-	case <-c.done:
+	case <-c.doneChan():
 		return
 	}
 	c.flushWrites()
 	c.close(cause)
+}
+
+// doneChan returns done, which close closes. A push transport's
+// connection (a 2026-07-28 POST's, which seldom needs it) makes it on
+// first use.
+func (c *conn) doneChan() <-chan struct{} {
+	if c.push == nil {
+		return c.done
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.closed {
+			close(c.done)
+		}
+	}
+	return c.done
 }
 
 // closeAndWait closes the connection and waits for every goroutine it

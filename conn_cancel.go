@@ -38,7 +38,7 @@ func (c *conn) routeCancelled(params json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.atCapLocked() {
-		in := c.inbound[id]
+		in := c.inboundLocked(id)
 		if !c.cancelInboundLocked(id, p.Reason) {
 			c.noteShedLocked("notifications/cancelled")
 			return
@@ -85,7 +85,7 @@ func (e *CancelledError) Is(target error) bool { return target == context.Cancel
 // whether this call did it (false for unknown, finished or already
 // cancelled ids).
 func (c *conn) cancelInboundLocked(id ID, reason string) bool {
-	in := c.inbound[id]
+	in := c.inboundLocked(id)
 	if in == nil || in.cancelled {
 		return false
 	}

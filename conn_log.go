@@ -36,7 +36,7 @@ func (c *conn) serveLogged(ctx context.Context, r request) {
 	start := time.Now()
 	req := r.record()
 	result, err := c.runHandler(ctx, r)
-	c.answerRequest(req, result, err)
+	err = c.answerRequest(req, result, err)
 	// answerRequest took the request out of the table under the lock: no
 	// cancellation can mark it after that.
 	outcome, errType := outcomeOK, ""
@@ -101,6 +101,8 @@ func isToolError(method string, result any) bool {
 		return r.IsError
 	case json.RawMessage:
 		return bytes.Contains(r, []byte(`"isError":true`))
+	case *modernAnswer:
+		return isToolError(method, r.result)
 	}
 	return false
 }

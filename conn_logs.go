@@ -68,7 +68,7 @@ func (c *conn) awaitLogs(ctx context.Context, call *pendingCall) {
 		case <-tick:
 		case <-ctx.Done():
 			return
-		case <-c.done:
+		case <-c.doneChan():
 			return
 		}
 	}

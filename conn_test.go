@@ -364,7 +364,7 @@ func TestPendingTableEmptyAfterCalls(t *testing.T) {
 	c := cl.conn
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.pending) != 0 || len(c.progress) != 0 || len(c.inbound) != 0 {
+	if len(c.pending) != 0 || len(c.progress) != 0 || len(c.inbound) != 0 || c.sole != nil {
 		t.Fatalf("pending %d progress %d inbound %d", len(c.pending), len(c.progress), len(c.inbound))
 	}
 }

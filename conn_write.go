@@ -233,7 +233,7 @@ func (c *conn) writeLoop() {
 func (c *conn) writeBatch(batch []outgoing, frames *[][]byte) error {
 	if x, ok := c.t.(exchangeTransport); ok {
 		for _, o := range batch {
-			if err := x.writeOwned(o.data); err != nil {
+			if err := x.writeOwned(ownable(o.data)); err != nil {
 				return err
 			}
 		}

@@ -610,10 +610,10 @@ type inputRound struct {
 	owner    string // the principal who sent the request, bound into its states
 	binding  string // computed when first needed: most calls never need it
 	retry    bool   // the request carried inputResponses or a requestState
+	position int32  // the asks this run made, which number their keys
 	answers  map[string]json.RawMessage
 	used     map[string]json.RawMessage // answers this run consumed; carried forward
 	asks     map[string]InputRequest
-	position int
 	payload  json.RawMessage // the handler's state from the previous round
 	next     json.RawMessage // the handler's state for the next round
 }

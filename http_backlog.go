@@ -30,7 +30,7 @@ type backlogEntry struct {
 
 // stale reports whether the message has left its stream's backlog: written,
 // dropped, or its stream ended.
-func (e backlogEntry) stale() bool { return e.index < e.st.firstPending.Load() }
+func (e backlogEntry) stale() bool { return e.index < e.st.backlog.firstPending.Load() }
 
 // setPendingLocked replaces what the stream holds for its writer, keeping
 // the handler's budget's count of a standalone stream's backlog; s.mu is
@@ -52,12 +52,13 @@ func (s *httpStream) countBacklogLocked() {
 	} else if n > 0 {
 		first = s.pending[0].index
 	}
-	s.firstPending.Store(first)
+	c := s.backlog
+	c.firstPending.Store(first)
 	b := &s.sess.h.backlog
-	if d := bytes - s.countedBytes; d != 0 {
+	if d := bytes - c.countedBytes; d != 0 {
 		b.bytes.Add(int64(d))
 	}
-	if d := n - s.countedMessages; d != 0 {
+	if d := n - c.countedMessages; d != 0 {
 		b.mu.Lock()
 		if b.held += d; b.held == 0 {
 			// Every entry left is stale: let go of the streams they name.
@@ -69,7 +70,7 @@ func (s *httpStream) countBacklogLocked() {
 		}
 		b.mu.Unlock()
 	}
-	s.countedBytes, s.countedMessages = bytes, n
+	c.countedBytes, c.countedMessages = bytes, n
 }
 
 // queueLocked records the message of index, just added to the stream's
@@ -153,6 +154,6 @@ func (s *httpStream) dropIndex(index int64) bool {
 	} else {
 		s.setPendingLocked(slices.Delete(s.pending, i, i+1), bytes)
 	}
-	s.dropped++
+	s.backlog.dropped++
 	return true
 }

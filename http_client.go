@@ -71,6 +71,9 @@ type HTTPTransport struct {
 	// shares, built for legacySession and legacyVersion; read-only.
 	legacyHeader                 http.Header
 	legacySession, legacyVersion string
+	// modernHeaders are the header maps of 2026-07-28 messages, by what
+	// they mirror (headerLocked); read-only.
+	modernHeaders map[modernHeaderKey]http.Header
 }
 
 // defaultHTTPClient is the client of the transports given none: a clone of

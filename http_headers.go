@@ -310,13 +310,61 @@ func decodeHeaderValue(s string) (string, bool) {
 	return string(b), true
 }
 
-// headerLocked builds the headers of a POST carrying m.
+// headerLocked builds the headers of a POST carrying m. Messages that
+// carry the same headers share one map, which net/http only reads.
 func (t *HTTPTransport) headerLocked(m *httpMessage) http.Header {
-	if !m.hasVersion && t.legacyHeader != nil && t.legacySession == t.sessionID && t.legacyVersion == t.version {
-		// Every message of a session carries the same headers: one map,
-		// which net/http only reads, serves them all.
+	if !m.hasVersion {
+		if t.legacyHeader == nil || t.legacySession != t.sessionID || t.legacyVersion != t.version {
+			t.legacyHeader, t.legacySession, t.legacyVersion = t.newHeader(m, "", false), t.sessionID, t.version
+		}
 		return t.legacyHeader
 	}
+	key := modernHeaderKey{version: m.version}
+	named := false
+	if m.kind == kindRequest {
+		key.method = m.method
+		key.name, named = m.mirroredName()
+	}
+	if named && m.method == "tools/call" && len(t.toolHeaders[key.name]) > 0 {
+		return t.newHeader(m, key.name, named) // the arguments' headers vary by call
+	}
+	if h := t.modernHeaders[key]; h != nil {
+		return h
+	}
+	h := t.newHeader(m, key.name, named)
+	if len(t.modernHeaders) >= maxModernHeaders {
+		clear(t.modernHeaders)
+	}
+	putEntry(&t.modernHeaders, key, h)
+	return h
+}
+
+// modernHeaderKey is what the headers of a 2026-07-28 message depend on
+// besides the transport's own: its revision, and a request's method and the
+// name it mirrors.
+type modernHeaderKey struct{ version, method, name string }
+
+// maxModernHeaders bounds the header maps an HTTPTransport keeps for
+// 2026-07-28 messages; past it they are made afresh.
+const maxModernHeaders = 64
+
+// mirroredName is what a 2026-07-28 request's Mcp-Name header carries, if
+// it has one: the tool or prompt name, the resource URI, the task id.
+func (m *httpMessage) mirroredName() (string, bool) {
+	switch m.method {
+	case "tools/call", "prompts/get":
+		return jsonString(m.name)
+	case "resources/read":
+		return jsonString(m.uri)
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		return jsonString(m.taskID)
+	}
+	return "", false
+}
+
+// newHeader makes the headers of a POST carrying m; name is what its
+// Mcp-Name mirrors, if named.
+func (t *HTTPTransport) newHeader(m *httpMessage, name string, named bool) http.Header {
 	h := make(http.Header, len(t.cfg.header)+6)
 	for k, v := range t.cfg.header {
 		h[k] = slices.Clone(v)
@@ -333,7 +381,6 @@ func (t *HTTPTransport) headerLocked(m *httpMessage) http.Header {
 		if t.version != "" {
 			vals.set(headerProtocolVersion, t.version)
 		}
-		t.legacyHeader, t.legacySession, t.legacyVersion = h, t.sessionID, t.version
 		return h
 	}
 	vals.set(headerProtocolVersion, m.version)
@@ -341,18 +388,8 @@ func (t *HTTPTransport) headerLocked(m *httpMessage) http.Header {
 		return h
 	}
 	vals.set(headerMethod, m.method)
-	name, named := jsonString(m.name)
-	switch {
-	case (m.method == "tools/call" || m.method == "prompts/get") && named:
+	if named {
 		vals.set(headerName, encodeHeaderValue(name))
-	case m.method == "resources/read":
-		if uri, ok := jsonString(m.uri); ok {
-			vals.set(headerName, encodeHeaderValue(uri))
-		}
-	case m.method == "tasks/get" || m.method == "tasks/update" || m.method == "tasks/cancel":
-		if id, ok := jsonString(m.taskID); ok {
-			vals.set(headerName, encodeHeaderValue(id))
-		}
 	}
 	if m.method == "tools/call" && named {
 		for _, p := range t.toolHeaders[name] {

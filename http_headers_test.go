@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -98,5 +100,49 @@ func TestHTTPClientMirrorsParams(t *testing.T) {
 		if res, err := cl.CallTool(ctx, "custom", args); err != nil || res.IsError {
 			t.Fatalf("CallTool(%v) = %+v, %v", args, res, err)
 		}
+	}
+}
+
+// TestHTTPClientHeaderMapsShared: messages that carry the same headers
+// share a map, and each message still gets its own headers: a 2026-07-28
+// request's method and name, and a tool's mirrored arguments per call.
+func TestHTTPClientHeaderMapsShared(t *testing.T) {
+	t.Parallel()
+	tr := NewHTTPTransport("http://127.0.0.1:1/mcp")
+	tr.toolHeaders = map[string][]paramHeader{"mirrored": {{name: "Region", path: []string{"region"}}}}
+	header := func(body string) http.Header {
+		var m httpMessage
+		sniffMessage([]byte(body), &m)
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.headerLocked(&m)
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	call := func(id int, name, args string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s,"name":%q,"arguments":%s}}`, id, meta, name, args)
+	}
+	echo1, echo2 := header(call(1, "echo", `{}`)), header(call(2, "echo", `{"text":"x"}`))
+	echo1["X-Probe"] = []string{"shared"}
+	if echo2.Get("X-Probe") != "shared" {
+		t.Error("two calls of one tool got two header maps")
+	}
+	delete(echo1, "X-Probe")
+	other := header(call(3, "other", `{}`))
+	if got := other.Get(headerName); got != "other" || echo1.Get(headerName) != "echo" {
+		t.Errorf("Mcp-Name: %q and %q", echo1.Get(headerName), got)
+	}
+	list := header(fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{%s}}`, meta))
+	if list.Get(headerMethod) != "tools/list" || list.Get(headerName) != "" || echo1.Get(headerMethod) != "tools/call" {
+		t.Errorf("Mcp-Method: %q and %q", list.Get(headerMethod), echo1.Get(headerMethod))
+	}
+	a, b := header(call(5, "mirrored", `{"region":"a"}`)), header(call(6, "mirrored", `{"region":"b"}`))
+	if a.Get(headerParamPrefix+"Region") != "a" || b.Get(headerParamPrefix+"Region") != "b" {
+		t.Errorf("mirrored arguments: %q and %q", a.Get(headerParamPrefix+"Region"), b.Get(headerParamPrefix+"Region"))
+	}
+	for i := range 2 * maxModernHeaders {
+		header(call(10+i, fmt.Sprint("tool", i), `{}`))
+	}
+	if n := len(tr.modernHeaders); n > maxModernHeaders {
+		t.Errorf("%d header maps kept, want at most %d", n, maxModernHeaders)
 	}
 }

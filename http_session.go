@@ -501,6 +501,7 @@ func (s *httpSession) standaloneStream() *httpStream {
 	if s.standalone == nil {
 		s.standalone = newHTTPStream(s, s.streamPrefix+standaloneStreamID, nil, s.h.log)
 		s.standalone.standalone = true
+		s.standalone.backlog = new(standaloneBacklog)
 		s.standalone.attached = false
 		s.standalone.sse = true
 		// Under the lock, so that close, which comes after, removes it.

@@ -83,27 +83,37 @@ type httpStream struct {
 	// quiet: the POST has sent nothing for the keep-alive interval
 	// (keepAliveDue); the writer turns to SSE and writes a comment.
 	quiet bool
+	// The event store's flags (with unstored and storeTimer, below):
+	// storing, a goroutine is storing the head of unstored; storeDue,
+	// storeTimer is running.
+	storing, storeDue bool
 
 	// writerCtx is the attached writer's request context, once it took
 	// the stream: when it ends the client has gone, whether or not the
 	// writer noticed yet.
 	writerCtx context.Context
-	// dropped counts the messages of a standalone stream's backlog dropped
-	// since the last report (reportDropsLocked).
+	// backlog is a standalone stream's account of its backlog; nil for
+	// the others (a POST's stream need not carry it).
+	backlog *standaloneBacklog
+
+	unstored []streamEvent // events queued for the store, in order
+	drained  chan struct{} // closed when storing is done, if anyone waits
+	lost     int64         // the last index whose Append failed
+	// storeTimer stores, once WithEventStoreDelay passed, the events a
+	// POST's writer wrote and left to store (storeDue, above, while it
+	// runs).
+	storeTimer *time.Timer
+}
+
+// standaloneBacklog is what a standalone stream counts of its backlog.
+type standaloneBacklog struct {
+	// dropped counts the messages dropped since the last report
+	// (reportDropsLocked).
 	dropped int
-	// What the handler's backlog budget counts of a standalone stream
+	// What the handler's backlog budget counts of the stream
 	// (http_backlog.go), and the index of its oldest message held.
 	countedBytes, countedMessages int
 	firstPending                  atomic.Int64
-
-	unstored []streamEvent // events queued for the store, in order
-	storing  bool          // a goroutine is storing the head of unstored
-	drained  chan struct{} // closed when it is done, if anyone waits
-	lost     int64         // the last index whose Append failed
-	// storeTimer stores, once WithEventStoreDelay passed, the events a
-	// POST's writer wrote and left to store; storeDue: it is running.
-	storeTimer *time.Timer
-	storeDue   bool
 }
 
 func newHTTPStream(sess *httpSession, id string, awaiting []ID, log *slog.Logger) *httpStream {
@@ -309,18 +319,18 @@ func (s *httpStream) trimBacklogLocked(n int) {
 	}
 	clear(s.pending[:drop]) // the messages go now, not when the array does
 	s.setPendingLocked(s.pending[drop:], bytes)
-	if s.dropped == 0 {
+	if s.backlog.dropped == 0 {
 		s.log.Warn("a session's standalone stream backlog is full; dropping its oldest undelivered messages", attrSession, s.sess.id, "maxBytes", cfg.backlogBytes, "maxMessages", cfg.backlogMessages)
 	}
-	s.dropped += drop
+	s.backlog.dropped += drop
 }
 
 // reportDropsLocked logs how many messages the backlog dropped since the
 // last report, if any: once it is handed over, or the stream ends.
 func (s *httpStream) reportDropsLocked() {
-	if s.dropped > 0 {
-		s.log.Warn("dropped undelivered messages of a session's standalone stream", attrSession, s.sess.id, "dropped", s.dropped)
-		s.dropped = 0
+	if s.backlog != nil && s.backlog.dropped > 0 {
+		s.log.Warn("dropped undelivered messages of a session's standalone stream", attrSession, s.sess.id, "dropped", s.backlog.dropped)
+		s.backlog.dropped = 0
 	}
 }
 

@@ -789,6 +789,23 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	return b[:len(b)-1], nil // Encode ends the value with a newline
 }
 
+// appendResultJSON appends a handler's result to b, a message buffer, as
+// marshalResult encodes it.
+func appendResultJSON(b []byte, v any) ([]byte, error) {
+	switch r := v.(type) {
+	case json.RawMessage:
+		if len(r) == 0 {
+			return append(growMessage(b, 2), "{}"...), nil
+		}
+		return append(growMessage(b, len(r)), r...), nil
+	case nil:
+		return append(growMessage(b, 2), "{}"...), nil
+	case *CallToolResult:
+		return appendJSON(b, r.withTexts())
+	}
+	return appendJSON(b, v)
+}
+
 // hasMember reports whether the JSON object obj has a member name at its
 // top level; obj must be valid JSON.
 func hasMember(obj []byte, name string) bool {

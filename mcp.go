@@ -378,6 +378,26 @@ func encodeResult(id ID, result []byte) []byte {
 	return append(b, '}')
 }
 
+// resultAppender is a result that writes its own JSON into its response
+// (modernAnswer), so that it is not encoded first and copied in after.
+type resultAppender interface {
+	appendResult(b []byte) ([]byte, error)
+}
+
+// encodeAppendedResult is encodeResult for a result that writes itself.
+func encodeAppendedResult(id ID, r resultAppender) ([]byte, error) {
+	b := messageBuffer(256)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.appendJSON(b)
+	b = append(b, `,"result":`...)
+	b, err := r.appendResult(b)
+	if err != nil {
+		recycleMessage(b)
+		return nil, err
+	}
+	return append(growMessage(b, 1), '}'), nil
+}
+
 // encodeError writes an error response envelope. A zero id writes id null,
 // as JSON-RPC asks when the request's id could not be read.
 func encodeError(id ID, e *Error) []byte {

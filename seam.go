@@ -76,7 +76,8 @@ func (s *Server) pushSharedSession(t *streamTransport, principal, sessionID, cal
 	if rec != nil {
 		ss.initialized = true
 		ss.version = rec.ProtocolVersion
-		ss.clientInfo = rec.ClientInfo
+		info := rec.ClientInfo
+		ss.clientInfo = &info
 		if len(rec.ClientCapabilities) > 0 {
 			ss.clientCaps = newCapabilitySet(slices.Clone(rec.ClientCapabilities))
 		}
@@ -93,7 +94,10 @@ func (s *Server) pushSharedSession(t *streamTransport, principal, sessionID, cal
 func (ss *serverSession) record(id string) *SessionRecord {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	rec := &SessionRecord{ID: id, Principal: ss.principal, ProtocolVersion: ss.version, ClientInfo: ss.clientInfo, LogLevel: ss.logLevel}
+	rec := &SessionRecord{ID: id, Principal: ss.principal, ProtocolVersion: ss.version, LogLevel: ss.logLevel}
+	if ss.clientInfo != nil {
+		rec.ClientInfo = *ss.clientInfo
+	}
 	if ss.clientCaps != nil {
 		rec.ClientCapabilities = slices.Clone(ss.clientCaps.raw)
 	}

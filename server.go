@@ -374,7 +374,7 @@ type serverSession struct {
 	initialized bool
 	version     string
 	clientCaps  capabilitySet
-	clientInfo  Implementation
+	clientInfo  *Implementation // set by initialize: a 2026-07-28 request's session has none
 	logLevel    string
 	// subscriptions are the URIs of resources/subscribe (older revisions).
 	subscriptions map[string]bool
@@ -573,41 +573,77 @@ func (s *Server) offersTasksNow() bool {
 }
 
 // modernResult adds resultType and serverInfo to a 2026-07-28 result, and
-// the caching hint to the results that carry one.
+// the caching hint to the results that carry one. The answer writes it
+// straight into the response (modernAnswer); middleware, which sees results
+// encoded, gets it encoded.
 func (s *Server) modernResult(result any, mayCache bool) (any, error) {
 	_, cache := result.(cacheable)
-	cache = cache && mayCache
-	raw, err := marshalResult(result)
+	a := &modernAnswer{srv: s, result: result, cache: cache && mayCache}
+	if s.cfg.inbound == nil {
+		return a, nil
+	}
+	raw, err := a.appendResult(nil)
 	if err != nil {
 		return nil, err
 	}
-	if body := trimJSONSpace(raw); len(body) > 1 && body[0] == '{' && !bytes.Contains(body, []byte(`"_meta"`)) && !bytes.Contains(body, []byte(`"resultType"`)) {
-		// The common case, in one copy: our own members first, then the
-		// result's.
-		info := s.infoJSON()
-		b := make([]byte, 0, len(body)+len(info)+96)
-		b = append(b, `{"resultType":"complete",`...)
-		if cache {
-			b = append(b, s.cacheHintMembers()...)
-			b = append(b, ',')
-		}
-		b = append(b, `"_meta":{"`+metaServerInfo+`":`...)
-		b = append(b, info...)
-		b = append(b, '}')
-		if rest := trimJSONSpace(body[1:]); len(rest) > 0 && rest[0] != '}' {
-			b = append(b, ',')
-		}
-		return json.RawMessage(append(b, body[1:]...)), nil
+	return json.RawMessage(raw), nil
+}
+
+// modernAnswer is a 2026-07-28 result on its way out: the handler's result
+// and the members the revision adds, encoded once, into the response, rather
+// than encoded, copied with the members and copied again into it.
+type modernAnswer struct {
+	srv    *Server
+	result any
+	cache  bool
+}
+
+// appendResult appends the answer's JSON to b, a message buffer.
+func (a *modernAnswer) appendResult(b []byte) ([]byte, error) {
+	start := len(b)
+	info := a.srv.infoJSON()
+	var hint string
+	if a.cache {
+		hint = a.srv.cacheHintMembers()
 	}
-	if cache {
-		raw = prependMember(raw, s.cacheHintMembers())
+	b = growMessage(b, len(info)+len(hint)+96)
+	b = append(b, `{"resultType":"complete",`...)
+	if hint != "" {
+		b = append(b, hint...)
+		b = append(b, ',')
 	}
-	raw = withMeta(raw, []metaEntry{{key: metaServerInfo, value: s.infoJSON()}})
+	b = append(b, `"_meta":{"`+metaServerInfo+`":`...)
+	b = append(b, info...)
+	b = append(b, '}')
+	mark := len(b)
+	b, err := appendResultJSON(b, a.result)
+	if err != nil {
+		return b[:start], err
+	}
+	if body := trimJSONSpace(b[mark:]); len(body) > 1 && body[0] == '{' && !bytes.Contains(body, []byte(`"_meta"`)) && !bytes.Contains(body, []byte(`"resultType"`)) {
+		// The common case: our own members first, then the result's,
+		// its opening brace dropped.
+		b = b[:mark+copy(b[mark:], body)]
+		if rest := trimJSONSpace(b[mark+1:]); len(rest) > 0 && rest[0] != '}' {
+			b[mark] = ','
+			return b, nil
+		}
+		return append(b[:mark], b[mark+1:]...), nil
+	}
+	raw := json.RawMessage(bytes.Clone(b[mark:]))
+	if a.cache {
+		raw = prependMember(raw, hint)
+	}
+	raw = withMeta(raw, []metaEntry{{key: metaServerInfo, value: info}})
 	if !bytes.Contains(raw, []byte(`"resultType"`)) || !hasMember(raw, "resultType") {
 		raw = prependMember(raw, `"resultType":"complete"`)
 	}
-	return raw, nil
+	return append(b[:start], raw...), nil
 }
+
+// MarshalJSON encodes the answer for whatever marshals a result rather
+// than appending it.
+func (a *modernAnswer) MarshalJSON() ([]byte, error) { return a.appendResult(nil) }
 
 // prependMember inserts a raw `"key":value` member at the front of a JSON
 // object.
@@ -659,7 +695,7 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 	ss.initialized = true
 	ss.version = version
 	ss.clientCaps = newCapabilitySet(p.Capabilities)
-	ss.clientInfo = p.ClientInfo
+	ss.clientInfo = &p.ClientInfo
 	ss.mu.Unlock()
 	ss.conn.batchOK.Store(version == Version20250326)
 	if err := ss.changed(sessionChange{}); err != nil {

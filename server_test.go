@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestHasUserMeta(t *testing.T) {
@@ -226,5 +227,50 @@ func TestPipelinedStartUp(t *testing.T) {
 	}
 	if failed > 0 {
 		t.Fatalf("%d of %d pipelined start-ups went wrong", failed, runs)
+	}
+}
+
+// TestModernAnswer: a 2026-07-28 result gets resultType, serverInfo and,
+// when it may be cached, the caching hint, in front of its own members,
+// whether the answer writes it into the response or middleware has it
+// encoded; a result that has a _meta or a resultType of its own keeps them.
+func TestModernAnswer(t *testing.T) {
+	t.Parallel()
+	srv := NewServer(Implementation{Name: "s", Version: "1"}, WithCacheHints(2*time.Second, CacheScopePublic))
+	info := `"_meta":{"` + metaServerInfo + `":` + string(srv.infoJSON()) + `}`
+	hint := srv.cacheHintMembers()
+	cases := []struct {
+		result any
+		cache  bool
+		want   string
+	}{
+		{nil, false, `{"resultType":"complete",` + info + `}`},
+		{json.RawMessage(nil), false, `{"resultType":"complete",` + info + `}`},
+		{json.RawMessage(` { } `), false, `{"resultType":"complete",` + info + ` }`},
+		{json.RawMessage(`{"a":1}`), false, `{"resultType":"complete",` + info + `,"a":1}`},
+		{json.RawMessage("\n{ \"a\" : [1] }\n"), false, `{"resultType":"complete",` + info + `, "a" : [1] }`},
+		{json.RawMessage(`{"a":1}`), true, `{"resultType":"complete",` + hint + `,` + info + `,"a":1}`},
+		{&CallToolResult{Content: []Content{TextContent("<hi>")}}, false, `{"resultType":"complete",` + info + `,"content":[{"type":"text","text":"\u003chi\u003e"}]}`},
+		{json.RawMessage(`{"resultType":"input_required","a":1}`), false, `{` + info + `,"resultType":"input_required","a":1}`},
+		{json.RawMessage(`{"_meta":{"x":1},"a":1}`), false, `{"resultType":"complete","_meta":{"` + metaServerInfo + `":` + string(srv.infoJSON()) + `,"x":1},"a":1}`},
+	}
+	for _, c := range cases {
+		a := &modernAnswer{srv: srv, result: c.result, cache: c.cache}
+		msg, err := encodeAppendedResult(Int64ID(7), a)
+		if err != nil {
+			t.Fatalf("%v: %v", c.result, err)
+		}
+		if want := `{"jsonrpc":"2.0","id":7,"result":` + c.want + `}`; string(msg) != want {
+			t.Errorf("%s:\n got %s\nwant %s", c.result, msg, want)
+		}
+		if !json.Valid(msg) {
+			t.Errorf("%s: invalid JSON %s", c.result, msg)
+		}
+		if raw, err := marshalResult(a); err != nil || !jsonEqual(string(raw), c.want) {
+			t.Errorf("%s: marshalled %s, %v", c.result, raw, err)
+		}
+	}
+	if _, err := encodeAppendedResult(Int64ID(7), &modernAnswer{srv: srv, result: make(chan int)}); err == nil {
+		t.Error("an unencodable result was encoded")
 	}
 }

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/e6ac58cb/mcp v0.0.0
 	github.com/e6ac58cb/mcp/redis v0.0.0
-	github.com/mark3labs/mcp-go v1.2.1
+	github.com/mark3labs/mcp-go v1.6.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/redis/go-redis/v9 v9.23.0
 )

@@ -464,7 +464,33 @@ func (r *run) printTable(w *os.File, version string) {
 		}
 	}
 	fmt.Fprintf(w, "| - | JSON floor (encoding/json, no SDK) | round trip | µs | %s |  |\n", fmtNum(r.store.median(cell{version, "-", mFloor, "encoding/json"})))
+	if slices.Contains(r.Carriers, "http") {
+		limit, share := r.httpLimit(version)
+		ours := "—"
+		if !math.IsNaN(share) {
+			ours = fmt.Sprintf("ours %.0f%% of it", 100*share)
+		}
+		fmt.Fprintf(w, "| http | sequential echo, limit (net/http floor + JSON round trip) | calls/s | calls/s | %s | %s |\n", fmtNum(limit), ours)
+	}
 	fmt.Fprintf(w, "\nRatios above 1 favour ours. Bytes and allocations per call count both ends on pipe and http, the client only on stdio (the server is a child process). Progress streams %s notifications in one call.\n", commas(int64(r.Counts.Progress)))
+}
+
+// httpLimit is what a sequential echo over HTTP can reach at most: the
+// net/http floor's time per call plus one JSON round trip (the JSON floor),
+// 1/(1/floor + round trip) calls/s, and ours as a share of it; NaN where a
+// figure is missing.
+func (r *run) httpLimit(version string) (limit, share float64) {
+	floor := r.store.median(cell{version, "http", mSeqRate, "net/http"})
+	roundTrip := r.store.median(cell{version, "-", mFloor, "encoding/json"}) / 1e6
+	limit = 1 / (1/floor + roundTrip)
+	return limit, r.store.median(cell{version, "http", mSeqRate, "ours"}) / limit
+}
+
+// limitJSON is httpLimit in the JSON output.
+type limitJSON struct {
+	Version string   `json:"version"`
+	Limit   float64  `json:"callsPerSecond"`
+	Share   *float64 `json:"oursShare,omitempty"`
 }
 
 // target is one of issue 23's floors, checked against this run.
@@ -584,11 +610,26 @@ func (r *run) writeJSON(path string) error {
 		}
 		results = append(results, res)
 	}
+	var limits []limitJSON
+	if slices.Contains(r.Carriers, "http") {
+		for _, v := range r.Versions {
+			limit, share := r.httpLimit(v)
+			if math.IsNaN(limit) {
+				continue
+			}
+			l := limitJSON{Version: v, Limit: limit}
+			if !math.IsNaN(share) {
+				l.Share = &share
+			}
+			limits = append(limits, l)
+		}
+	}
 	doc := struct {
 		*run
 		Results []resultJSON `json:"results"`
 		Targets []target     `json:"targets"`
-	}{r, results, r.targets()}
+		Limits  []limitJSON  `json:"httpLimits,omitempty"`
+	}{r, results, r.targets(), limits}
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// mcpgo drives github.com/mark3labs/mcp-go v1.2.1: typed tool handlers
+// mcpgo drives github.com/mark3labs/mcp-go v1.6.0: typed tool handlers
 // (mcp.NewTypedToolHandler, mcp.WithInputSchema), client.Client with
 // Start and Initialize, the version pinned with client.WithProtocolVersion
 // and InitializeRequest.Params.ProtocolVersion.
