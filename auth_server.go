@@ -84,7 +84,7 @@ func (a BearerAuth) Authorize(r *http.Request) (principal string, err error) {
 // handler's Authorizer is a [BearerAuth]; nil otherwise, and inside a
 // task, which outlives the request that started it. Server side.
 func (r *RequestInfo) Token() *TokenInfo {
-	if st, ok := r.route.(*httpStream); ok {
+	if st := routeStream(r.route); st != nil {
 		return st.token
 	}
 	return nil

@@ -43,7 +43,7 @@ type inboundRequest struct {
 	method string
 	params json.RawMessage
 	conn   *conn
-	route  any // how messages about it travel back (HTTP streams)
+	route  msgRoute // how messages about it travel back (HTTP streams)
 	call   inboundCall
 }
 
@@ -75,7 +75,7 @@ type outgoing struct {
 	// HTTP routes it onto that request's stream.
 	related ID
 	final   bool // data is the response to related
-	route   any
+	route   msgRoute
 }
 
 // ownable returns a message buffer to hand to a transport that keeps it (a
@@ -245,7 +245,7 @@ func (c *conn) readFrame(data []byte, owned bool) {
 
 // handleFrame decodes one frame: a message, or a batch where allowed. route
 // says how answers travel back (an HTTP stream); nil for stream transports.
-func (c *conn) handleFrame(data []byte, route any) {
+func (c *conn) handleFrame(data []byte, route msgRoute) {
 	if !utf8.Valid(data) {
 		c.queueError(ID{}, &Error{Code: CodeParseError, Message: "Parse error: message is not valid UTF-8"}, route)
 		return
@@ -295,7 +295,7 @@ func idOf(data []byte) ID {
 	return ID{}
 }
 
-func (c *conn) handleBatch(data []byte, route any) {
+func (c *conn) handleBatch(data []byte, route msgRoute) {
 	if !c.batchesAllowed() {
 		c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: JSON-RPC batches are accepted only on protocol revision 2025-03-26"}, route)
 		return
@@ -329,7 +329,7 @@ func (c *conn) handleBatch(data []byte, route any) {
 // handleMessage routes one decoded message. inline: a request runs on the
 // calling goroutine, a push transport's, which waits for its answer anyway
 // (see dispatchRequest).
-func (c *conn) handleMessage(m *wireMessage, route any, inline bool) {
+func (c *conn) handleMessage(m *wireMessage, route msgRoute, inline bool) {
 	kind, why := m.kind()
 	switch kind {
 	case kindResponse:
@@ -420,7 +420,7 @@ func (c *conn) routeResponse(m *wireMessage) {
 // follows initialize on the wire finds the session initialized, and its
 // answer is queued after initialize's. It takes the road of any request;
 // the caller waits for its answer before it reads on.
-func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route any, inline bool) {
+func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, route msgRoute, inline bool) {
 	ctx, r := c.claimRequest(id, method, params, route)
 	if r == nil {
 		return
@@ -444,7 +444,7 @@ func (c *conn) dispatchRequest(id ID, method string, params json.RawMessage, rou
 
 // claimRequest claims a slot and the id of an inbound request, or answers
 // it with an error and returns a nil request.
-func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route any) (context.Context, request) {
+func (c *conn) claimRequest(id ID, method string, params json.RawMessage, route msgRoute) (context.Context, request) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -814,13 +814,13 @@ func (c *conn) runNotifications() {
 }
 
 // queueError queues an error response from the reader.
-func (c *conn) queueError(id ID, e *Error, route any) {
+func (c *conn) queueError(id ID, e *Error, route msgRoute) {
 	c.queueWrite(outgoing{data: encodeError(id, e), related: id, final: true, route: route}, mustQueue)
 }
 
 // notify sends a notification. related names the inbound request it belongs
 // to (zero for none).
-func (c *conn) notify(method string, params any, related ID, route any) error {
+func (c *conn) notify(method string, params any, related ID, route msgRoute) error {
 	if c.cfg.outbound != nil {
 		return c.notifyThrough(c.baseCtx, method, params, related, route)
 	}

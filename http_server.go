@@ -519,7 +519,7 @@ func (h *httpHandler) serveMessages(w http.ResponseWriter, r *http.Request, c pu
 // pushBody hands a POST body to the engine: a single message as the
 // envelope already decoded, anything else (a batch, a message the engine
 // must answer with an error) as the body.
-func pushBody(c pushConn, body []byte, msgs []*httpMessage, batch bool, route any) {
+func pushBody(c pushConn, body []byte, msgs []*httpMessage, batch bool, route msgRoute) {
 	if !batch && msgs[0].decoded {
 		c.handleMessage(&msgs[0].wire, route, false)
 		return
@@ -570,7 +570,10 @@ func (t *streamTransport) Close() error {
 
 // writeRouted puts a message on its stream. It never blocks.
 func (t *streamTransport) writeRouted(o outgoing) error {
-	st, _ := o.route.(*httpStream)
+	var st *httpStream
+	if o.route != nil {
+		st = o.route.stream()
+	}
 	if st == nil {
 		st = t.stream
 	}

@@ -197,19 +197,19 @@ func fromStored(data []byte) (id string, msg []byte) {
 
 // relayIDOf returns the id a message's route gives it, and whether it is
 // server-wide.
-func relayIDOf(route any) (id string, wide bool) {
-	switch r := route.(type) {
-	case serverWideRoute:
-		return r.id, true
-	case handedRoute:
-		return r.id, false
+func relayIDOf(route msgRoute) (id string, wide bool) {
+	if route == nil {
+		return "", false
 	}
-	return "", false
+	return route.relayID()
 }
 
 // handedRoute is the route of a message of the session's own that another
 // copy of it handed this one for the GET stream; id names it.
 type handedRoute struct{ id string }
+
+func (r handedRoute) stream() *httpStream     { return nil }
+func (r handedRoute) relayID() (string, bool) { return r.id, false }
 
 // sessionChannel is the Broadcaster channel of legacy session id.
 func sessionChannel(id string) string { return "mcp:session:" + id }
@@ -485,7 +485,7 @@ func (s *httpSession) nameLocked() string {
 // wholly before it or after.
 func (s *httpSession) pushShared(o outgoing) error {
 	id, wide := relayIDOf(o.route)
-	_, handed := o.route.(handedRoute)
+	handed := id != "" && !wide
 	s.mu.Lock()
 	if s.shared.holder != "" && !s.closed && !handed {
 		if wide {
@@ -736,7 +736,7 @@ func (s *httpSession) deliverKept(b keptBatch) {
 	s.chain(b)
 	s.skipStored(b)
 	for _, w := range b.Messages {
-		var route any = handedRoute{w.ID}
+		var route msgRoute = handedRoute{w.ID}
 		if w.Wide {
 			route = serverWideRoute{w.ID}
 		}
@@ -764,7 +764,7 @@ func (s *httpSession) chain(b keptBatch) {
 		return
 	}
 	for _, d := range s.storedAfter(stream, b.From, "the client misses what the last holder stored") {
-		var route any
+		var route msgRoute
 		id, msg := fromStored(d)
 		if id != "" {
 			route = handedRoute{id}

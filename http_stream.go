@@ -1121,8 +1121,8 @@ func (iw *inlineWriter) start(s *httpStream) {
 // the client resumes the stream. It does nothing unless the request came
 // over Streamable HTTP on revision 2025-11-25 with an event store.
 func (r *RequestInfo) CloseStream(retry time.Duration) {
-	s, ok := r.route.(*httpStream)
-	if !ok || s.sess == nil || s.store() == nil || r.modern || r.version < Version20251125 {
+	s := routeStream(r.route)
+	if s == nil || s.sess == nil || s.store() == nil || r.modern || r.version < Version20251125 {
 		return
 	}
 	s.requestClose(retry)

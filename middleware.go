@@ -241,7 +241,7 @@ func (t *outboundCall) send(ctx context.Context, r *Request) (json.RawMessage, e
 
 // notifyThrough sends a notification through the outbound middleware with
 // ctx: the handler's, for what a handler sends, else the connection's.
-func (c *conn) notifyThrough(ctx context.Context, method string, params any, related ID, route any) error {
+func (c *conn) notifyThrough(ctx context.Context, method string, params any, related ID, route msgRoute) error {
 	raw, err := marshalObject(params)
 	if err != nil {
 		return errorf("the params of %s: %w", method, err)
@@ -257,7 +257,7 @@ func (c *conn) notifyThrough(ctx context.Context, method string, params any, rel
 
 // notifyBuilt sends a notification the caller built whole, msg, through
 // the outbound middleware: its params are cut out of it.
-func (c *conn) notifyBuilt(ctx context.Context, msg []byte, method string, related ID, route any) error {
+func (c *conn) notifyBuilt(ctx context.Context, msg []byte, method string, related ID, route msgRoute) error {
 	var m wireMessage
 	if err := decodeEnvelope(msg, &m); err != nil {
 		recycleMessage(msg)

@@ -28,7 +28,7 @@ type callOptions struct {
 	// Set by the package, not by users.
 	meta    []metaEntry // _meta members to add to the request
 	related ID          // the inbound request this call is made for
-	route   any
+	route   msgRoute
 	dl      *deadline // a deadline spanning several sends (MRTR rounds)
 	task    *taskAsk  // WithTask, or a tool that requires a task
 	// id, when valid, is the id of the next send, taken before the

@@ -11,10 +11,10 @@ import "slices"
 type pushConn interface {
 	// handleMessage takes one decoded message; inline runs a request on
 	// the calling goroutine, which waits for its answer anyway.
-	handleMessage(m *wireMessage, route any, inline bool)
+	handleMessage(m *wireMessage, route msgRoute, inline bool)
 	// handleFrame takes the bytes of a message or a batch, which it
 	// answers with an error when they are not well formed.
-	handleFrame(data []byte, route any)
+	handleFrame(data []byte, route msgRoute)
 	// cancelInbound cancels the handler of inbound request id, if it runs.
 	cancelInbound(id ID, reason string)
 	// cancelHandlers cancels every handler's context; the connection stays
@@ -166,6 +166,34 @@ func (ss *serverSession) changed(c sessionChange) error {
 		return &Error{Code: CodeInternalError, Message: "Internal error: the session store failed to keep the session: " + err.Error()}
 	}
 	return nil
+}
+
+// A msgRoute says how the messages about a request travel back over a push
+// transport: the HTTP room gives one with each message it pushes in, the
+// engine carries it to every message about that request and hands it back
+// to the transport (writeRouted), never looking inside. nil: the
+// transport's default place (a session's GET stream, a POST's stream).
+type msgRoute interface {
+	// stream is the request's HTTP stream; nil when the message goes to
+	// the transport's default place.
+	stream() *httpStream
+	// relayID names the message among the copies of a shared session
+	// (http_session_relay.go): the id another copy handed it with, or the
+	// announcement's, and whether every session gets it; "" for none.
+	relayID() (id string, wide bool)
+}
+
+func (s *httpStream) stream() *httpStream         { return s }
+func (s *httpStream) relayID() (string, bool)     { return "", false }
+func (r serverWideRoute) stream() *httpStream     { return nil }
+func (r serverWideRoute) relayID() (string, bool) { return r.id, true }
+
+// routeStream is the HTTP stream of route, or nil.
+func routeStream(route msgRoute) *httpStream {
+	if route == nil {
+		return nil
+	}
+	return route.stream()
 }
 
 // serverWideRoute is the route of a message that every session gets

@@ -192,7 +192,7 @@ func (s *Server) broadcast(method string, params json.RawMessage, id string, ses
 type listenStream struct {
 	conn   *conn
 	id     ID
-	route  any
+	route  msgRoute
 	filter SubscriptionFilter // what the server agreed to send
 	// ended is closed as soon as the client ends the stream, before the
 	// handler returns, so that nothing is sent after the client's cancel.
