@@ -61,12 +61,15 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		h.serveDELETE(w, r, principal)
 	default:
-		h.methodNotAllowed(w)
+		h.methodNotAllowed(w, isModernVersion(r.Header.Get(headerProtocolVersion)))
 	}
 }
 
-func (h *httpHandler) methodNotAllowed(w http.ResponseWriter) {
-	if h.cfg.statelessOnly {
+// methodNotAllowed answers 405, naming the methods the client may use:
+// only POST for a handler pinned to 2026-07-28 or a request of that
+// revision, which has no GET stream and no DELETE.
+func (h *httpHandler) methodNotAllowed(w http.ResponseWriter, modern bool) {
+	if h.cfg.statelessOnly || modern {
 		w.Header().Set("Allow", "POST")
 	} else {
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -683,8 +686,8 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 }
 
 func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal string) {
-	if h.cfg.statelessOnly || isModernVersion(r.Header.Get(headerProtocolVersion)) {
-		h.methodNotAllowed(w)
+	if modern := isModernVersion(r.Header.Get(headerProtocolVersion)); h.cfg.statelessOnly || modern {
+		h.methodNotAllowed(w, modern)
 		return
 	}
 	if !accepts(r, "text/event-stream", "text/*") {
@@ -737,7 +740,7 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 // answers the request itself and reports false when it cannot.
 func (h *httpHandler) attachStandalone(w http.ResponseWriter, r *http.Request, sess *httpSession) (*httpStream, int64, bool) {
 	if h.cfg.noStandalone {
-		h.methodNotAllowed(w)
+		h.methodNotAllowed(w, false)
 		return nil, 0, false
 	}
 	st := sess.standaloneStream()
@@ -759,8 +762,8 @@ func (h *httpHandler) attachStandalone(w http.ResponseWriter, r *http.Request, s
 }
 
 func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request, principal string) {
-	if h.cfg.statelessOnly || isModernVersion(r.Header.Get(headerProtocolVersion)) {
-		h.methodNotAllowed(w)
+	if modern := isModernVersion(r.Header.Get(headerProtocolVersion)); h.cfg.statelessOnly || modern {
+		h.methodNotAllowed(w, modern)
 		return
 	}
 	sess, ok := h.requestSession(w, r, principal)
