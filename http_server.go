@@ -573,10 +573,7 @@ func (t *streamTransport) Close() error {
 
 // writeRouted puts a message on its stream. It never blocks.
 func (t *streamTransport) writeRouted(o outgoing) error {
-	var st *httpStream
-	if o.route != nil {
-		st = o.route.stream()
-	}
+	st := routeStream(o.route)
 	if st == nil {
 		st = t.stream
 	}

@@ -208,7 +208,6 @@ func relayIDOf(route msgRoute) (id string, wide bool) {
 // copy of it handed this one for the GET stream; id names it.
 type handedRoute struct{ id string }
 
-func (r handedRoute) stream() *httpStream     { return nil }
 func (r handedRoute) relayID() (string, bool) { return r.id, false }
 
 // sessionChannel is the Broadcaster channel of legacy session id.

@@ -169,6 +169,13 @@ func (a *awaitSet) remove(id ID) bool {
 	return true
 }
 
+// routeStream is the HTTP stream a route names, or nil: the HTTP room made
+// the route, and only it reads one (see msgRoute).
+func routeStream(route msgRoute) *httpStream {
+	st, _ := route.(*httpStream)
+	return st
+}
+
 // writer returns the generation of the stream's current writer.
 func (s *httpStream) writer() int64 {
 	s.mu.Lock()

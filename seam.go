@@ -173,28 +173,17 @@ func (ss *serverSession) changed(c sessionChange) error {
 // engine carries it to every message about that request and hands it back
 // to the transport (writeRouted), never looking inside. nil: the
 // transport's default place (a session's GET stream, a POST's stream).
+// Its methods name no HTTP type: the linker keeps every type an interface's
+// methods mention, so a stdio program would carry net/http's.
 type msgRoute interface {
-	// stream is the request's HTTP stream; nil when the message goes to
-	// the transport's default place.
-	stream() *httpStream
 	// relayID names the message among the copies of a shared session
 	// (http_session_relay.go): the id another copy handed it with, or the
 	// announcement's, and whether every session gets it; "" for none.
 	relayID() (id string, wide bool)
 }
 
-func (s *httpStream) stream() *httpStream         { return s }
 func (s *httpStream) relayID() (string, bool)     { return "", false }
-func (r serverWideRoute) stream() *httpStream     { return nil }
 func (r serverWideRoute) relayID() (string, bool) { return r.id, true }
-
-// routeStream is the HTTP stream of route, or nil.
-func routeStream(route msgRoute) *httpStream {
-	if route == nil {
-		return nil
-	}
-	return route.stream()
-}
 
 // serverWideRoute is the route of a message that every session gets
 // (Server.broadcast). Over HTTP it belongs to no request; of the copies of
