@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
-	"time"
 )
 
 // A server given WithBroadcaster tells every instance, itself included,
@@ -55,17 +54,6 @@ const (
 // fails, the reason is logged and this instance's clients are told
 // directly: they at least hear of a change made here. Each announcement
 // has an id, the same on every instance and every stream that carries it.
-// sharedCallTimeout bounds a call to a shared store or the broadcaster
-// that no request's context bounds: stores bound their own calls (as
-// mcpredis's WithTimeout does), this is the backstop, so that nothing waits
-// on one for ever.
-const sharedCallTimeout = 10 * time.Second
-
-// storeCtx is the context of such a call.
-func storeCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), sharedCallTimeout)
-}
-
 func (s *Server) announce(m serverMessage) {
 	if s.fan == nil {
 		m.ID = "local-" + strconv.FormatUint(s.announced.Add(1), 10)
