@@ -1,8 +1,12 @@
 package mcp
 
+// This file holds a shared session's record in the SessionStore: finding
+// or restoring a session another instance made, saving each change of its
+// state (merging it with another instance's when both saved at once),
+// touching it while it is used, and deleting it.
+
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,48 +14,6 @@ import (
 	"slices"
 	"time"
 )
-
-// WithSessionStore shares the handler's legacy sessions (2025-03-26 …
-// 2025-11-25) with the other instances of the server through store, so that
-// any instance serves a session's next request: initialize saves the
-// session, logging/setLevel and resources/subscribe save it again, DELETE
-// deletes it, and a request naming a session this instance does not hold
-// loads it. Sessions stay cached where they were used; a cached one is
-// touched in the store at most once per quarter of the session timeout. A
-// record lives a quarter of the timeout past its last Save or Touch; an
-// instance's idle timer drops only its own copy, since the client may be
-// busy on another, and so does an eviction at the session cap
-// ([WithMaxSessions]), a cap of this instance.
-// Give every instance the same store, a shared [EventStore] and, on the
-// Server, a shared [Broadcaster] ([WithBroadcaster]) for the parts of a
-// session that live on one instance: its GET stream and the asks its
-// handlers wait on. Default: none, sessions live in this handler only.
-// Server side.
-func WithSessionStore(store SessionStore) HTTPHandlerOption {
-	return httpHandlerOption(func(c *httpConfig) { c.sessions = store })
-}
-
-// DefaultSessionSaveRetries bounds the Saves of a legacy session tried
-// again after another instance saved it meanwhile; see
-// [WithSessionSaveRetries]. Server side.
-const DefaultSessionSaveRetries = 5
-
-// WithSessionSaveRetries bounds how many times a change of a shared legacy
-// session (logging/setLevel, resources/subscribe and unsubscribe) is saved
-// again when its Save finds that another instance saved the session since
-// this one last read it ([ErrSessionConflict]): each time the handler
-// loads the record, makes its change on it and saves it (default 5; 0
-// tries no more, a negative n is ignored). Conflicts in a row need changes
-// of one session made on several instances at the same moment, so a
-// change that meets one at every try is answered with an error naming it;
-// the session serves on. Server side.
-func WithSessionSaveRetries(n int) HTTPHandlerOption {
-	return httpHandlerOption(func(c *httpConfig) {
-		if n >= 0 {
-			c.saveRetries = n
-		}
-	})
-}
 
 // sessionTouchFraction: a cached session is touched in the store at most
 // once per this fraction of the session timeout, and its record lives that
@@ -62,28 +24,23 @@ const sessionTouchFraction = 4
 // sharedSessionTimeout is the session timeout a shared session's record
 // lives by: the handler's, or the default when idle sessions are kept
 // (WithSessionTimeout(0)), since a record nobody touches must end.
-func (h *httpHandler) sharedSessionTimeout() time.Duration {
-	if d := h.cfg.sessionTimeout; d > 0 {
+func (c *clusterMember) sharedSessionTimeout() time.Duration {
+	if d := c.h.cfg.sessionTimeout; d > 0 {
 		return d
 	}
 	return DefaultSessionTimeout
 }
 
 // sessionTTL is how long a record lives past its last Save or Touch.
-func (h *httpHandler) sessionTTL() time.Duration {
-	d := h.sharedSessionTimeout()
+func (c *clusterMember) sessionTTL() time.Duration {
+	d := c.sharedSessionTimeout()
 	return d + d/sessionTouchFraction
 }
 
-// newInstanceID names a handler among the instances of a server: short,
-// random, and without the '_' that ends a stream id in an SSE event id.
-func newInstanceID() string {
-	return rand.Text()[:12]
-}
-
-// sharedState is what a legacy session shared through a SessionStore keeps
-// of it; the session's mu guards it.
-type sharedState struct {
+// savedState is what a copy of a shared session keeps of the session's
+// record in the store, so that its Saves build on one another; the
+// session's mu guards it.
+type savedState struct {
 	lastTouch time.Time // the last Save or Touch
 	// revision is that of the record this copy last saved or loaded, the
 	// one its next Save is based on; pending are the changes made here
@@ -98,47 +55,6 @@ type sharedState struct {
 	saveGen  int64
 	savedGen int64
 	saveDone chan struct{}
-	// stopRelay ends the subscription to the session's channel.
-	stopRelay func()
-	// catchingUp: the copy is being made and loads its record once more
-	// (catchUp); the changes its channel brings meanwhile wait in changes.
-	catchingUp bool
-	changes    []sessionChange
-	// holder is the instance that holds the session's GET stream, when
-	// another does ("": this one, or none known).
-	holder string
-	// unconfirmed are the messages that came while holder held the stream
-	// and that it has not said it stored: the server-wide ones, which it
-	// has too, and the session's own made here and handed to it. Should it
-	// die without a word, the copy that takes the stream over gets them
-	// (relayKept). early are the ids it confirmed before they came here.
-	// Both are bounded by WithSessionBacklog's count.
-	unconfirmed []keptMessage
-	early       []string
-	// holding: this copy holds the GET stream, and confirms what messages
-	// with an id it stores on it (confirms, while confirming). delivered
-	// are the ids of those on it since it took the stream, so that each
-	// goes once, live, replayed or handed over, at most twice
-	// WithSessionBacklog's count of them.
-	holding    bool
-	confirms   []string
-	confirming bool
-	delivered  recentIDs
-	// handover is the rest of what the relay keeps (http_session_relay.go).
-	handover handoverState
-}
-
-// keptMessage is a message a copy of a shared session hands to the
-// holder of its GET stream, or keeps for it until it says it stored it;
-// as JSON, a relayEvent or an element of relayKept. Wide: a server-wide
-// message, which every copy has; else one of the session's own, made on
-// one instance and named there. For names the holder a relayEvent is
-// for.
-type keptMessage struct {
-	ID   string          `json:"id"`
-	Data json.RawMessage `json:"message"`
-	Wide bool            `json:"wide,omitempty"`
-	For  string          `json:"for,omitempty"`
 }
 
 // sessionStoreError is a failed call to the SessionStore or the
@@ -165,20 +81,20 @@ var errSessionUnknown = errors.New("unknown session")
 // loaded (503 when the store fails), and returns nil for a session the
 // store does not hold for principal. A failed touch is logged; the copy
 // here serves on.
-func (h *httpHandler) sharedSession(w http.ResponseWriter, r *http.Request, sess *httpSession, sid, principal string) (*httpSession, bool) {
+func (c *clusterMember) sharedSession(w http.ResponseWriter, r *http.Request, sess *httpSession, sid, principal string) (*httpSession, bool) {
 	var err error
 	switch {
 	case sess == nil:
-		sess, err = h.restoreSession(r.Context(), sid, principal)
+		sess, err = c.restoreSession(r.Context(), sid, principal)
 	case sess.principal == principal:
-		if err := sess.touch(r.Context()); errors.Is(err, ErrSessionNotFound) {
+		if err := sess.replica.touch(r.Context()); errors.Is(err, ErrSessionNotFound) {
 			// Ended elsewhere, or expired in the store: drop the copy.
 			sess.conn.close(errors.New("the session is no longer in the session store"))
 			return nil, true
 		} else if err != nil {
 			// The copy here serves on; the next touch is due a fraction
 			// of the timeout later, well before the record expires.
-			h.log.Warn("cannot touch a legacy session in the session store", "session", sid, "err", err)
+			c.h.log.Warn("cannot touch a legacy session in the session store", "session", sid, "err", err)
 		}
 	}
 	switch {
@@ -190,7 +106,7 @@ func (h *httpHandler) sharedSession(w http.ResponseWriter, r *http.Request, sess
 		refuseSession(w, ID{}, err)
 		return nil, false
 	}
-	h.log.Warn("a legacy session is unavailable: the session store failed", "session", sid, "err", err)
+	c.h.log.Warn("a legacy session is unavailable: the session store failed", "session", sid, "err", err)
 	writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the session store failed: "+err.Error())
 	return nil, false
 }
@@ -200,10 +116,10 @@ func (h *httpHandler) sharedSession(w http.ResponseWriter, r *http.Request, sess
 // be the one that opened it (else errSessionUnknown, as for a session the
 // store does not hold). Two requests that restore the same session at once
 // end up with one copy.
-func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string) (*httpSession, error) {
+func (c *clusterMember) restoreSession(ctx context.Context, sid, principal string) (*httpSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
 	defer cancel()
-	rec, err := h.cfg.sessions.Load(ctx, sid)
+	rec, err := c.store.Load(ctx, sid)
 	if errors.Is(err, ErrSessionNotFound) {
 		return nil, errSessionUnknown
 	}
@@ -213,23 +129,25 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 	if rec.Principal != principal || (rec.ID != "" && rec.ID != sid) {
 		return nil, errSessionUnknown
 	}
-	if err := h.reserveSession(principal); err != nil {
+	if err := c.h.reserveSession(principal); err != nil {
 		return nil, err
 	}
-	s := h.makeSession(sid, principal, rec)
-	s.shared.lastTouch = time.Now() // Load proved it live
-	s.shared.revision = rec.Revision
-	s.shared.catchingUp = true
-	err = s.joinRelay()
+	s := c.h.makeSession(sid, principal, true)
+	s.ss.restore(rec)
+	sr := s.replica
+	sr.lastTouch = time.Now() // Load proved it live
+	sr.revision = rec.Revision
+	sr.catchingUp = true
+	err = sr.joinRelay()
 	subscribed := false
 	if err == nil {
-		subscribed, err = s.catchUp(ctx)
+		subscribed, err = sr.catchUp(ctx)
 	}
-	h.mu.Lock()
-	held := h.sessions[sid]
-	if err != nil || held != nil || h.stopped {
-		h.releaseSessionLocked(principal)
-		h.mu.Unlock()
+	c.h.mu.Lock()
+	held := c.h.sessions[sid]
+	if err != nil || held != nil || c.h.stopped {
+		c.h.releaseSessionLocked(principal)
+		c.h.mu.Unlock()
 		s.conn.close(errors.New("the session's copy was not needed"))
 		switch {
 		case err != nil:
@@ -239,10 +157,10 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 		}
 		return held, nil
 	}
-	h.registerLocked(s)
-	h.mu.Unlock()
-	h.log.Debug("serving a legacy session created on another instance", "session", sid)
-	s.publish(ctx, relayJoin, nil) // the holder of its GET stream, if any, says so
+	c.h.registerLocked(s)
+	c.h.mu.Unlock()
+	c.h.log.Debug("serving a legacy session created on another instance", "session", sid)
+	sr.publish(ctx, relayJoin, nil) // the holder of its GET stream, if any, says so
 	if len(rec.Subscriptions) > 0 || subscribed {
 		s.standaloneStream() // its resource updates need somewhere to wait
 	}
@@ -258,24 +176,24 @@ func (h *httpHandler) restoreSession(ctx context.Context, sid, principal string)
 // the record, in order: each change sets or clears one thing, so the last
 // word wins whichever of the two saw it first. It reports whether the copy
 // gained a subscription.
-func (s *httpSession) catchUp(ctx context.Context) (subscribed bool, err error) {
+func (sr *sessionReplica) catchUp(ctx context.Context) (subscribed bool, err error) {
 	callCtx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
-	rec, err := s.h.cfg.sessions.Load(callCtx, s.id)
+	rec, err := sr.cluster.store.Load(callCtx, sr.s.id)
 	cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	changes := s.shared.changes
-	s.shared.catchingUp, s.shared.changes = false, nil
+	sr.s.mu.Lock()
+	defer sr.s.mu.Unlock()
+	changes := sr.changes
+	sr.catchingUp, sr.changes = false, nil
 	switch {
 	case errors.Is(err, ErrSessionNotFound):
 		return false, errSessionUnknown
 	case err != nil:
-		return false, &sessionStoreError{"load", s.id, err}
+		return false, &sessionStoreError{"load", sr.s.id, err}
 	}
-	subscribed = s.ss.adopt(rec)
-	s.shared.revision = max(s.shared.revision, rec.Revision)
+	subscribed = sr.s.ss.adopt(rec)
+	sr.revision = max(sr.revision, rec.Revision)
 	for _, c := range changes {
-		subscribed = s.ss.apply(c) || subscribed
+		subscribed = sr.s.ss.apply(c) || subscribed
 	}
 	return subscribed, nil
 }
@@ -286,65 +204,65 @@ func (s *httpSession) catchUp(ctx context.Context) (subscribed bool, err error) 
 // answered, and Saves of one session never overtake one another. Each Save
 // is based on the revision this copy last saved or loaded; when another
 // instance saved the session since, merge saves again on what it saved.
-func (s *httpSession) save(change sessionChange) error {
-	s.mu.Lock()
+func (sr *sessionReplica) save(change sessionChange) error {
+	sr.s.mu.Lock()
 	if change != (sessionChange{}) {
 		// Made here again under the session's lock, so that the copy's
 		// state and its pending changes agree for merge, whatever it did
 		// since the request made it.
-		s.shared.pending = append(s.shared.pending, change)
-		s.ss.apply(change)
+		sr.pending = append(sr.pending, change)
+		sr.s.ss.apply(change)
 	}
-	s.shared.saveGen++
-	want := s.shared.saveGen
-	for s.shared.savedGen < want {
-		if s.shared.saving {
-			if s.shared.saveDone == nil {
-				s.shared.saveDone = make(chan struct{})
+	sr.saveGen++
+	want := sr.saveGen
+	for sr.savedGen < want {
+		if sr.saving {
+			if sr.saveDone == nil {
+				sr.saveDone = make(chan struct{})
 			}
-			done := s.shared.saveDone
-			s.mu.Unlock()
+			done := sr.saveDone
+			sr.s.mu.Unlock()
 			<-done
-			s.mu.Lock()
+			sr.s.mu.Lock()
 			continue
 		}
-		s.shared.saving = true
-		gen, base, n := s.shared.saveGen, s.shared.revision, len(s.shared.pending)
-		s.mu.Unlock()
-		rec := s.ss.record(s.id)
+		sr.saving = true
+		gen, base, n := sr.saveGen, sr.revision, len(sr.pending)
+		sr.s.mu.Unlock()
+		rec := sr.s.ss.record(sr.s.id)
 		rec.Revision = base
-		ctx, cancel := s.callCtx()
-		err := s.h.cfg.sessions.Save(ctx, rec, s.h.sessionTTL())
+		ctx, cancel := sr.s.callCtx()
+		err := sr.cluster.store.Save(ctx, rec, sr.cluster.sessionTTL())
 		cancel()
 		merged := n
 		if errors.Is(err, ErrSessionConflict) && base != 0 {
-			rec, merged, err = s.merge()
+			rec, merged, err = sr.merge()
 		}
-		s.mu.Lock()
-		s.shared.saving = false
-		if s.shared.saveDone != nil {
-			close(s.shared.saveDone)
-			s.shared.saveDone = nil
+		sr.s.mu.Lock()
+		sr.saving = false
+		if sr.saveDone != nil {
+			close(sr.saveDone)
+			sr.saveDone = nil
 		}
 		if err != nil {
 			// The changes this Save was for are answered with the error;
 			// those made since stay pending for their own Save.
-			s.shared.pending = slices.Delete(s.shared.pending, 0, n)
+			sr.pending = slices.Delete(sr.pending, 0, n)
 			if errors.Is(err, ErrSessionNotFound) {
 				// Ended elsewhere, or expired: the next request's touch
 				// finds it gone and drops the copy.
-				s.shared.lastTouch = time.Time{}
+				sr.lastTouch = time.Time{}
 			}
-			s.mu.Unlock()
-			s.h.log.Warn("the session store failed to save a session", "session", s.id, "err", err)
-			return &sessionStoreError{"save", s.id, err}
+			sr.s.mu.Unlock()
+			sr.s.h.log.Warn("the session store failed to save a session", "session", sr.s.id, "err", err)
+			return &sessionStoreError{"save", sr.s.id, err}
 		}
-		s.shared.pending = slices.Delete(s.shared.pending, 0, merged)
-		s.shared.revision = rec.Revision
-		s.shared.savedGen = max(s.shared.savedGen, gen)
-		s.shared.lastTouch = time.Now()
+		sr.pending = slices.Delete(sr.pending, 0, merged)
+		sr.revision = rec.Revision
+		sr.savedGen = max(sr.savedGen, gen)
+		sr.lastTouch = time.Now()
 	}
-	s.mu.Unlock()
+	sr.s.mu.Unlock()
 	return nil
 }
 
@@ -356,34 +274,34 @@ func (s *httpSession) save(change sessionChange) error {
 // WithSessionSaveRetries times in all, while the record keeps changing
 // under it, and returns the record saved and how many pending changes it
 // holds.
-func (s *httpSession) merge() (*SessionRecord, int, error) {
-	store := s.h.cfg.sessions
-	for range s.h.cfg.saveRetries {
-		ctx, cancel := s.callCtx()
-		rec, err := store.Load(ctx, s.id)
+func (sr *sessionReplica) merge() (*SessionRecord, int, error) {
+	store := sr.cluster.store
+	for range sr.cluster.saveRetries {
+		ctx, cancel := sr.s.callCtx()
+		rec, err := store.Load(ctx, sr.s.id)
 		cancel()
 		if err != nil {
 			return nil, 0, fmt.Errorf("loading it again after another instance changed it: %w", err)
 		}
-		rec.ID = s.id // a store may leave it out, as restoreSession allows
-		s.mu.Lock()
-		n := len(s.shared.pending)
-		for _, c := range s.shared.pending {
+		rec.ID = sr.s.id // a store may leave it out, as restoreSession allows
+		sr.s.mu.Lock()
+		n := len(sr.pending)
+		for _, c := range sr.pending {
 			c.applyTo(rec)
 		}
-		subscribed := s.ss.adopt(rec)
-		s.mu.Unlock()
+		subscribed := sr.s.ss.adopt(rec)
+		sr.s.mu.Unlock()
 		if subscribed {
-			s.standaloneStream() // the new subscription's updates need somewhere to wait
+			sr.s.standaloneStream() // the new subscription's updates need somewhere to wait
 		}
-		ctx, cancel = s.callCtx()
-		err = store.Save(ctx, rec, s.h.sessionTTL())
+		ctx, cancel = sr.s.callCtx()
+		err = store.Save(ctx, rec, sr.cluster.sessionTTL())
 		cancel()
 		if !errors.Is(err, ErrSessionConflict) {
 			return rec, n, err
 		}
 	}
-	return nil, 0, fmt.Errorf("%w, at each try (%d in all)", ErrSessionConflict, s.h.cfg.saveRetries+1)
+	return nil, 0, fmt.Errorf("%w, at each try (%d in all)", ErrSessionConflict, sr.cluster.saveRetries+1)
 }
 
 // applyTo makes the change on a session's record.
@@ -404,66 +322,64 @@ func (c sessionChange) applyTo(rec *SessionRecord) {
 // touched (or tried to be) within the last fraction of its timeout: most
 // requests make no store call at all, and none while a touch is under way.
 // It returns ErrSessionNotFound when the store no longer holds the session.
-func (s *httpSession) touch(ctx context.Context) error {
-	every := s.h.sharedSessionTimeout() / sessionTouchFraction
+func (sr *sessionReplica) touch(ctx context.Context) error {
+	every := sr.cluster.sharedSessionTimeout() / sessionTouchFraction
 	now := time.Now()
-	s.mu.Lock()
-	if now.Sub(s.shared.lastTouch) < every {
-		s.mu.Unlock()
+	sr.s.mu.Lock()
+	if now.Sub(sr.lastTouch) < every {
+		sr.s.mu.Unlock()
 		return nil
 	}
-	s.shared.lastTouch = now // the requests meanwhile need not touch it too
-	s.mu.Unlock()
+	sr.lastTouch = now // the requests meanwhile need not touch it too
+	sr.s.mu.Unlock()
 	callCtx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
-	err := s.h.cfg.sessions.Touch(callCtx, s.id, s.h.sessionTTL())
+	err := sr.cluster.store.Touch(callCtx, sr.s.id, sr.cluster.sessionTTL())
 	cancel()
 	if err == nil || errors.Is(err, ErrSessionNotFound) {
 		return err
 	}
-	return &sessionStoreError{"touch", s.id, err}
+	return &sessionStoreError{"touch", sr.s.id, err}
 }
 
 // keepShared touches a session whose stream stays open, when it is due;
 // a session the store no longer holds ends here too.
-func (s *httpSession) keepShared(ctx context.Context) {
-	err := s.touch(ctx)
+func (sr *sessionReplica) keepShared(ctx context.Context) {
+	err := sr.touch(ctx)
 	switch {
 	case errors.Is(err, ErrSessionNotFound):
-		s.conn.close(errors.New("the session is no longer in the session store"))
+		sr.s.conn.close(errors.New("the session is no longer in the session store"))
 	case err != nil && ctx.Err() == nil:
-		s.h.log.Warn("cannot keep a legacy session alive in the session store", "session", s.id, "err", err)
+		sr.s.h.log.Warn("cannot keep a legacy session alive in the session store", "session", sr.s.id, "err", err)
 	}
 }
 
 // deleteShared ends a shared session everywhere: the store forgets it and
 // the other instances drop their copies (or find out at their next touch,
 // should the broadcast fail). The copy here is the caller's to close.
-func (s *httpSession) deleteShared(ctx context.Context) error {
+func (sr *sessionReplica) deleteShared(ctx context.Context) error {
 	callCtx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
 	defer cancel()
-	if err := s.h.cfg.sessions.Delete(callCtx, s.id); err != nil {
-		s.h.log.Warn("the session store failed to delete a session", "session", s.id, "err", err)
-		return &sessionStoreError{"delete", s.id, err}
+	if err := sr.cluster.store.Delete(callCtx, sr.s.id); err != nil {
+		sr.s.h.log.Warn("the session store failed to delete a session", "session", sr.s.id, "err", err)
+		return &sessionStoreError{"delete", sr.s.id, err}
 	}
-	s.deleted.Store(true)
-	s.publish(ctx, relayDelete, nil)
+	sr.deleted.Store(true)
+	sr.publish(ctx, relayDelete, nil)
 	return nil
 }
 
-// sessionChanged saves a legacy session's state when sessions are shared,
-// then tells the other copies of the session what changed, so that the one
-// holding the GET stream delivers by the session's present state. A failed
-// publication is logged: the copies made from now on load the saved state.
-func (t *streamTransport) sessionChanged(change sessionChange) error {
-	if t.sess == nil || t.sess.h.cfg.sessions == nil {
-		return nil
-	}
-	if err := t.sess.save(change); err != nil {
+// shareChange saves a shared session's state, with change made (none for
+// initialize), then tells the other copies of the session what changed, so
+// that the one holding the GET stream delivers by the session's present
+// state. A failed publication is logged: the copies made from now on load
+// the saved state.
+func (sr *sessionReplica) shareChange(change sessionChange) error {
+	if err := sr.save(change); err != nil {
 		return err
 	}
 	if change != (sessionChange{}) {
 		data, _ := json.Marshal(change)
-		t.sess.publish(t.sess.ctx, relayState, data)
+		sr.publish(sr.s.ctx, relayState, data)
 	}
 	return nil
 }

@@ -358,7 +358,7 @@ func TestSharedSessionStoreDown(t *testing.T) {
 	}
 	s := c.handlers[0].session(sid)
 	s.mu.Lock()
-	s.shared.lastTouch = time.Time{} // due for a touch, which fails
+	s.replica.lastTouch = time.Time{} // due for a touch, which fails
 	s.mu.Unlock()
 	for range 2 {
 		if r := doHTTP(t, "POST", c.url(0), call, postHeaders("Mcp-Session-Id", sid)); r.status != 200 || !strings.Contains(r.body, `\"x\":1`) {
@@ -468,7 +468,7 @@ func TestSharedSessionEndedElsewhere(t *testing.T) {
 	c.store.MemorySessionStore.Delete(context.Background(), sid)
 	s := c.handlers[0].session(sid)
 	s.mu.Lock()
-	s.shared.lastTouch = time.Time{} // due for a touch
+	s.replica.lastTouch = time.Time{} // due for a touch
 	s.mu.Unlock()
 	if r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, postHeaders("Mcp-Session-Id", sid)); r.status != http.StatusNotFound {
 		t.Fatalf("ping: %d %s", r.status, r.body)
@@ -519,7 +519,7 @@ func TestSharedSessionTouchEvery(t *testing.T) {
 	} {
 		if tc.since > 0 {
 			s.mu.Lock()
-			s.shared.lastTouch = time.Now().Add(-tc.since)
+			s.replica.lastTouch = time.Now().Add(-tc.since)
 			s.mu.Unlock()
 		}
 		if r := doHTTP(t, "POST", c.url(0), ping, postHeaders("Mcp-Session-Id", sid)); r.status != 200 {

@@ -114,7 +114,7 @@ func TestSharedSessionAnswerElsewhere(t *testing.T) {
 			p := newSSEParser(resp.Body, 1<<20)
 			ask := nextEvent(t, p, false)
 			id, _ := field(t, string(ask.data), "id").(string)
-			if !strings.HasPrefix(id, c.handlers[0].instance+"-") {
+			if !strings.HasPrefix(id, c.handlers[0].cluster.instance+"-") {
 				t.Fatalf("the ask: %s", ask.data)
 			}
 			answer := `{"jsonrpc":"2.0","id":"` + id + `","result":` + tc.answer + `}`
@@ -205,7 +205,7 @@ func TestSharedSessionCancelElsewhere(t *testing.T) {
 func TestSharedSessionGETElsewhere(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 3)
-	a, b, cx := c.handlers[0].instance, c.handlers[1].instance, c.handlers[2].instance
+	a, b, cx := c.handlers[0].cluster.instance, c.handlers[1].cluster.instance, c.handlers[2].cluster.instance
 	sid := legacySession(t, c.url(0), Version20251125)
 	watch := relayWatch(t, c, sid)
 	type ev struct{ method, id string }
@@ -282,7 +282,7 @@ func TestSharedSessionGETElsewhere(t *testing.T) {
 func TestSharedSessionGETFreshElsewhere(t *testing.T) {
 	t.Parallel()
 	c := newSessionCluster(t, 2)
-	a := c.handlers[0].instance
+	a := c.handlers[0].cluster.instance
 	sid := legacySession(t, c.url(0), Version20251125)
 	watch := relayWatch(t, c, sid)
 	ctxA, cancelA := context.WithTimeout(context.Background(), time.Minute)
@@ -300,7 +300,7 @@ func TestSharedSessionGETFreshElsewhere(t *testing.T) {
 	defer cancelB()
 	pb := getStream(t, ctxB, c.url(1), sid, "")
 	// What is handed over comes after what is live meanwhile.
-	awaitConfirmed(t, watch, c.handlers[1].instance, 2)
+	awaitConfirmed(t, watch, c.handlers[1].cluster.instance, 2)
 	sayFrom(t, c, 1, sid, "end")
 	for _, want := range []string{"notifications/message", "notifications/prompts/list_changed", "notifications/message"} {
 		if e := nextEvent(t, pb, false); field(t, string(e.data), "method") != want {
@@ -344,7 +344,7 @@ func TestSharedSessionPOSTStreamElsewhere(t *testing.T) {
 	sid := legacySession(t, c.url(0), Version20251125)
 	r := doHTTP(t, "POST", c.url(0), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3},"_meta":{"progressToken":"p"}}}`, postHeaders("Mcp-Session-Id", sid))
 	ids := eventIDs(newSSEParser(strings.NewReader(r.body), 1<<20))
-	if len(ids) != 4 || !strings.HasPrefix(ids[0], c.handlers[0].instance+"-") {
+	if len(ids) != 4 || !strings.HasPrefix(ids[0], c.handlers[0].cluster.instance+"-") {
 		t.Fatalf("the POST's events: %v", ids)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -365,7 +365,7 @@ func TestSharedSessionKeptAliveByStream(t *testing.T) {
 	c.store.onTouch(func() { close(touched) })
 	s := c.handlers[0].session(sid)
 	s.mu.Lock()
-	s.shared.lastTouch = time.Time{} // due
+	s.replica.lastTouch = time.Time{} // due
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -448,7 +448,7 @@ func subscribeAt(t *testing.T, url, sid string, uris ...string) {
 // killHolder ends instance i's copy of session sid, and with it the GET
 // stream it holds, as a kill would: it never says that it let it go.
 func killHolder(c *sessionCluster, i int, sid string) {
-	c.bc.kill(c.handlers[i].instance)
+	c.bc.kill(c.handlers[i].cluster.instance)
 	c.handlers[i].session(sid).conn.close(errors.New("killed"))
 }
 
@@ -504,7 +504,7 @@ func TestSharedSessionHolderKilled(t *testing.T) {
 	}
 	// Confirmed: a message delivered just before the holder dies, whose
 	// confirmation it had not sent, would come twice (docs/deploying.md).
-	awaitRelay(t, watch, relayDelivered, c.handlers[1].instance)
+	awaitRelay(t, watch, relayDelivered, c.handlers[1].cluster.instance)
 
 	killHolder(c, 1, sid)
 	cancel1()
@@ -532,7 +532,7 @@ func TestSharedSessionHolderKilledJoined(t *testing.T) {
 	addResources(c, "res://a")
 	sid, watch, p1, _, cancel1 := heldAtOne(t, c, "", "")
 	subscribeAt(t, c.url(2), sid, "res://a")
-	awaitRelay(t, watch, relayHolding, c.handlers[1].instance)
+	awaitRelay(t, watch, relayHolding, c.handlers[1].cluster.instance)
 	c.servers[0].ResourceUpdated("res://a")
 	e := nextEvent(t, p1, false)
 
@@ -654,7 +654,7 @@ func TestSharedSessionHolderKilledOwnMessage(t *testing.T) {
 	defer cancel2()
 	p2 := getStream(t, ctx2, c.url(2), sid, e.id)
 	// What is handed over comes after what is live meanwhile.
-	awaitConfirmed(t, watch, c.handlers[2].instance, 1)
+	awaitConfirmed(t, watch, c.handlers[2].cluster.instance, 1)
 	sayFrom(t, c, 2, sid, "end")
 	if got, want := eventsUntil(t, p2, "end"), []string{"handed to the dead", "end"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("resumed after the holder died: %q, want %q", got, want)
@@ -681,7 +681,7 @@ func TestSharedSessionHolderKilledLastInstant(t *testing.T) {
 			c := newSessionCluster(t, 3)
 			addResources(c, "res://a", "res://end")
 			sid, watch, p1, last, cancel1 := heldAtOne(t, c, "res://a", "res://end")
-			c.bc.kill(c.handlers[1].instance) // from now on its words are lost
+			c.bc.kill(c.handlers[1].cluster.instance) // from now on its words are lost
 			c.servers[0].ResourceUpdated("res://a")
 			sayFrom(t, c, 0, sid, "made elsewhere")
 			for range 2 {
@@ -698,7 +698,7 @@ func TestSharedSessionHolderKilledLastInstant(t *testing.T) {
 			p2 := getStream(t, ctx2, c.url(2), sid, last)
 			// Both copies kept the update, one the message: each is
 			// confirmed once taken over, repeats skipped or not.
-			awaitConfirmed(t, watch, c.handlers[2].instance, 3)
+			awaitConfirmed(t, watch, c.handlers[2].cluster.instance, 3)
 			c.servers[0].ResourceUpdated("res://end")
 			if got := eventsUntil(t, p2, "res://end"); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("resumed after %s: %q, want %q", last, got, tc.want)
@@ -733,7 +733,7 @@ func TestSharedSessionHolderKilledJoinWindow(t *testing.T) {
 			ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel2()
 			p2 := getStream(t, ctx2, c.url(tc.resume), sid, primed)
-			awaitConfirmed(t, watch, c.handlers[tc.resume].instance, 1)
+			awaitConfirmed(t, watch, c.handlers[tc.resume].cluster.instance, 1)
 			sayFrom(t, c, tc.resume, sid, "end")
 			if got, want := eventsUntil(t, p2, "end"), []string{"res://a", "end"}; fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("resumed on instance %d: %q, want %q", tc.resume, got, want)
@@ -750,17 +750,17 @@ func TestSharedSessionTakeOverBounded(t *testing.T) {
 	c := newSessionCluster(t, 1, WithSessionBacklog(0, 2))
 	sid := legacySession(t, c.url(0), Version20251125)
 	s := c.handlers[0].session(sid)
-	s.hold(context.Background(), s.standaloneStream(), "elsewhere-0")
+	s.replica.hold(context.Background(), s.standaloneStream(), "elsewhere-0")
 	for _, b := range [][]string{{"m1", "m2", "m3"}, {"m4", "m5", "m6"}} {
 		var batch keptBatch
 		for _, id := range b {
 			batch.Messages = append(batch.Messages, keptMessage{ID: id, Data: json.RawMessage(`{}`)})
 		}
-		s.takeKept(batch)
+		s.replica.takeKept(batch)
 	}
 	s.mu.Lock()
 	var got []string
-	for _, b := range s.shared.handover.batches {
+	for _, b := range s.replica.handover.batches {
 		for _, w := range b.Messages {
 			got = append(got, w.ID)
 		}
@@ -788,20 +788,20 @@ func TestSharedSessionResumedOlderStream(t *testing.T) {
 			c.servers[0].ResourceUpdated("res://a")
 			e := nextEvent(t, pa, false)
 			cancelA()
-			awaitRelay(t, watch, relayRelease, c.handlers[1].instance)
+			awaitRelay(t, watch, relayRelease, c.handlers[1].cluster.instance)
 
 			ctxB, cancelB := context.WithTimeout(context.Background(), 10*time.Second)
 			getStream(t, ctxB, c.url(0), sid, e.id)
 			sayFrom(t, c, 0, sid, "unread")
 			sayFrom(t, c, 2, sid, "unread elsewhere")
-			awaitConfirmed(t, watch, c.handlers[0].instance, 1)
+			awaitConfirmed(t, watch, c.handlers[0].cluster.instance, 1)
 			if killed {
 				killHolder(c, 0, sid)
 			}
 			cancelB()
 			want := []string{"unread", "unread elsewhere", "end"}
 			if !killed {
-				awaitRelay(t, watch, relayRelease, c.handlers[0].instance)
+				awaitRelay(t, watch, relayRelease, c.handlers[0].cluster.instance)
 				sayFrom(t, c, 0, sid, "after")
 				want = []string{"unread", "unread elsewhere", "after", "end"}
 			}
@@ -809,7 +809,7 @@ func TestSharedSessionResumedOlderStream(t *testing.T) {
 			ctxC, cancelC := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancelC()
 			pc := getStream(t, ctxC, c.url(2), sid, e.id)
-			awaitConfirmed(t, watch, c.handlers[2].instance, 1)
+			awaitConfirmed(t, watch, c.handlers[2].cluster.instance, 1)
 			sayFrom(t, c, 2, sid, "end")
 			if got := eventsUntil(t, pc, "end"); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("resumed after %s on a third instance: %q, want %q", e.id, got, want)

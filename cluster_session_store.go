@@ -1,5 +1,10 @@
 package mcp
 
+// This file holds the public API of shared legacy sessions: the
+// SessionStore a server's instances share them through, its record and
+// errors, the in-memory store, and the handler options that turn sharing
+// on.
+
 import (
 	"context"
 	"encoding/json"
@@ -156,4 +161,46 @@ func (s *MemorySessionStore) live(id string) (memorySession, bool) {
 		return memorySession{}, false
 	}
 	return m, ok
+}
+
+// WithSessionStore shares the handler's legacy sessions (2025-03-26 …
+// 2025-11-25) with the other instances of the server through store, so that
+// any instance serves a session's next request: initialize saves the
+// session, logging/setLevel and resources/subscribe save it again, DELETE
+// deletes it, and a request naming a session this instance does not hold
+// loads it. Sessions stay cached where they were used; a cached one is
+// touched in the store at most once per quarter of the session timeout. A
+// record lives a quarter of the timeout past its last Save or Touch; an
+// instance's idle timer drops only its own copy, since the client may be
+// busy on another, and so does an eviction at the session cap
+// ([WithMaxSessions]), a cap of this instance.
+// Give every instance the same store, a shared [EventStore] and, on the
+// Server, a shared [Broadcaster] ([WithBroadcaster]) for the parts of a
+// session that live on one instance: its GET stream and the asks its
+// handlers wait on. Default: none, sessions live in this handler only.
+// Server side.
+func WithSessionStore(store SessionStore) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) { c.cluster.store = store })
+}
+
+// DefaultSessionSaveRetries bounds the Saves of a legacy session tried
+// again after another instance saved it meanwhile; see
+// [WithSessionSaveRetries]. Server side.
+const DefaultSessionSaveRetries = 5
+
+// WithSessionSaveRetries bounds how many times a change of a shared legacy
+// session (logging/setLevel, resources/subscribe and unsubscribe) is saved
+// again when its Save finds that another instance saved the session since
+// this one last read it ([ErrSessionConflict]): each time the handler
+// loads the record, makes its change on it and saves it (default 5; 0
+// tries no more, a negative n is ignored). Conflicts in a row need changes
+// of one session made on several instances at the same moment, so a
+// change that meets one at every try is answered with an error naming it;
+// the session serves on. Server side.
+func WithSessionSaveRetries(n int) HTTPHandlerOption {
+	return httpHandlerOption(func(c *httpConfig) {
+		if n >= 0 {
+			c.cluster.saveRetries, c.cluster.retriesSet = n, true
+		}
+	})
 }

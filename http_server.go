@@ -40,10 +40,9 @@ type httpHandler struct {
 	// backlog bounds what all the standalone streams hold.
 	backlog backlogBudget
 
-	// instance names this handler among the instances that share a
-	// SessionStore: it starts the ids of its streams and of its calls to
-	// clients, and marks what it publishes. Empty without a store.
-	instance string
+	// cluster shares the legacy sessions with the other instances of the
+	// server (WithSessionStore, cluster_seam.go); nil without a store.
+	cluster *clusterMember
 
 	modernInFlight atomic.Int64
 }
@@ -578,8 +577,8 @@ func (t *streamTransport) writeRouted(o outgoing) error {
 		st = t.stream
 	}
 	if st == nil {
-		if t.sess.h.relay() != nil {
-			return t.sess.pushShared(o)
+		if routed, err := t.sess.replica.routeUnsolicited(o); routed {
+			return err
 		}
 		if st = t.sess.unsolicitedStream(); st == nil {
 			t.sess.h.log.Debug("dropping a message that belongs to no request: the session has no standalone stream", "session", t.sess.id)
@@ -649,7 +648,7 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 		}
 	}
 	if !answered {
-		local, ok := h.relayPOST(w, sess, body, msgs, batch)
+		local, ok := sess.replica.relayPOST(w, body, msgs, batch)
 		if !ok {
 			return
 		}
@@ -674,9 +673,10 @@ func (h *httpHandler) serveLegacyPOST(w http.ResponseWriter, r *http.Request, bo
 	}
 	complete := h.serveMessages(w, r, sess.conn, body, msgs, batch, one, st, streamMode{batch: batch, prime: sess.primes()}, nil)
 	if created && (!complete || st.failed()) {
-		if h.cfg.sessions != nil && !st.failed() {
-			// Saved, then lost with its answer: nobody will use it.
-			sess.deleteShared(context.WithoutCancel(r.Context()))
+		if !st.failed() {
+			// Saved, when shared, then lost with its answer: nobody will
+			// use it.
+			sess.replica.deleteEverywhere(context.WithoutCancel(r.Context()))
 		}
 		sess.conn.close(errors.New("initialize failed"))
 	}
@@ -702,8 +702,8 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 		if ok {
 			st = sess.stream(streamID)
 		}
-		if st == nil && ok && h.cfg.sessions != nil && !strings.HasPrefix(streamID, sess.streamPrefix) {
-			h.resumeElsewhere(w, r, sess, streamID, index)
+		if st == nil && ok && sess.replica.resumesElsewhere(streamID) {
+			sess.replica.resumeElsewhere(w, r, streamID, index)
 			return
 		}
 		if st == nil {
@@ -716,9 +716,9 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 			return
 		}
 		if st.standalone {
-			sess.hold(r.Context(), st, st.id)
-			defer sess.release()
-			sess.takeOver(st, index, replay)
+			sess.replica.hold(r.Context(), st, st.id)
+			defer sess.replica.release()
+			sess.replica.takeOver(st, index, replay)
 		}
 		h.serveStream(w, r, st, gen, streamMode{sse: true, replay: replay})
 		return
@@ -727,9 +727,9 @@ func (h *httpHandler) serveGET(w http.ResponseWriter, r *http.Request, principal
 	if !ok {
 		return
 	}
-	sess.hold(r.Context(), st, "")
-	defer sess.release()
-	sess.takeOver(st, 0, nil)
+	sess.replica.hold(r.Context(), st, "")
+	defer sess.replica.release()
+	sess.replica.takeOver(st, 0, nil)
 	h.serveStream(w, r, st, gen, streamMode{sse: true, prime: sess.primes()})
 }
 
@@ -767,12 +767,10 @@ func (h *httpHandler) serveDELETE(w http.ResponseWriter, r *http.Request, princi
 	if !ok {
 		return
 	}
-	if h.cfg.sessions != nil {
-		if err := sess.deleteShared(r.Context()); err != nil {
-			sess.end()
-			writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the session store failed: "+err.Error())
-			return
-		}
+	if err := sess.replica.deleteEverywhere(r.Context()); err != nil {
+		sess.end()
+		writeHTTPError(w, http.StatusServiceUnavailable, CodeInternalError, ID{}, "Service Unavailable: the session store failed: "+err.Error())
+		return
 	}
 	sess.end()
 	sess.conn.close(errSessionDeleted)

@@ -31,40 +31,29 @@ func (h *httpHandler) requestSession(w http.ResponseWriter, r *http.Request, pri
 // not visible ASCII gets 400 and is never looked up. A session that another
 // principal opened is not told apart from an unknown one: both get 404, and
 // the request can neither use nor end it. It answers the request itself and
-// returns nil when there is no such session. With a SessionStore a session
-// not held here is loaded from the store, and one held here is touched
-// there now and then (sharedSession).
+// returns nil when there is no such session. With a SessionStore the
+// handler's cluster finds it: a session not held here is loaded from the
+// store, and one held here is touched there now and then.
 func (h *httpHandler) useSession(w http.ResponseWriter, r *http.Request, sid, principal string) *httpSession {
 	if !validSessionID(sid) {
 		writeHTTPError(w, http.StatusBadRequest, CodeInvalidRequest, ID{}, "Bad Request: a session id is visible ASCII only")
 		return nil
 	}
 	sess := h.session(sid)
-	if h.cfg.sessions != nil {
-		var ok bool
-		if sess, ok = h.sharedSession(w, r, sess, sid, principal); !ok {
-			return nil
-		}
-		if sess != nil && sess.principal == principal {
-			if sess.begin() {
-				return sess
-			}
-			if !sess.deleted.Load() {
-				// The copy here ended on its own (idle here, or dropped)
-				// as this request came; the session may live on in the
-				// store.
-				h.forget(sess)
-				if sess, ok = h.sharedSession(w, r, nil, sid, principal); !ok {
-					return nil
-				}
-			}
-		}
+	if h.cluster != nil {
+		return h.cluster.useSession(w, r, sess, sid, principal)
 	}
 	if sess == nil || sess.principal != principal || !sess.begin() {
-		writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
+		refuseUnknownSession(w)
 		return nil
 	}
 	return sess
+}
+
+// refuseUnknownSession answers a request that names no session it may
+// use: 404, which tells the client to start a new one.
+func refuseUnknownSession(w http.ResponseWriter) {
+	writeHTTPError(w, http.StatusNotFound, CodeInvalidRequest, ID{}, "Not Found: unknown or expired session; start a new one with initialize")
 }
 
 // validSessionID reports whether id is one the spec allows: visible ASCII,
@@ -161,8 +150,8 @@ func (h *httpHandler) newSession(principal string) (*httpSession, error) {
 	if err := h.reserveSession(principal); err != nil {
 		return nil, err
 	}
-	s := h.makeSession(rand.Text(), principal, nil)
-	if err := s.joinRelay(); err != nil {
+	s := h.makeSession(rand.Text(), principal, false)
+	if err := s.replica.join(); err != nil {
 		h.mu.Lock()
 		h.releaseSessionLocked(principal)
 		h.mu.Unlock()
@@ -185,23 +174,20 @@ func (h *httpHandler) newSession(principal string) (*httpSession, error) {
 
 // makeSession makes a legacy session of principal: a connection in push
 // mode, so that it holds no goroutine while idle, and an expiry timer. With
-// a SessionStore it is shared with the other instances, restored from rec
-// when rec is not nil. It is not registered yet.
-func (h *httpHandler) makeSession(id, principal string, rec *SessionRecord) *httpSession {
+// a SessionStore it is shared with the other instances; restored says that
+// another instance made it (the cluster then restores its state). It is
+// not registered yet.
+func (h *httpHandler) makeSession(id, principal string, restored bool) *httpSession {
 	s := &httpSession{h: h, id: id, principal: principal}
-	if rec != nil {
+	if restored {
 		s.uses = 1 // its initialize was served elsewhere: it counts as used from its first request here
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.storeHolds.Store(1) // the session's own, until it closes
 	t := &streamTransport{sess: s}
-	if h.cfg.sessions != nil {
-		// Not due for a touch: a new session's record is saved by its
-		// initialize, and a Touch before that finds nothing and would end
-		// it (a keep-alive comment of its initialize's stream did).
-		s.shared = &sharedState{lastTouch: time.Now()}
-		s.streamPrefix = h.instance + "-"
-		s.ss, s.conn = h.srv.pushSharedSession(t, principal, id, s.streamPrefix, rec)
+	if h.cluster != nil {
+		s.streamPrefix = h.cluster.streamPrefix()
+		s.replica, s.ss, s.conn = h.cluster.open(s, t)
 	} else {
 		s.ss, s.conn = h.srv.pushSession(t, 0, principal, id)
 	}
@@ -273,14 +259,12 @@ type httpSession struct {
 	// flight: the last to go tells the store that the session closed.
 	storeHolds atomic.Int32
 
-	// What sharing the session with other instances takes (WithSessionStore,
-	// http_session_store.go and http_session_relay.go); zero otherwise.
-	// streamPrefix starts the ids of the session's streams here.
+	// streamPrefix starts the ids of the session's streams here: with a
+	// SessionStore, this instance's name.
 	streamPrefix string
-	shared       *sharedState // with a SessionStore only; guarded by mu
-	// deleted: the session ended everywhere (DELETE), not only its copy
-	// here, so the event store may drop its events.
-	deleted atomic.Bool
+	// replica is the copy here of a session shared with other instances
+	// (WithSessionStore, cluster_seam.go); nil otherwise.
+	replica *sessionReplica
 
 	// The session's place among the idle ones, while it has no request in
 	// progress (http_session_evict.go); guarded by h.idle.mu.
@@ -309,10 +293,7 @@ func (s *httpSession) close() {
 	if s.expiry != nil {
 		s.expiry.Stop()
 	}
-	var stopRelay func()
-	if s.shared != nil {
-		stopRelay, s.shared.stopRelay = s.shared.stopRelay, nil
-	}
+	stopRelay := s.replica.stopLocked()
 	s.mu.Unlock()
 	if stopRelay != nil {
 		stopRelay()
@@ -342,7 +323,7 @@ func (s *httpSession) releaseStore() {
 	}
 	// A copy of a shared session that ends here alone leaves its events to
 	// the instances that still serve it.
-	if store := s.h.cfg.store; store != nil && (s.h.cfg.sessions == nil || s.deleted.Load()) {
+	if store := s.h.cfg.store; store != nil && !s.replica.othersServe() {
 		// The session's context has ended; this call must still be made.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), sharedCallTimeout)
 		defer cancel()
@@ -523,6 +504,22 @@ func (s *httpSession) unsolicitedStream() *httpStream {
 		return nil
 	}
 	return s.standalone
+}
+
+// sessionChanged tells a shared session's copies, through the store and
+// the relay, that its state changed; nothing to do on a single instance.
+func (t *streamTransport) sessionChanged(change sessionChange) error {
+	if t.sess == nil {
+		return nil
+	}
+	return t.sess.replica.keepChange(change)
+}
+
+// callCtx is the context of a call to a shared store or the broadcaster
+// that the session makes on its own behalf: it ends with the session, and
+// after sharedCallTimeout.
+func (s *httpSession) callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.ctx, sharedCallTimeout)
 }
 
 // subscribed gives a legacy HTTP session its standalone stream, so that it

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -248,7 +249,7 @@ func (s *httpStream) pushLocked(o outgoing) (queued int64, kept bool) {
 	}
 	s.next++
 	id, wide := relayIDOf(o.route)
-	if s.sess == nil || s.sess.shared == nil {
+	if s.sess == nil || s.sess.replica == nil {
 		id = "" // named for the copies of a shared session only
 	}
 	ev := streamEvent{index: s.next, data: o.data, final: o.final, pooled: true, serverWide: wide, id: id}
@@ -584,6 +585,29 @@ func (s *httpStream) storeDelayed() {
 	last := s.next
 	s.mu.Unlock()
 	s.storeUpTo(s.sess.ctx, last)
+}
+
+// storedForm is how an event that carries a message's id (a shared
+// session's, see streamEvent.id) is kept in the event store: '@', the id,
+// a space, then the message; the handler alone reads the store, and takes
+// the id off (fromStored).
+func storedForm(id string, msg []byte) []byte {
+	b := make([]byte, 0, len(id)+2+len(msg))
+	b = append(append(append(b, '@'), id...), ' ')
+	return append(b, msg...)
+}
+
+// fromStored reads an event from the event store: the message and its id,
+// if it has one.
+func fromStored(data []byte) (id string, msg []byte) {
+	if len(data) == 0 || data[0] != '@' {
+		return "", data
+	}
+	name, msg, ok := bytes.Cut(data[1:], []byte(" "))
+	if !ok {
+		return "", data
+	}
+	return string(name), msg
 }
 
 // consecutive reports whether evs's indexes follow one another.
@@ -1003,10 +1027,10 @@ func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, s *htt
 			if err := out.comment(); err != nil {
 				return fail(err)
 			}
-			if s.sess != nil && h.cfg.sessions != nil {
-				// A session busy only with a long stream stays alive in
-				// the store too.
-				s.sess.keepShared(r.Context())
+			if s.sess != nil {
+				// A shared session busy only with a long stream stays
+				// alive in the store too.
+				s.sess.replica.keepAlive(r.Context())
 			}
 			keepAlive.Reset(h.cfg.keepAlive)
 		}

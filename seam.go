@@ -1,7 +1,5 @@
 package mcp
 
-import "slices"
-
 // pushConn is the engine as the HTTP handler drives it, its one seam: the
 // handler pushes in each message it receives, with the route that messages
 // about it take back (an HTTP stream), and gets back through its
@@ -63,97 +61,13 @@ func (s *Server) pushSession(t *streamTransport, mode connMode, principal, sessi
 	return ss, c
 }
 
-// pushSharedSession makes a legacy session whose state a SessionStore
-// shares between instances: fresh when rec is nil, else restored from rec
-// in the initialized state, with no initialize. Its calls to the client
-// get ids that start with callPrefix, unique to this instance, so that an
-// answer relayed from another instance reaches no other waiter.
-// sessionID is the session's id.
-func (s *Server) pushSharedSession(t *streamTransport, principal, sessionID, callPrefix string, rec *SessionRecord) (*serverSession, pushConn) {
-	ss, c := s.newSession(t, 0)
-	ss.principal, ss.sessionID = principal, sessionID
-	c.callPrefix = callPrefix
-	if rec != nil {
-		ss.initialized = true
-		ss.version = rec.ProtocolVersion
-		info := rec.ClientInfo
-		ss.clientInfo = &info
-		if len(rec.ClientCapabilities) > 0 {
-			ss.clientCaps = newCapabilitySet(slices.Clone(rec.ClientCapabilities))
-		}
-		ss.logLevel = rec.LogLevel
-		for _, uri := range rec.Subscriptions {
-			putEntry(&ss.subscriptions, uri, true)
-		}
-		c.batchOK.Store(rec.ProtocolVersion == Version20250326)
-	}
-	return ss, c
-}
-
-// record is the session's state as a SessionStore keeps it.
-func (ss *serverSession) record(id string) *SessionRecord {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	rec := &SessionRecord{ID: id, Principal: ss.principal, ProtocolVersion: ss.version, LogLevel: ss.logLevel}
-	if ss.clientInfo != nil {
-		rec.ClientInfo = *ss.clientInfo
-	}
-	if ss.clientCaps != nil {
-		rec.ClientCapabilities = slices.Clone(ss.clientCaps.raw)
-	}
-	for uri := range ss.subscriptions {
-		rec.Subscriptions = append(rec.Subscriptions, uri)
-	}
-	slices.Sort(rec.Subscriptions)
-	return rec
-}
-
 // sessionChange is one change of a legacy session's state after its
-// initialize, as the copies of a shared session tell it to each other.
+// initialize, which the engine tells its push transport (sessionChanged),
+// and the copies of a shared session tell each other.
 type sessionChange struct {
 	Subscribe   string `json:"subscribe,omitempty"`
 	Unsubscribe string `json:"unsubscribe,omitempty"`
 	LogLevel    string `json:"logLevel,omitempty"`
-}
-
-// apply makes a change that another instance's copy of the session made;
-// it reports whether the change is a new subscription.
-func (ss *serverSession) apply(c sessionChange) (subscribed bool) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if c.Subscribe != "" {
-		putEntry(&ss.subscriptions, c.Subscribe, true)
-	}
-	if c.Unsubscribe != "" {
-		delete(ss.subscriptions, c.Unsubscribe)
-	}
-	if c.LogLevel != "" && validLevel(LoggingLevel(c.LogLevel)) {
-		ss.logLevel = c.LogLevel
-	}
-	return c.Subscribe != ""
-}
-
-// adopt takes the log level and subscriptions of rec, the session's state
-// as another instance left it in the store; it reports whether that added
-// a subscription.
-func (ss *serverSession) adopt(rec *SessionRecord) (subscribed bool) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if validLevel(LoggingLevel(rec.LogLevel)) || rec.LogLevel == "" {
-		ss.logLevel = rec.LogLevel
-	}
-	for uri := range ss.subscriptions {
-		if !slices.Contains(rec.Subscriptions, uri) {
-			delete(ss.subscriptions, uri)
-		}
-	}
-	for _, uri := range rec.Subscriptions {
-		if _, ok := ss.subscriptions[uri]; !ok {
-			putEntry(&ss.subscriptions, uri, true)
-			subscribed = true
-		}
-	}
-	return subscribed
 }
 
 // changed tells a push transport that the session's state changed; its
@@ -177,9 +91,18 @@ func (ss *serverSession) changed(c sessionChange) error {
 // methods mention, so a stdio program would carry net/http's.
 type msgRoute interface {
 	// relayID names the message among the copies of a shared session
-	// (http_session_relay.go): the id another copy handed it with, or the
+	// (cluster_session_relay.go): the id another copy handed it with, or the
 	// announcement's, and whether every session gets it; "" for none.
 	relayID() (id string, wide bool)
+}
+
+// relayIDOf returns the id a message's route gives it, and whether it is
+// server-wide; a nil route gives none.
+func relayIDOf(route msgRoute) (id string, wide bool) {
+	if route == nil {
+		return "", false
+	}
+	return route.relayID()
 }
 
 func (s *httpStream) relayID() (string, bool)     { return "", false }

@@ -89,9 +89,8 @@ type httpConfig struct {
 	statelessOnly  bool // the server is pinned to 2026-07-28 (WithProtocolVersion): no sessions
 	store          EventStore
 	storeSet       bool
-	sessions       SessionStore // WithSessionStore; nil: sessions live in this handler only
-	saveRetries    int          // WithSessionSaveRetries
-	allowedOrigins []string     // WithAllowedOrigins, which are also CORS origins
+	cluster        clusterConfig // WithSessionStore, WithSessionSaveRetries
+	allowedOrigins []string      // WithAllowedOrigins, which are also CORS origins
 	allowedHosts   []string
 	maxBodyBytes   int64
 	// authorize checks a request's credentials (WithAuthorizer); an
@@ -136,7 +135,6 @@ func newHTTPConfig() *httpConfig {
 		answerPosts:    DefaultMaxAnswerPosts,
 		maxSessions:    DefaultMaxSessions,
 		maxPerUser:     DefaultMaxSessionsPerPrincipal,
-		saveRetries:    DefaultSessionSaveRetries,
 		header:         make(http.Header),
 	}
 	c.backlogBytes, c.backlogMessages = DefaultSessionBacklogBytes, DefaultSessionBacklogMessages
@@ -469,9 +467,7 @@ func NewHTTPHandler(s *Server, opts ...HTTPHandlerOption) http.Handler {
 	if !h.cfg.storeSet {
 		h.cfg.store = NewMemoryEventStore(DefaultEventStoreBytes)
 	}
-	if h.cfg.sessions != nil {
-		h.instance = newInstanceID()
-	}
+	h.cluster = newClusterMember(h) // nil without a SessionStore
 	if h.cfg.ctx != nil {
 		context.AfterFunc(h.cfg.ctx, h.shutdown)
 	}
