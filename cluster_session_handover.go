@@ -58,6 +58,7 @@ type handoverState struct {
 // copy of it handed this one for the GET stream; id names it.
 type handedRoute struct{ id string }
 
+// relayID names the handed message, one of the session's own.
 func (r handedRoute) relayID() (string, bool) { return r.id, false }
 
 // learnHolder takes word that instance holds the GET stream, as it held
@@ -146,7 +147,7 @@ func (sr *sessionReplica) handOver(instance string, note holdNote) {
 }
 
 // keptLocked returns what this copy keeps for the holder of the GET
-// stream, or for the last one if it let it go; sr.s.mu is held.
+// stream, or for the last one if it let it go; the session's mu is held.
 func (sr *sessionReplica) keptLocked() keptBatch {
 	ho := &sr.handover
 	if sr.holder == "" {
@@ -156,7 +157,7 @@ func (sr *sessionReplica) keptLocked() keptBatch {
 }
 
 // nameLocked names a message of the session's own made here, for the
-// other copies; sr.s.mu is held.
+// other copies; the session's mu is held.
 func (sr *sessionReplica) nameLocked() string {
 	sr.handover.named++
 	return sr.cluster.instance + "." + strconv.FormatUint(sr.handover.named, 10)
@@ -220,7 +221,7 @@ func (sr *sessionReplica) pushShared(o outgoing) error {
 }
 
 // keepUnconfirmedLocked keeps a message that the holder of the GET stream
-// is to store, until it says it did; sr.s.mu is held.
+// is to store, until it says it did; the session's mu is held.
 func (sr *sessionReplica) keepUnconfirmedLocked(w keptMessage) {
 	if w.ID == "" {
 		return // made on this instance only: the holder has no copy
@@ -237,7 +238,7 @@ func (sr *sessionReplica) keepUnconfirmedLocked(w keptMessage) {
 	sr.unconfirmed = append(sr.unconfirmed, w)
 }
 
-// dropUnconfirmedLocked forgets the kept message id; sr.s.mu is held.
+// dropUnconfirmedLocked forgets the kept message id; the session's mu is held.
 func (sr *sessionReplica) dropUnconfirmedLocked(id string) bool {
 	i := slices.IndexFunc(sr.unconfirmed, func(w keptMessage) bool { return w.ID == id })
 	if i >= 0 {

@@ -65,10 +65,12 @@ type sessionStoreError struct {
 	err  error
 }
 
+// Error says which step failed for which session, and why.
 func (e *sessionStoreError) Error() string {
 	return "cannot " + e.step + " session " + e.id + ": " + e.err.Error()
 }
 
+// Unwrap returns the store's or the Broadcaster's own error.
 func (e *sessionStoreError) Unwrap() error { return e.err }
 
 // errSessionUnknown: the store holds no such session for this principal.

@@ -1,18 +1,10 @@
 package mcp
 
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"net/http"
-	"slices"
-)
-
-// The relay carries what the instances that hold copies of one shared
-// legacy session must tell each other, on the session's channel of the
-// server's Broadcaster, "mcp:session:<id>". Each instance that holds a copy
-// subscribes for as long as it holds it. A message is the JSON of a
-// relayMessage, such as
+// This file holds the relay of a shared session: what the instances that
+// hold copies of one shared legacy session must tell each other, on the
+// session's channel of the server's Broadcaster, "mcp:session:<id>". Each
+// instance that holds a copy subscribes for as long as it holds it. A
+// message is the JSON of a relayMessage, such as
 //
 //	{"kind":"response","from":"<instance>","message":{"jsonrpc":"2.0","id":"<instance>-3","result":{}}}
 //
@@ -32,7 +24,16 @@ import (
 // A client whose last event came from an older stream than the last
 // holder's own (the holder replayed it) had nothing of what that holder
 // carried since it took the stream: the new holder reads it from the
-// holder's stream (chain).
+// holder's stream (chain). How the stream passes from holder to holder is
+// cluster_session_handover.go's.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+)
 
 // relayMessage is one message on a session's channel.
 type relayMessage struct {

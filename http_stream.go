@@ -35,7 +35,7 @@ type streamEvent struct {
 	serverWide bool
 	// id names the message among the copies of a shared session, if it
 	// has a name: a server-wide one, or one handed from copy to copy
-	// (http_session_relay.go). It is stored with the event.
+	// (cluster_session_handover.go). It is stored with the event.
 	id string
 }
 
