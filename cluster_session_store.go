@@ -87,6 +87,8 @@ type MemorySessionStore struct {
 	sessions map[string]memorySession
 }
 
+// memorySession is a record as MemorySessionStore keeps it, with when it
+// expires.
 type memorySession struct {
 	rec     SessionRecord
 	expires time.Time
