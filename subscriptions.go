@@ -98,6 +98,8 @@ func (s *Server) addSession(ss *serverSession) {
 	s.sessions[ss] = h
 }
 
+// removeSession undoes addSession, letting go of the session's hold on the
+// server channel.
 func (s *Server) removeSession(ss *serverSession) {
 	s.sessionsMu.Lock()
 	h, ok := s.sessions[ss]
