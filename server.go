@@ -38,6 +38,7 @@ type serverConfig struct {
 	maxTasks         int
 	maxTasksPerOwner int
 	broadcaster      Broadcaster
+	cluster          func(*Server) clusterSeam // WithBroadcaster's wing; nil: one instance
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
@@ -171,20 +172,18 @@ type Server struct {
 	offersTasks bool
 	preflights  map[string]TaskPreflight
 
-	tasks taskTable // the tasks running here
-	store TaskStore // every task, running or ended, until its TTL
-	fan   *fanout   // the subscriptions to WithBroadcaster's channels; nil without one
-	// announced numbers the changes this instance announced (announce).
-	announced atomic.Uint64
+	tasks     taskTable     // the tasks running here
+	store     TaskStore     // every task, running or ended, until its TTL
+	cluster   clusterSeam   // the many-instance wing (WithBroadcaster); nil on one instance
+	announced atomic.Uint64 // numbers the changes announced by one instance (localAnnouncement)
 	// serving is set once the server serves or is about to: by Serve and
 	// the HTTP handlers' constructors, and by every session (newSession).
 	// List changes from then on are announced (listChanged).
 	serving atomic.Bool
 
 	sessionsMu sync.Mutex
-	// sessions get every broadcast; each holds the server channel's
-	// subscription (nil without a broadcaster).
-	sessions  map[*serverSession]*feed
+	// sessions get every broadcast, each holding the server channel (nil: no broadcaster).
+	sessions  map[*serverSession]channelHold
 	listeners map[*listenStream]struct{}
 }
 
@@ -227,11 +226,11 @@ func NewServer(info Implementation, opts ...ServerOption) *Server {
 			raw, _ := json.Marshal(info)
 			return raw
 		}),
-		sessions:  make(map[*serverSession]*feed),
+		sessions:  make(map[*serverSession]channelHold),
 		listeners: make(map[*listenStream]struct{}),
 	}
-	if b := cfg.server.broadcaster; b != nil {
-		s.fan = newFanout(s, b)
+	if newCluster := cfg.server.cluster; newCluster != nil {
+		s.cluster = newCluster(s)
 	}
 	return s
 }

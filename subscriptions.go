@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -14,7 +15,18 @@ import (
 // every instance, through the broadcaster, and returns once published.
 // Server side.
 func (s *Server) ResourceUpdated(uri string) {
-	s.announce(serverMessage{Kind: kindResourceUpdated, URI: uri})
+	if s.cluster != nil {
+		s.cluster.resourceUpdated(uri)
+		return
+	}
+	s.resourceUpdatedHere(uri, s.localAnnouncement())
+}
+
+// localAnnouncement names a change announced by a server without a
+// broadcaster, which its clients alone hear of; with one, the wing names
+// its announcements (serverCluster.announce).
+func (s *Server) localAnnouncement() string {
+	return "local-" + strconv.FormatUint(s.announced.Add(1), 10)
 }
 
 // resourceUpdatedHere is ResourceUpdated for this instance's clients.
@@ -79,20 +91,22 @@ func (s *Server) addSession(ss *serverSession) {
 	if _, ok := s.sessions[ss]; ok {
 		return
 	}
-	var fd *feed
-	if s.fan != nil {
-		fd = s.fan.hold(serverChannel, s.onServerMessage)
+	var h channelHold
+	if s.cluster != nil {
+		h = s.cluster.holdServer()
 	}
-	s.sessions[ss] = fd
+	s.sessions[ss] = h
 }
 
+// removeSession undoes addSession, letting go of the session's hold on the
+// server channel.
 func (s *Server) removeSession(ss *serverSession) {
 	s.sessionsMu.Lock()
-	fd, ok := s.sessions[ss]
+	h, ok := s.sessions[ss]
 	delete(s.sessions, ss)
 	s.sessionsMu.Unlock()
-	if ok && fd != nil {
-		s.fan.release(fd)
+	if ok && h != nil {
+		h.release()
 	}
 }
 
@@ -100,12 +114,12 @@ func (s *Server) removeSession(ss *serverSession) {
 // if it is among the sessions that get broadcasts.
 func (s *Server) awaitBroadcasts(ctx context.Context, ss *serverSession) error {
 	s.sessionsMu.Lock()
-	fd := s.sessions[ss]
+	h := s.sessions[ss]
 	s.sessionsMu.Unlock()
-	if fd == nil {
+	if h == nil {
 		return nil
 	}
-	return s.fan.wait(ctx, fd)
+	return h.wait(ctx)
 }
 
 // listChanged tells clients that a list changed: kind is "tools",
@@ -126,7 +140,11 @@ func (s *Server) listChanged(kind string) {
 	if !s.serving.Load() {
 		return
 	}
-	s.announce(serverMessage{Kind: kindListChanged, List: kind})
+	if s.cluster != nil {
+		s.cluster.listChanged(kind)
+		return
+	}
+	s.listChangedHere(kind, s.localAnnouncement())
 }
 
 // listChangedHere is listChanged for this instance's clients.
@@ -234,19 +252,19 @@ func (s *Server) listen(ctx context.Context, info *RequestInfo) (any, error) {
 		return nil, err
 	}
 	l := &listenStream{conn: info.conn, id: info.id, route: info.route, filter: s.honour(ctx, p.Notifications, info), ended: ctx.Done()}
-	if s.fan != nil {
+	if s.cluster != nil {
 		// What any instance announces, from the acknowledgement on.
-		feeds := []*feed{s.fan.hold(serverChannel, s.onServerMessage)}
+		holds := []channelHold{s.cluster.holdServer()}
 		for _, id := range l.filter.TaskIDs {
-			feeds = append(feeds, s.cfg.server.tasks.holdTask(s, id))
+			holds = append(holds, s.cfg.server.tasks.holdTask(s, id))
 		}
 		defer func() {
-			for _, fd := range feeds {
-				s.fan.release(fd)
+			for _, h := range holds {
+				h.release()
 			}
 		}()
-		for _, fd := range feeds {
-			if err := s.fan.wait(ctx, fd); err != nil {
+		for _, h := range holds {
+			if err := h.wait(ctx); err != nil {
 				return nil, internalError(err)
 			}
 		}
@@ -304,4 +322,10 @@ func (s *Server) watchesTask(id string) bool {
 		}
 	}
 	return false
+}
+
+// internalError is the protocol error of a request that could not be
+// served for err.
+func internalError(err error) *Error {
+	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
 }

@@ -42,6 +42,10 @@ const (
 	// DefaultMaxTasks, so that one principal cannot take every slot.
 	// Server side.
 	DefaultMaxTasksPerPrincipal = DefaultMaxTasks / 10
+	// DefaultTaskLease is how long a task stays "working" in a shared task
+	// store after the instance that runs it stopped renewing it, unless
+	// TaskOptions.Lease says otherwise. Server side.
+	DefaultTaskLease = 30 * time.Second
 )
 
 // TaskOptions configures the tasks of a server ([WithTasks]). A zero field
@@ -131,7 +135,7 @@ type taskHooks struct {
 	serveLegacy      func(ss *serverSession, ctx context.Context, req *inboundRequest, info *RequestInfo) (any, error)
 	askAsTask        func(ctx context.Context, c *conn, method string, params json.RawMessage, co *callOptions, ttl time.Duration) (json.RawMessage, error)
 	honour           func(s *Server, ctx context.Context, want []string, info *RequestInfo) []string
-	holdTask         func(s *Server, id string) *feed
+	holdTask         func(s *Server, id string) channelHold
 	setStatusMessage func(t *serverTask, message string)
 }
 
@@ -144,7 +148,7 @@ func newTaskHooks() *taskHooks {
 		serveLegacy:      (*serverSession).serveLegacyTasks,
 		askAsTask:        askAsTask,
 		honour:           (*Server).honourTasks,
-		holdTask:         (*Server).holdTask,
+		holdTask:         (*Server).watchTask,
 		setStatusMessage: (*serverTask).setStatusMessage,
 	}
 }
@@ -209,9 +213,9 @@ type serverTask struct {
 	// conn is the 2025-11-25 session's connection, which gets the task's
 	// notifications/tasks/status; nil on 2026-07-28.
 	conn *conn
-	// feed is the task's broadcaster channel, held while the task runs;
-	// nil without a broadcaster.
-	feed *feed
+	// replica is what the task owes the other instances (its lease, its
+	// channel); nil when it lives in this process only.
+	replica *taskReplica
 
 	mu      sync.Mutex
 	task    Task // as last changed; the store gets each change in order (storeLocked)
@@ -222,12 +226,6 @@ type serverTask struct {
 	// changed is closed, and replaced, whenever the task changes, so that
 	// a waiter sees every change without polling.
 	changed chan struct{}
-	// dirty: a change waits to be published to the other instances;
-	// publishing: a goroutine publishes them (publishLocked).
-	dirty, publishing bool
-	// lease renews the task's lease in the store (keepLease); nil
-	// without one.
-	lease *time.Timer
 
 	// writes are the changes waiting to be written to the store, in
 	// order; writing: a goroutine writes them (storeLocked); queued and
@@ -280,9 +278,7 @@ func (t *serverTask) storeLocked(outcome *taskOutcome) {
 			t.task.Status = w.task.Status // failed, when the store had no room for the result
 		}
 		t.wrote++
-		if t.srv.fan != nil {
-			t.publishLocked()
-		}
+		t.replica.changedLocked()
 		close(t.changed)
 		t.changed = make(chan struct{})
 		t.stored.Broadcast()
@@ -322,7 +318,7 @@ func (t *serverTask) write(w *taskWrite) {
 		}
 		return
 	}
-	if t.srv.fan != nil || !t.srv.watchesTask(w.task.ID) {
+	if t.replica.publishes() || !t.srv.watchesTask(w.task.ID) {
 		return
 	}
 	// notifications/tasks carries the task as tasks/get reports it.
@@ -527,26 +523,19 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		cancel()
 		return Task{}, err
 	}
-	if s.fan != nil {
-		// Subscribed before anyone knows the id, so that a tasks/cancel
-		// or tasks/update on another instance reaches the task.
-		t.feed = s.holdTask(id)
-		if err := s.fan.wait(ctx, t.feed); err != nil {
-			s.fan.release(t.feed)
-			s.tasks.remove(id)
-			cancel()
-			return Task{}, internalError(err)
-		}
+	// Subscribed to the task's channel, if any, before anyone knows the
+	// id, so that a tasks/cancel or tasks/update on another instance
+	// reaches the task.
+	r, err := s.replicate(ctx, t)
+	if err != nil {
+		s.tasks.remove(id)
+		cancel()
+		return Task{}, err
 	}
-	rec := &TaskRecord{Task: created, Owner: t.owner}
-	lease := s.taskLease()
-	if lease > 0 {
-		rec.LeaseExpires = now.Add(lease)
-	}
+	t.replica = r
+	rec := &TaskRecord{Task: created, Owner: t.owner, LeaseExpires: r.leaseExpires(now)}
 	if err := s.taskStore().Create(ctx, rec); err != nil {
-		if t.feed != nil {
-			s.fan.release(t.feed)
-		}
+		r.stop()
 		s.tasks.remove(id)
 		cancel()
 		if errors.Is(err, ErrTaskStoreFull) {
@@ -588,9 +577,7 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		// session's connection, related to no request.
 		ti.conn, t.conn = info.conn, info.conn
 	}
-	if lease > 0 {
-		t.keepLease(lease)
-	}
+	r.start()
 	params := call.p
 	go s.runTask(taskCtx, t, h, &params, ti)
 	return created, nil
@@ -602,9 +589,7 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 // a 2026-07-28 retry would.
 func (s *Server) runTask(ctx context.Context, t *serverTask, h ToolHandler, p *CallToolParams, base *RequestInfo) {
 	defer t.cancel()
-	if t.feed != nil {
-		defer s.fan.release(t.feed)
-	}
+	defer t.replica.stop()
 	var payload json.RawMessage
 	for round := 0; ; round++ {
 		info := *base
@@ -708,7 +693,7 @@ func (t *serverTask) finish(status TaskStatus, result json.RawMessage, rpcErr *E
 	}
 	t.task.Status, t.asks = status, nil
 	t.storeLocked(&taskOutcome{result: result, err: rpcErr})
-	t.stopLeaseLocked()
+	t.replica.endedLocked()
 	t.srv.tasks.remove(t.task.ID)
 	close(t.done)
 }
@@ -853,9 +838,9 @@ func (s *Server) serveModernTasks(ctx context.Context, req *inboundRequest, info
 	case "tasks/update":
 		if t := s.tasks.find(p.TaskID, owner); t != nil {
 			t.answer(p.InputResponses)
-		} else if s.fan != nil && !rec.Status.Terminal() {
+		} else if !rec.Status.Terminal() {
 			// It runs on another instance, if on any.
-			if err := s.sendToTask(ctx, p.TaskID, taskMessage{Kind: kindTaskAnswer, Owner: owner, InputResponses: p.InputResponses}); err != nil {
+			if err := s.answerElsewhere(ctx, owner, p.TaskID, p.InputResponses); err != nil {
 				return nil, internalError(err)
 			}
 		}
@@ -884,10 +869,8 @@ func (s *Server) cancelTask(ctx context.Context, rec *TaskRecord) error {
 	if err := s.taskStore().PutResult(ctx, rec.Owner, rec.ID, TaskCancelled, nil, nil); err != nil {
 		return storeError(rec.ID, err)
 	}
-	if s.fan != nil {
-		if err := s.sendToTask(ctx, rec.ID, taskMessage{Kind: kindTaskCancel, Owner: rec.Owner}); err != nil {
-			s.cfg.logger.Warn("a task cancelled in the store may run on", "task", rec.ID, "err", err)
-		}
+	if err := s.cancelElsewhere(ctx, rec.Owner, rec.ID); err != nil {
+		s.cfg.logger.Warn("a task cancelled in the store may run on", "task", rec.ID, "err", err)
 	}
 	return nil
 }
@@ -1054,8 +1037,8 @@ func (ss *serverSession) serveLegacyTasks(ctx context.Context, req *inboundReque
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-	} else if s.fan != nil && !rec.Status.Terminal() {
-		if err := s.awaitTaskEnd(ctx, owner, p.TaskID); err != nil {
+	} else if !rec.Status.Terminal() {
+		if err := s.awaitElsewhere(ctx, owner, p.TaskID); err != nil {
 			return nil, err
 		}
 	}

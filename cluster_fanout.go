@@ -2,109 +2,20 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
-	"strconv"
 	"sync"
 )
 
-// A server given WithBroadcaster tells every instance, itself included,
-// what all of them must see, and each instance delivers it to its own
-// clients. Two kinds of channel are used here and in tasks_multi.go:
-//
-//	mcp:server        server-wide changes, one serverMessage each
-//	mcp:task:<id>     a task's status, cancellation and answers (taskMessage)
-//
-// An instance subscribes to a channel only while something local needs it
-// (a session or listen stream for mcp:server; a running task, a listen
-// stream naming the task or a tasks/result waiter for mcp:task:<id>), and
-// ends the subscription with the last of them.
-//
-// Each instance keeps its own registries: a tool added on one instance is
-// announced to the clients of all, so the same change is to be made on
-// every instance, as their start-up code does. What the start-up code
-// registers before the instance serves is not announced (listChanged): a
-// restart changes no list.
-
-// serverChannel is the broadcaster channel of server-wide notifications.
-const serverChannel = "mcp:server"
-
-// serverMessage is a message on serverChannel, as JSON:
-//
-//	{"kind":"resourceUpdated","uri":"<uri>","id":"<announcement>"}
-//	{"kind":"listChanged","list":"tools"|"resources"|"prompts","id":"<announcement>"}
-//
-// The id names the announcement on every instance, so that the copies of
-// a shared legacy session can tell which ones the instance holding its
-// GET stream delivered (http_session_relay.go).
-type serverMessage struct {
-	Kind string `json:"kind"`
-	URI  string `json:"uri,omitempty"`
-	List string `json:"list,omitempty"`
-	ID   string `json:"id,omitempty"`
-}
-
-// The kinds of serverMessage.
-const (
-	kindResourceUpdated = "resourceUpdated"
-	kindListChanged     = "listChanged"
-)
-
-// announce tells every instance of the server about a change, or only
-// this one's clients when there is no broadcaster. When the publication
-// fails, the reason is logged and this instance's clients are told
-// directly: they at least hear of a change made here. Each announcement
-// has an id, the same on every instance and every stream that carries it.
-func (s *Server) announce(m serverMessage) {
-	if s.fan == nil {
-		m.ID = "local-" + strconv.FormatUint(s.announced.Add(1), 10)
-		s.deliverServerMessage(&m)
-		return
-	}
-	m.ID = s.fan.name + "-" + strconv.FormatUint(s.announced.Add(1), 10)
-	msg, _ := json.Marshal(m)
-	ctx, cancel := storeCtx()
-	defer cancel()
-	if err := s.fan.b.Publish(ctx, serverChannel, msg); err != nil {
-		s.cfg.logger.Warn("cannot publish a change to the other instances; telling this one's clients only",
-			"channel", serverChannel, "kind", m.Kind, "err", err)
-		s.deliverServerMessage(&m)
-	}
-}
-
-// onServerMessage is the delivery of serverChannel: a change announced by
-// any instance, this one included, for this instance's clients.
-func (s *Server) onServerMessage(msg []byte) {
-	var m serverMessage
-	if err := json.Unmarshal(msg, &m); err != nil {
-		s.cfg.logger.Warn("dropped a malformed broadcast", "channel", serverChannel, "err", err)
-		return
-	}
-	s.deliverServerMessage(&m)
-}
-
-// deliverServerMessage tells this instance's clients of a change.
-func (s *Server) deliverServerMessage(m *serverMessage) {
-	switch m.Kind {
-	case kindResourceUpdated:
-		s.resourceUpdatedHere(m.URI, m.ID)
-	case kindListChanged:
-		switch m.List {
-		case "tools", "resources", "prompts":
-			s.listChangedHere(m.List, m.ID)
-		}
-	default:
-		s.cfg.logger.Debug("dropped a broadcast of an unknown kind", "channel", serverChannel, "kind", m.Kind)
-	}
-}
+// The many-instance wing's subscription holder: one subscription per
+// broadcaster channel (mcp:server, mcp:task:<id>), made as its first local
+// user comes and ended as its last leaves, so that an instance listens to
+// a channel only while something here needs it. The server channel's
+// messages are in cluster_announce.go, a task's in cluster_tasks.go.
 
 // fanout holds a server's subscriptions to its broadcaster's channels,
 // each shared by the local users of the channel.
 type fanout struct {
 	b   Broadcaster
-	srv *Server
-	// name and the server's announced count make the ids of this
-	// instance's announcements.
-	name string
+	srv *Server // for its logger
 
 	mu    sync.Mutex
 	feeds map[string]*feed
@@ -114,6 +25,7 @@ type fanout struct {
 // idle → subscribing → active, and back to idle when the last user leaves
 // or the subscription fails.
 type feed struct {
+	fan     *fanout
 	channel string
 	deliver func([]byte)
 
@@ -126,6 +38,7 @@ type feed struct {
 	changed chan struct{} // closed, and replaced, on every delivered message
 }
 
+// feedState is where a feed's subscription stands.
 type feedState int
 
 const (
@@ -134,8 +47,10 @@ const (
 	feedActive
 )
 
+// newFanout returns the subscription holder of s's broadcaster b, which
+// holds nothing yet.
 func newFanout(s *Server, b Broadcaster) *fanout {
-	return &fanout{b: b, srv: s, name: newInstanceID(), feeds: make(map[string]*feed)}
+	return &fanout{b: b, srv: s, feeds: make(map[string]*feed)}
 }
 
 // hold counts one more user of channel and starts subscribing to it if
@@ -146,7 +61,7 @@ func (f *fanout) hold(channel string, deliver func([]byte)) *feed {
 	defer f.mu.Unlock()
 	fd := f.feeds[channel]
 	if fd == nil {
-		fd = &feed{channel: channel, deliver: deliver, changed: make(chan struct{})}
+		fd = &feed{fan: f, channel: channel, deliver: deliver, changed: make(chan struct{})}
 		f.feeds[channel] = fd
 	}
 	fd.users++
@@ -163,6 +78,8 @@ func (f *fanout) subscribeLocked(fd *feed) {
 	go f.subscribe(fd)
 }
 
+// subscribe is the subscribing goroutine of subscribeLocked: it records
+// the outcome in fd, and stops a subscription made for users who left.
 func (f *fanout) subscribe(fd *feed) {
 	// The broadcaster bounds its own calls, and the context only the
 	// subscribing; nothing here waits on it longer than the callers of
@@ -274,6 +191,7 @@ type subscribeError struct {
 	err     error
 }
 
+// Error says which channel could not be subscribed to, and why.
 func (e *subscribeError) Error() string {
 	reason := "unknown error"
 	if e.err != nil {
@@ -282,10 +200,12 @@ func (e *subscribeError) Error() string {
 	return "mcp: cannot subscribe to the broadcaster channel " + e.channel + ": " + reason
 }
 
+// Unwrap returns the broadcaster's reason.
 func (e *subscribeError) Unwrap() error { return e.err }
 
-// internalError is the protocol error of a request that could not be
-// served for err.
-func internalError(err error) *Error {
-	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
-}
+// wait is fanout.wait for fd, the core's way to wait on a channel it holds
+// (channelHold).
+func (fd *feed) wait(ctx context.Context) error { return fd.fan.wait(ctx, fd) }
+
+// release is fanout.release for fd (channelHold).
+func (fd *feed) release() { fd.fan.release(fd) }

@@ -8,15 +8,10 @@ import (
 
 // Leases tell the instances that share a TaskStore that a task's runner is
 // gone. The instance that runs a task renews its lease in the store while
-// it runs; an instance that reads a task whose lease ran out, and that it
-// does not run itself, fails it in the store, so that a client polling it
-// learns that its task ended with the instance that ran it instead of
-// seeing "working" until the task's TTL.
-
-// DefaultTaskLease is how long a task stays "working" in a shared task
-// store after the instance that runs it stopped renewing it, unless
-// TaskOptions.Lease says otherwise. Server side.
-const DefaultTaskLease = 30 * time.Second
+// it runs (its taskReplica does); an instance that reads a task whose
+// lease ran out, and that it does not run itself, fails it in the store,
+// so that a client polling it learns that its task ended with the instance
+// that ran it instead of seeing "working" until the task's TTL.
 
 // leaseRenewals is how many times a lease is renewed within its length:
 // a renewal that fails or comes late still leaves time for the next.
@@ -30,9 +25,10 @@ func (s *Server) taskLease() time.Duration {
 	return s.cfg.server.taskLease
 }
 
-// keepLease renews the lease of t, which runs here, until it ends. A
-// renewal that fails is logged; the next one may still come in time.
-func (t *serverTask) keepLease(lease time.Duration) {
+// keepLease renews the lease of the task, which runs here, until it ends.
+// A renewal that fails is logged; the next one may still come in time.
+func (r *taskReplica) keepLease() {
+	t, lease := r.t, r.lease
 	every := lease / leaseRenewals
 	var renew func()
 	renew = func() {
@@ -49,35 +45,25 @@ func (t *serverTask) keepLease(lease time.Duration) {
 		}
 		t.mu.Lock()
 		if !t.task.Status.Terminal() {
-			t.lease = time.AfterFunc(every, renew)
+			r.renewal = time.AfterFunc(every, renew)
 		}
 		t.mu.Unlock()
 	}
 	t.mu.Lock()
-	t.lease = time.AfterFunc(every, renew)
+	r.renewal = time.AfterFunc(every, renew)
 	t.mu.Unlock()
 }
 
 // stopLeaseLocked stops the renewals of a task that ended.
-func (t *serverTask) stopLeaseLocked() {
-	if t.lease != nil {
-		t.lease.Stop()
+func (r *taskReplica) stopLeaseLocked() {
+	if r.renewal != nil {
+		r.renewal.Stop()
 	}
 }
 
 // errTaskAbandoned is the error of a task whose runner stopped renewing it.
 func errTaskAbandoned(id string) *Error {
 	return &Error{Code: CodeInternalError, Message: "Internal error: the server instance that ran task " + id + " stopped before the task ended"}
-}
-
-// readTask reads owner's task id from the store, failing it there first
-// if its lease ran out (reclaim).
-func (s *Server) readTask(ctx context.Context, owner, id string) (*TaskRecord, error) {
-	rec, err := s.taskStore().Get(ctx, owner, id)
-	if err != nil {
-		return nil, err
-	}
-	return s.reclaim(ctx, rec)
 }
 
 // abandoned reports whether rec is a task whose runner is gone: its lease
@@ -87,13 +73,10 @@ func (s *Server) abandoned(rec *TaskRecord) bool {
 		s.tasks.find(rec.ID, rec.Owner) == nil
 }
 
-// reclaim fails rec in the store if it was abandoned, tells the instances
-// that wait on it, and returns it as the store then holds it (another
-// outcome may have come first). Any other rec is returned as it is.
-func (s *Server) reclaim(ctx context.Context, rec *TaskRecord) (*TaskRecord, error) {
-	if !s.abandoned(rec) {
-		return rec, nil
-	}
+// failAbandoned fails rec, an abandoned task, in the store, tells the
+// instances that wait on it, and returns it as the store then holds it
+// (another outcome may have come first).
+func (s *Server) failAbandoned(ctx context.Context, rec *TaskRecord) (*TaskRecord, error) {
 	s.cfg.logger.Warn("failing a task whose instance stopped renewing it", "task", rec.ID, "lease_expired", rec.LeaseExpires)
 	if err := s.taskStore().PutResult(ctx, rec.Owner, rec.ID, TaskFailed, nil, errTaskAbandoned(rec.ID)); err != nil {
 		return nil, err
@@ -102,22 +85,22 @@ func (s *Server) reclaim(ctx context.Context, rec *TaskRecord) (*TaskRecord, err
 	if err != nil {
 		return nil, err
 	}
-	if s.fan != nil {
-		s.publishTask(ctx, now)
+	if c := clusterOf(s); c != nil {
+		c.publishTask(ctx, now)
 	}
 	return now, nil
 }
 
 // publishTask publishes rec's status on its channel, as the instance that
-// runs a task does for each change (serverTask.publish).
-func (s *Server) publishTask(ctx context.Context, rec *TaskRecord) {
+// runs a task does for each change (taskReplica.publish).
+func (c *serverCluster) publishTask(ctx context.Context, rec *TaskRecord) {
 	m := taskMessage{Kind: kindTaskStatus, Status: rec.Status}
 	if b, err := appendDetailedTask(append(messageBuffer(256), '{'), rec); err == nil {
 		m.Task = json.RawMessage(append(b, '}'))
 	}
 	msg, _ := json.Marshal(m)
-	if err := s.fan.b.Publish(ctx, taskChannel(rec.ID), msg); err != nil {
-		s.cfg.logger.Warn("cannot publish a task's status to the other instances", "channel", taskChannel(rec.ID), "status", rec.Status, "err", err)
+	if err := c.b.Publish(ctx, taskChannel(rec.ID), msg); err != nil {
+		c.srv.cfg.logger.Warn("cannot publish a task's status to the other instances", "channel", taskChannel(rec.ID), "status", rec.Status, "err", err)
 	}
 }
 

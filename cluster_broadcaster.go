@@ -7,24 +7,9 @@ import (
 	"sync/atomic"
 )
 
-// Broadcaster carries messages between the instances of a server:
-// publish/subscribe on named channels. A server that runs as several
-// instances uses it for what every instance must see (a resource updated,
-// a list changed, a task's status) and to route a message to the instance
-// that holds a session's live part (a client's answer to an ask that a
-// handler elsewhere waits on, events for a stream held elsewhere). Every
-// method takes a context and may fail. Server side; see [WithBroadcaster].
-type Broadcaster interface {
-	// Publish sends msg to every current subscriber of channel, on every
-	// instance, this one included. It does not wait for them to handle it.
-	Publish(ctx context.Context, channel string, msg []byte) error
-	// Subscribe calls deliver with each message published to channel
-	// from now until stop is called, in the order they were published,
-	// one at a time; deliver must not block for long. msg is deliver's
-	// only until it returns. A delivery under way when stop is called may
-	// finish after it returns; none starts after.
-	Subscribe(ctx context.Context, channel string, deliver func(msg []byte)) (stop func(), err error)
-}
+// The public face of the many-instance wing: MemoryBroadcaster, the
+// Broadcaster (cluster_seam_server.go) within one process, and the
+// WithBroadcaster option that turns the wing on.
 
 // MemoryBroadcaster is a Broadcaster within one process: for tests and
 // for several handlers in one process. Publish delivers to each
@@ -34,6 +19,7 @@ type MemoryBroadcaster struct {
 	subs map[string][]*memorySub
 }
 
+// memorySub is one subscription to a MemoryBroadcaster channel.
 type memorySub struct {
 	mu      sync.Mutex // one delivery at a time, in order
 	deliver func([]byte)
@@ -81,4 +67,16 @@ func (b *MemoryBroadcaster) Subscribe(_ context.Context, channel string, deliver
 			}
 		})
 	}, nil
+}
+
+// WithBroadcaster makes a server that runs as several instances share,
+// through b, what every instance must see: resource updates, list
+// changes, task status, and the messages of a legacy session whose parts
+// live on other instances. Without it a server is one instance. Server
+// side (NewServer).
+func WithBroadcaster(b Broadcaster) ServerOption {
+	return serverOption(func(c *config) {
+		c.server.broadcaster = b
+		c.server.cluster = func(s *Server) clusterSeam { return newServerCluster(s, b) }
+	})
 }
