@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"runtime/debug"
 	"strconv"
@@ -203,32 +202,9 @@ func (c *conn) start(ctx context.Context) error {
 		x.pushInto(func(data []byte) { c.readFrame(data, true) }, c.failCall)
 	}
 	c.wg.Add(2)
-	go c.readLoop()
+	go c.run(job{read: true})
 	go c.writeLoop()
 	return nil
-}
-
-// readLoop parses and routes. It never runs a handler: every request goes
-// to a worker (see scheduleRequest), and only initialize is waited for.
-func (c *conn) readLoop() {
-	defer c.wg.Done()
-	for {
-		data, err := c.t.ReadMessage()
-		if err != nil {
-			if errors.Is(err, ErrMessageTooLarge) {
-				c.log.Warn("dropping an oversized message", "err", err)
-				c.queueError(ID{}, &Error{Code: CodeInvalidRequest, Message: untitledText(err)}, nil)
-				continue
-			}
-			if errors.Is(err, io.EOF) {
-				c.endOfInput(err)
-			} else {
-				c.close(err)
-			}
-			return
-		}
-		c.readFrame(data, false)
-	}
 }
 
 // readFrame is handleFrame for a frame the transport read. owned: data is
@@ -505,67 +481,6 @@ func (c *conn) removeInboundLocked(id ID) {
 		return
 	}
 	delete(c.inbound, id)
-}
-
-// scheduleRequest runs an admitted request on a parked worker or a new
-// goroutine.
-func (c *conn) scheduleRequest(ctx context.Context, r request) {
-	j := job{ctx, r}
-	if c.jobs == nil {
-		go c.serveRequest(ctx, r)
-		return
-	}
-	select {
-	case c.jobs <- j: // a parked worker takes it
-	default:
-		c.mu.Lock()
-		if c.closed {
-			// The worker would outlive close's wait; serve on a plain
-			// goroutine, whose request is counted.
-			c.mu.Unlock()
-			go c.serveRequest(ctx, r)
-			return
-		}
-		c.wg.Add(1)
-		c.mu.Unlock()
-		go c.work(j)
-	}
-}
-
-// job is one admitted request on its way to a worker.
-type job struct {
-	ctx context.Context
-	r   request
-}
-
-// maxIdleWorkers is how many finished handler goroutines a stream
-// connection keeps parked for its next requests. A fresh goroutine starts on
-// a small stack that every request grows again (encoding/json's reflection
-// alone needs more than the initial size); a parked worker keeps its stack.
-// The pool grows only as far as the peer's requests overlap, so a client
-// running up to this many calls at once finds a worker for each. Workers
-// exit when the connection closes.
-const maxIdleWorkers = 64
-
-// work serves j, then waits for more requests while fewer than
-// maxIdleWorkers others are waiting.
-func (c *conn) work(j job) {
-	defer c.wg.Done()
-	for {
-		c.serveRequest(j.ctx, j.r)
-		j = job{}
-		if c.idle.Add(1) > maxIdleWorkers {
-			c.idle.Add(-1)
-			return
-		}
-		select {
-		case j = <-c.jobs:
-			c.idle.Add(-1)
-		case <-c.done:
-			c.idle.Add(-1)
-			return
-		}
-	}
 }
 
 func (c *conn) atCapLocked() bool {

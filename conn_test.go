@@ -434,8 +434,11 @@ func TestHandlerWorkersAreBoundedAndEndWithTheConnection(t *testing.T) {
 }
 
 // parkedWorkers counts the goroutines of the calling goroutine's synctest
-// bubble that run (*conn).work.
-func parkedWorkers() int { return bubbleGoroutines("mcp.(*conn).work(") }
+// bubble that are a connection's workers: of its pool (*conn).run, those
+// that do not have the reading.
+func parkedWorkers() int {
+	return bubbleGoroutines("mcp.(*conn).run(") - bubbleGoroutines("mcp.(*conn).readLoop(")
+}
 
 // bubbleGoroutines counts the goroutines of the calling goroutine's synctest
 // bubble whose stack has a line containing fn, from a dump of every
