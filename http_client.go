@@ -165,8 +165,12 @@ func (t *HTTPTransport) send(ctx context.Context, ex *exchange, body []byte, hea
 		ctx = ex.withContext(ctx)
 	}
 	req := t.post0.WithContext(ctx)
-	u := *req.URL
-	req.URL = &u
+	if !t.cfg.ownClient {
+		// A RoundTripper of the caller's may edit the request it is given
+		// (against its contract): it must not redirect the next POST.
+		u := *req.URL
+		req.URL = &u
+	}
 	req.Header = header
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))

@@ -115,7 +115,10 @@ type httpConfig struct {
 	// costs a comparison.
 	hostAllowed atomic.Pointer[string]
 
-	client       *http.Client
+	client *http.Client
+	// ownClient: client is the transport's own (no WithHTTPClient), whose
+	// RoundTrippers (net/http's, the OAuth one) never edit a request.
+	ownClient    bool
 	header       http.Header
 	closeTimeout time.Duration
 	reconnects   int
@@ -158,7 +161,7 @@ func transportConfig(opts []HTTPTransportOption) *httpConfig {
 		o.applyTransport(c)
 	}
 	if c.client == nil {
-		c.client = defaultHTTPClient()
+		c.client, c.ownClient = defaultHTTPClient(), true
 	}
 	return c
 }
