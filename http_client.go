@@ -165,7 +165,7 @@ func (t *HTTPTransport) send(ctx context.Context, ex *exchange, body []byte, hea
 		ctx = ex.withContext(ctx)
 	}
 	req := t.post0.WithContext(ctx)
-	if !t.cfg.ownClient {
+	if !t.cfg.plainClient {
 		// A RoundTripper of the caller's may edit the request it is given
 		// (against its contract): it must not redirect the next POST.
 		u := *req.URL

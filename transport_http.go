@@ -116,9 +116,10 @@ type httpConfig struct {
 	hostAllowed atomic.Pointer[string]
 
 	client *http.Client
-	// ownClient: client is the transport's own (no WithHTTPClient), whose
-	// RoundTrippers (net/http's, the OAuth one) never edit a request.
-	ownClient    bool
+	// plainClient: client's RoundTripper is net/http's own (or the OAuth
+	// one over it, which clones what it changes), which never edits a
+	// request it is given; another one might.
+	plainClient  bool
 	header       http.Header
 	closeTimeout time.Duration
 	reconnects   int
@@ -161,7 +162,11 @@ func transportConfig(opts []HTTPTransportOption) *httpConfig {
 		o.applyTransport(c)
 	}
 	if c.client == nil {
-		c.client, c.ownClient = defaultHTTPClient(), true
+		c.client = defaultHTTPClient()
+	}
+	switch c.client.Transport.(type) {
+	case nil, *http.Transport:
+		c.plainClient = true
 	}
 	return c
 }
