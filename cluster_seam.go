@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -36,6 +37,12 @@ type clusterMember struct {
 	store       SessionStore
 	instance    string // names this handler among the instances (newInstanceID)
 	saveRetries int    // WithSessionSaveRetries
+
+	// restoring holds the copies being made here from the store, by
+	// session id and principal, so that requests arriving at once for a
+	// session this instance does not hold make one copy from one Load.
+	mu        sync.Mutex
+	restoring map[restoreKey]*restore
 }
 
 // newClusterMember returns the cluster part of handler h, or nil when

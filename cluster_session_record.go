@@ -113,12 +113,51 @@ func (c *clusterMember) sharedSession(w http.ResponseWriter, r *http.Request, se
 	return nil, false
 }
 
+// restoreKey names a copy being made: the session and the principal that
+// asks for it, so that a request naming someone else's session neither
+// waits on nor spoils the owner's.
+type restoreKey struct{ sid, principal string }
+
+// restore is a copy being made; done is closed when s and err are set.
+type restore struct {
+	done chan struct{}
+	s    *httpSession
+	err  error
+}
+
 // restoreSession makes a copy here of session sid, which another instance
 // created, from its record in the store, and registers it; principal must
 // be the one that opened it (else errSessionUnknown, as for a session the
-// store does not hold). Two requests that restore the same session at once
-// end up with one copy.
+// store does not hold). Requests that come for the same session and
+// principal while it is being made wait for that copy rather than load
+// the record again; the copy is made whatever becomes of the request that
+// started it, within sharedCallTimeout.
 func (c *clusterMember) restoreSession(ctx context.Context, sid, principal string) (*httpSession, error) {
+	key := restoreKey{sid, principal}
+	c.mu.Lock()
+	if r := c.restoring[key]; r != nil {
+		c.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.s, r.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	r := &restore{done: make(chan struct{})}
+	putEntry(&c.restoring, key, r)
+	c.mu.Unlock()
+	r.s, r.err = c.restoreOnce(context.WithoutCancel(ctx), sid, principal)
+	c.mu.Lock()
+	delete(c.restoring, key)
+	c.mu.Unlock()
+	close(r.done)
+	return r.s, r.err
+}
+
+// restoreOnce is restoreSession's work; should a copy of the session be
+// registered here meanwhile, it returns that one.
+func (c *clusterMember) restoreOnce(ctx context.Context, sid, principal string) (*httpSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
 	defer cancel()
 	rec, err := c.store.Load(ctx, sid)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -844,5 +845,61 @@ func TestSharedSessionSubscribeWhileCopiesLoad(t *testing.T) {
 			t.Fatalf("run %d: the copy on the second instance missed the subscription", run)
 		}
 		doHTTP(t, "DELETE", c.url(0), "", map[string]string{"Mcp-Session-Id": sid})
+	}
+}
+
+// TestSharedSessionRestoredOnce: requests that reach an instance at once
+// for a session it does not hold make one copy from one Load of the record
+// (and the catch-up's), not a Load, a subscription and a catch-up each.
+// Found by TestSharedSessionCallsOnEveryInstance, which saw 6 Loads where
+// it allows 4 when a client's first requests to an instance overlapped.
+func TestSharedSessionRestoredOnce(t *testing.T) {
+	c := newSessionCluster(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := NewHTTPHandler(newTestServer(WithBroadcaster(c.bc)), WithContext(ctx), WithSessionStore(c.store), WithEventStore(c.events))
+	var arrived atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	defer other.Close()
+	sid := legacySession(t, c.url(0), Version20251125)
+	loads := c.store.count("Load")
+	release := make(chan struct{})
+	c.store.onLoad(func() { <-release }) // the first Load waits
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
+			req, _ := http.NewRequest("POST", other.URL, strings.NewReader(body))
+			for k, v := range postHeaders("Mcp-Session-Id", sid, "MCP-Protocol-Version", Version20251125) {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("ping %d: status %d", i, resp.StatusCode)
+			}
+		})
+	}
+	for deadline := time.Now().Add(10 * time.Second); arrived.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests arrived", arrived.Load(), n)
+		}
+	}
+	close(release)
+	wg.Wait()
+	if got := c.store.count("Load") - loads; got != 2 {
+		t.Errorf("%d Loads for %d requests at once, want 2 (the copy's and its catch-up's)", got, n)
+	}
+	if h.(*httpHandler).session(sid) == nil {
+		t.Error("the instance holds no copy of the session")
 	}
 }
