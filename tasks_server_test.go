@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -24,7 +25,8 @@ import (
 type taskRig struct {
 	srv      *Server
 	release  chan struct{}
-	ctxEnded chan struct{}
+	ctxEnded chan struct{} // closed when the first work handler's context ends
+	endOnce  sync.Once
 }
 
 func newTaskRig(opts ...ServerOption) *taskRig {
@@ -41,7 +43,7 @@ func newTaskRig(opts ...ServerOption) *taskRig {
 		case <-r.release:
 			return &CallToolResult{Content: []Content{TextContent("done")}}, nil
 		case <-ctx.Done():
-			close(r.ctxEnded)
+			r.endOnce.Do(func() { close(r.ctxEnded) }) // several work tasks may end so
 			return nil, ctx.Err()
 		}
 	})
