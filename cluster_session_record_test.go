@@ -858,17 +858,19 @@ func TestSharedSessionRestoredOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h := NewHTTPHandler(newTestServer(WithBroadcaster(c.bc)), WithContext(ctx), WithSessionStore(c.store), WithEventStore(c.events))
-	var arrived atomic.Int32
+	const n = 16
+	arrived := make(chan struct{}, n)
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived.Add(1)
+		arrived <- struct{}{}
 		h.ServeHTTP(w, r)
 	}))
 	defer other.Close()
 	sid := legacySession(t, c.url(0), Version20251125)
 	loads := c.store.count("Load")
 	release := make(chan struct{})
+	letGo := sync.OnceFunc(func() { close(release) })
+	defer letGo()                        // a failure below must not leave the Load waiting
 	c.store.onLoad(func() { <-release }) // the first Load waits
-	const n = 16
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -889,12 +891,15 @@ func TestSharedSessionRestoredOnce(t *testing.T) {
 			}
 		})
 	}
-	for deadline := time.Now().Add(10 * time.Second); arrived.Load() < n; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d requests arrived", arrived.Load(), n)
+	timeout := time.After(10 * time.Second)
+	for i := range n {
+		select {
+		case <-arrived: // every request is in the handler before the Load goes on
+		case <-timeout:
+			t.Fatalf("%d of %d requests arrived", i, n)
 		}
 	}
-	close(release)
+	letGo()
 	wg.Wait()
 	if got := c.store.count("Load") - loads; got != 2 {
 		t.Errorf("%d Loads for %d requests at once, want 2 (the copy's and its catch-up's)", got, n)
