@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,6 +69,101 @@ func (f *httpFloor) Close() error                                { f.srv.Close()
 // by the same rules as every SDK's.
 func runHTTPFloor(ctx context.Context, n counts, out sample) error {
 	f := newHTTPFloor()
+	defer f.Close()
+	if err := runSequential(ctx, f, n, out); err != nil {
+		return err
+	}
+	return runConcurrent(ctx, f, n, out)
+}
+
+// httpJSONFloor is the net/http floor with the JSON done where an SDK does
+// it rather than in a loop of its own: the client marshals each request
+// and unmarshals each answer, the handler unmarshals the request and
+// marshals the answer, with encoding/json and the JSON floor's structs of
+// the version. Nothing else: no ids matched, no handler looked up, no
+// result validated. It shows what the limit's sum of two floors leaves
+// out, what the JSON costs in place (caches and allocation beside
+// net/http's) rather than alone.
+type httpJSONFloor struct {
+	srv     *httptest.Server
+	version string
+	next    atomic.Int64
+}
+
+func newHTTPJSONFloor(version string) *httpJSONFloor {
+	f := &httpJSONFloor{version: version}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(r.Body)
+		var req floorRequest
+		if err == nil {
+			err = json.Unmarshal(data, &req)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var resp floorResponse
+		resp.JSONRPC, resp.ID = "2.0", req.ID
+		resp.Result.Content = []floorContent{{"text", req.Params.Arguments.Text}}
+		if f.version >= "2026-07-28" {
+			resp.Result.ResultType = "complete"
+			resp.Result.Meta = &floorResultMeta{ServerInfo: floorInfo{"bench", "1.0.0"}}
+		}
+		out, _ := json.Marshal(&resp)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(out)
+	}))
+	return f
+}
+
+// Echo sends one call and reads the answer; it returns the answer's text.
+func (f *httpJSONFloor) Echo(ctx context.Context, text string) (string, error) {
+	var req floorRequest
+	req.JSONRPC, req.ID, req.Method = "2.0", f.next.Add(1), "tools/call"
+	req.Params.Name, req.Params.Arguments.Text = "echo", text
+	if f.version >= "2026-07-28" {
+		req.Params.Meta = &floorRequestMeta{ProtocolVersion: f.version, ClientCapabilities: map[string]any{}, ClientInfo: floorInfo{"bench", "1.0.0"}}
+	}
+	body, err := json.Marshal(&req)
+	if err != nil {
+		return "", err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL, bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json, text/event-stream")
+	hr.Header.Set("Mcp-Session-Id", "0123456789abcdef0123456789abcdef")
+	hr.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	res, err := sharedHTTPClient.Do(hr)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return "", err
+	}
+	var got floorResponse
+	if err := json.Unmarshal(data, &got); err != nil {
+		return "", err
+	}
+	if got.ID != req.ID || len(got.Result.Content) != 1 {
+		return "", fmt.Errorf("net/http and JSON floor: unexpected answer %q", data)
+	}
+	return got.Result.Content[0].Text, nil
+}
+
+func (f *httpJSONFloor) Sleep(context.Context, int) error            { return errUnsupported }
+func (f *httpJSONFloor) Progress(context.Context, int, func()) error { return errUnsupported }
+func (f *httpJSONFloor) Version() string                             { return f.version }
+func (f *httpJSONFloor) Close() error                                { f.srv.Close(); return nil }
+
+// runHTTPJSONFloor measures the sequential and 64-goroutine echo on the
+// floor with the JSON in place.
+func runHTTPJSONFloor(ctx context.Context, version string, n counts, out sample) error {
+	f := newHTTPJSONFloor(version)
 	defer f.Close()
 	if err := runSequential(ctx, f, n, out); err != nil {
 		return err
