@@ -9,42 +9,70 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 )
 
 // httpFloor is the HTTP carrier with no SDK on it: the shared net/http
-// client POSTs an echo call with the headers a 2025-11-25 session sends, and
-// a bare handler reads the body and writes a fixed answer, with no JSON
-// decoded on either side. What it measures is the most any SDK can reach
-// over net/http; the HTTP targets are read beside it.
+// client POSTs an echo call with the body and headers a client of the
+// version sends (floorMessages), and a bare handler reads the body and
+// writes the version's fixed answer, with no JSON decoded on either side.
+// What it measures is the most any SDK can reach over net/http; the HTTP
+// targets are read beside it.
 type httpFloor struct {
-	srv  *httptest.Server
-	next atomic.Int64
+	srv        *httptest.Server
+	version    string
+	head, tail string // the request's JSON before and after its id
+	answer     []byte
+	next       atomic.Int64
 }
 
-var floorAnswer = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`)
+// floorMessages returns the echo request of version split around its id,
+// and its answer, as the JSON floor's structs encode them: on 2026-07-28
+// with the _meta every request and result carries there.
+func floorMessages(version string) (head, tail string, answer []byte) {
+	req, resp := floorPair(version)
+	req.ID, resp.ID = 0, 1
+	data, _ := json.Marshal(&req)
+	head, tail, _ = strings.Cut(string(data), `"id":0`)
+	answer, _ = json.Marshal(&resp)
+	return head + `"id":`, tail, answer
+}
 
-func newHTTPFloor() *httpFloor {
-	return &httpFloor{srv: httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// setFloorHeaders sets the headers a client of version sends with a
+// tools/call of the echo tool.
+func setFloorHeaders(h http.Header, version string) {
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	h.Set("Mcp-Protocol-Version", version)
+	if version >= "2026-07-28" {
+		h.Set("Mcp-Method", "tools/call")
+		h.Set("Mcp-Name", "echo")
+	} else {
+		h.Set("Mcp-Session-Id", "0123456789abcdef0123456789abcdef")
+	}
+}
+
+func newHTTPFloor(version string) *httpFloor {
+	f := &httpFloor{version: version}
+	f.head, f.tail, f.answer = floorMessages(version)
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(floorAnswer)
-	}))}
+		w.Write(f.answer)
+	}))
+	return f
 }
 
 // Echo sends one call and reads the answer; it returns text when the answer
 // arrived whole.
 func (f *httpFloor) Echo(ctx context.Context, text string) (string, error) {
-	body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(f.next.Add(1), 10) +
-		`,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + `"}}}`
+	body := f.head + strconv.FormatInt(f.next.Add(1), 10) + f.tail
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL, bytes.NewReader([]byte(body)))
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", "0123456789abcdef0123456789abcdef")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	setFloorHeaders(req.Header, f.version)
 	res, err := sharedHTTPClient.Do(req)
 	if err != nil {
 		return "", err
@@ -54,7 +82,7 @@ func (f *httpFloor) Echo(ctx context.Context, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !bytes.Equal(got, floorAnswer) {
+	if !bytes.Equal(got, f.answer) {
 		return "", fmt.Errorf("net/http floor: unexpected answer %q", got)
 	}
 	return text, nil
@@ -62,13 +90,13 @@ func (f *httpFloor) Echo(ctx context.Context, text string) (string, error) {
 
 func (f *httpFloor) Sleep(context.Context, int) error            { return errUnsupported }
 func (f *httpFloor) Progress(context.Context, int, func()) error { return errUnsupported }
-func (f *httpFloor) Version() string                             { return "" }
+func (f *httpFloor) Version() string                             { return f.version }
 func (f *httpFloor) Close() error                                { f.srv.Close(); return nil }
 
 // runHTTPFloor measures the sequential and 64-goroutine echo on the floor,
 // by the same rules as every SDK's.
-func runHTTPFloor(ctx context.Context, n counts, out sample) error {
-	f := newHTTPFloor()
+func runHTTPFloor(ctx context.Context, version string, n counts, out sample) error {
+	f := newHTTPFloor(version)
 	defer f.Close()
 	if err := runSequential(ctx, f, n, out); err != nil {
 		return err
@@ -102,13 +130,9 @@ func newHTTPJSONFloor(version string) *httpJSONFloor {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		var resp floorResponse
-		resp.JSONRPC, resp.ID = "2.0", req.ID
-		resp.Result.Content = []floorContent{{"text", req.Params.Arguments.Text}}
-		if f.version >= "2026-07-28" {
-			resp.Result.ResultType = "complete"
-			resp.Result.Meta = &floorResultMeta{ServerInfo: floorInfo{"bench", "1.0.0"}}
-		}
+		_, resp := floorPair(f.version)
+		resp.ID = req.ID
+		resp.Result.Content[0].Text = req.Params.Arguments.Text
 		out, _ := json.Marshal(&resp)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(out)
@@ -118,12 +142,8 @@ func newHTTPJSONFloor(version string) *httpJSONFloor {
 
 // Echo sends one call and reads the answer; it returns the answer's text.
 func (f *httpJSONFloor) Echo(ctx context.Context, text string) (string, error) {
-	var req floorRequest
-	req.JSONRPC, req.ID, req.Method = "2.0", f.next.Add(1), "tools/call"
-	req.Params.Name, req.Params.Arguments.Text = "echo", text
-	if f.version >= "2026-07-28" {
-		req.Params.Meta = &floorRequestMeta{ProtocolVersion: f.version, ClientCapabilities: map[string]any{}, ClientInfo: floorInfo{"bench", "1.0.0"}}
-	}
+	req, _ := floorPair(f.version)
+	req.ID, req.Params.Arguments.Text = f.next.Add(1), text
 	body, err := json.Marshal(&req)
 	if err != nil {
 		return "", err
@@ -132,10 +152,7 @@ func (f *httpJSONFloor) Echo(ctx context.Context, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json, text/event-stream")
-	hr.Header.Set("Mcp-Session-Id", "0123456789abcdef0123456789abcdef")
-	hr.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	setFloorHeaders(hr.Header, f.version)
 	res, err := sharedHTTPClient.Do(hr)
 	if err != nil {
 		return "", err

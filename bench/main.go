@@ -284,7 +284,7 @@ func (r *run) measureHTTPFloors(ctx context.Context, version string, n counts) {
 		name string
 		run  func(sample) error
 	}{
-		{"net/http", func(out sample) error { return runHTTPFloor(ctx, n, out) }},
+		{"net/http", func(out sample) error { return runHTTPFloor(ctx, version, n, out) }},
 		{"net/http+json", func(out sample) error { return runHTTPJSONFloor(ctx, version, n, out) }},
 	}
 	for _, f := range floors {

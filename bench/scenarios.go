@@ -457,14 +457,11 @@ type (
 	}
 )
 
-// runFloor measures the JSON floor of one echo round trip of version:
-// marshal and unmarshal the request, then the response
-// (BenchmarkJSONFloor/roundtrip in the library).
-func runFloor(rounds int, version string, out sample) error {
-	var req floorRequest
+// floorPair returns the echo request of version, with id 1 and the text
+// "hello", and its answer without an id.
+func floorPair(version string) (req floorRequest, resp floorResponse) {
 	req.JSONRPC, req.ID, req.Method = "2.0", 1, "tools/call"
 	req.Params.Name, req.Params.Arguments.Text = "echo", "hello"
-	var resp floorResponse
 	resp.JSONRPC = "2.0"
 	resp.Result.Content = []floorContent{{"text", "hello"}}
 	if version >= "2026-07-28" {
@@ -472,6 +469,14 @@ func runFloor(rounds int, version string, out sample) error {
 		resp.Result.ResultType = "complete"
 		resp.Result.Meta = &floorResultMeta{ServerInfo: floorInfo{"bench", "1.0.0"}}
 	}
+	return req, resp
+}
+
+// runFloor measures the JSON floor of one echo round trip of version:
+// marshal and unmarshal the request, then the response
+// (BenchmarkJSONFloor/roundtrip in the library).
+func runFloor(rounds int, version string, out sample) error {
+	req, resp := floorPair(version)
 	start := time.Now()
 	for range rounds {
 		data, err := json.Marshal(&req)
