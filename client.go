@@ -414,7 +414,7 @@ func (c *Client) requestWith(ctx context.Context, conn *conn, method string, par
 	if o.timeoutSet {
 		idle = o.timeout
 	}
-	o.dl = armDeadline(idle, conn.cfg.maxRequestTimeout, &conn.armed)
+	o.dl = armDeadline(idle, conn.cfg.maxRequestTimeout, conn.armedDeadlines())
 	defer o.dl.release()
 	for round := 1; ; round++ {
 		res, err := conn.call(ctx, method, params, o)

@@ -102,6 +102,8 @@ type conn struct {
 	baseCtx    context.Context
 	cancelBase context.CancelCauseFunc
 	oneRequest bool           // see connMode
+	notifying  bool           // under mu
+	closed     bool           // under mu
 	batchOK    atomic.Bool    // see batchesAllowed
 	done       chan struct{}  // closed by close (see doneChan)
 	wg         sync.WaitGroup // the engine's goroutines and running handlers
@@ -123,26 +125,23 @@ type conn struct {
 	// lingering counts the cancelled requests that gave their slot back
 	// and whose handlers have not all returned (conn_cancel.go).
 	lingering int
-	logs      logOrder // the peer's log messages, queued and handled (conn_logs.go)
-	notifying bool
-	closed    bool
-	shed      int64
-	closeErr  error
-	// inputEnded is set when the peer's input ended (endOfInput): nothing
-	// more is read and no call may be sent, but the connection stays open
-	// until the handlers' answers are written. drained is closed when the
-	// last handler returns then.
-	inputEnded error
-	drained    chan struct{}
+	// logs orders the peer's log messages, queued and handled
+	// (conn_logs.go); made with the first.
+	logs     *logOrder
+	shed     int64
+	closeErr error
 	// handling counts the requests and notifications taken in and not yet
 	// answered; ending says endOfInput waits for it to reach zero.
 	handling atomic.Int32
 	ending   atomic.Bool
 
-	w     writer       // the serialised writer (conn_write.go)
-	jobs  chan job     // hands a request to a parked worker (stream transports)
-	idle  atomic.Int32 // workers parked on jobs
-	armed deadlines    // deadlines armed and not yet released, and free ones
+	// connLoops is the writer and the workers of a connection that runs
+	// its own reader; nil for a push transport's.
+	*connLoops
+	// armed are the deadlines of our calls armed and not yet released, and
+	// free ones; a push transport's connection, which seldom calls, makes
+	// them on first use (armedDeadlines).
+	armed *deadlines
 
 	// callPrefix, set before the first call, makes our request ids strings
 	// that start with it: unique across the instances of a server that
@@ -151,6 +150,21 @@ type conn struct {
 	// onClose, when set, hears once why the connection closed
 	// (WithSessionEndHandler).
 	onClose func(cause error)
+}
+
+// connLoops is what only a connection that runs its own reader and writer
+// goroutines needs, kept apart so that a push transport's connection (one a
+// 2026-07-28 POST) does not carry it.
+type connLoops struct {
+	w    writer       // the serialised writer (conn_write.go)
+	jobs chan job     // hands a request to a parked worker
+	idle atomic.Int32 // workers parked on jobs
+	// inputEnded is set when the peer's input ended (endOfInput): nothing
+	// more is read and no call may be sent, but the connection stays open
+	// until the handlers' answers are written. drained is closed when the
+	// last handler returns then. Both under the connection's mu.
+	inputEnded error
+	drained    chan struct{}
 }
 
 // connMode configures a connection when it is made.
@@ -183,11 +197,26 @@ func newConn(t Transport, cfg *config, disp dispatcher, mode connMode) *conn {
 		c.push = p // done is made when first needed (doneChan)
 	} else {
 		c.done = make(chan struct{})
+		c.connLoops = &connLoops{jobs: make(chan job)}
 		c.w.wake = make(chan struct{}, 1)
 		c.w.space = make(chan struct{})
-		c.jobs = make(chan job)
+		c.armed = new(deadlines)
 	}
 	return c
+}
+
+// armedDeadlines returns the connection's deadlines, made on first use on
+// a push transport's connection.
+func (c *conn) armedDeadlines() *deadlines {
+	if c.push == nil {
+		return c.armed
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.armed == nil {
+		c.armed = new(deadlines)
+	}
+	return c.armed
 }
 
 // start launches the reader and the writer of a connection whose transport
@@ -665,6 +694,9 @@ func (c *conn) enqueueNotificationLocked(run func(), method string, on *inboundC
 	c.handling.Add(1)
 	log := method == "notifications/message"
 	if log {
+		if c.logs == nil {
+			c.logs = new(logOrder)
+		}
 		c.logs.queued++
 	}
 	c.notifyQueue = append(c.notifyQueue, queuedNotification{on: on, log: log, run: func() {
@@ -692,7 +724,7 @@ func (c *conn) handled() {
 
 func (c *conn) endDrain() {
 	c.mu.Lock()
-	if c.drained != nil {
+	if c.connLoops != nil && c.drained != nil {
 		close(c.drained)
 		c.drained = nil
 	}
@@ -772,7 +804,9 @@ func (c *conn) takePending(id ID) *pendingCall {
 		if call.progress != nil && c.progress[call.id] == call {
 			delete(c.progress, call.id)
 		}
-		call.logsBefore = c.logs.queued
+		if c.logs != nil {
+			call.logsBefore = c.logs.queued
+		}
 	}
 	return call
 }
@@ -834,13 +868,15 @@ func (c *conn) close(cause error) {
 	done := c.done
 	c.mu.Unlock()
 
-	c.w.mu.Lock()
-	c.w.closed = true
-	// Nothing queued is written now: let it go rather than keep a backlog
-	// until the connection is collected.
-	clear(c.w.queue)
-	c.w.queue, c.w.bytes = nil, 0
-	c.w.mu.Unlock()
+	if c.connLoops != nil {
+		c.w.mu.Lock()
+		c.w.closed = true
+		// Nothing queued is written now: let it go rather than keep a
+		// backlog until the connection is collected.
+		clear(c.w.queue)
+		c.w.queue, c.w.bytes = nil, 0
+		c.w.mu.Unlock()
+	}
 
 	err := &closedError{cause}
 	for _, call := range pending {
@@ -861,7 +897,8 @@ func (c *conn) close(cause error) {
 // cancelled, as on close, but what the handlers answer is still written
 // before the connection closes, so that each request the peer sent before
 // its input ended is answered (a shell pipe writes its requests and closes
-// at once). Closing the connection meanwhile ends the wait.
+// at once). Closing the connection meanwhile ends the wait. Only a
+// connection that runs its own reader (connLoops) sees its input end.
 func (c *conn) endOfInput(cause error) {
 	err := &closedError{cause}
 	c.mu.Lock()
@@ -948,7 +985,7 @@ func (c *conn) roundTrip(ctx context.Context, method string, params json.RawMess
 		if o.timeoutSet {
 			idle = o.timeout
 		}
-		dl = armDeadline(idle, c.cfg.maxRequestTimeout, &c.armed)
+		dl = armDeadline(idle, c.cfg.maxRequestTimeout, c.armedDeadlines())
 		defer dl.release()
 	}
 	call, err := c.send(method, params, o, dl)
@@ -967,7 +1004,7 @@ func (c *conn) send(method string, params json.RawMessage, o *callOptions, dl *d
 		c.mu.Unlock()
 		return nil, c.closedErr()
 	}
-	if c.inputEnded != nil {
+	if c.connLoops != nil && c.inputEnded != nil {
 		c.mu.Unlock()
 		return nil, c.inputEnded
 	}

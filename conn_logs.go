@@ -26,6 +26,9 @@ type logHandlerKey struct{}
 
 // logContextLocked returns the context log handlers get.
 func (c *conn) logContextLocked() context.Context {
+	if c.logs == nil {
+		c.logs = new(logOrder)
+	}
 	if c.logs.ctx == nil {
 		c.logs.ctx = context.WithValue(c.baseCtx, logHandlerKey{}, c)
 	}

@@ -129,7 +129,7 @@ func (c *conn) passReading() {
 // client's exchange, a batch).
 func (c *conn) scheduleRequest(ctx context.Context, r request) {
 	j := job{ctx: ctx, r: r}
-	if c.jobs == nil {
+	if c.connLoops == nil {
 		go c.serveRequest(ctx, r)
 		return
 	}

@@ -622,6 +622,22 @@ func newInputRound(principal, method string, params json.RawMessage) *inputRound
 	return &inputRound{owner: principal, method: method, params: params}
 }
 
+// inputRound returns the request's input round. open makes one for a
+// request that may ask for input (tools/call, prompts/get, resources/read)
+// and has none: a first run, which most often asks nothing, makes none
+// until it asks. Under the session's lock, since a handler's goroutines may
+// ask at once.
+func (r *RequestInfo) inputRound(open bool) *inputRound {
+	if ss := r.session; ss != nil {
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+	}
+	if r.round == nil && open && mrtrMethods[r.method] {
+		r.round = newInputRound(r.Principal(), r.method, r.params)
+	}
+	return r.round
+}
+
 // putEntry sets (*m)[key], making the map on first use: most of the maps
 // it fills (a round's answers and asks, say) are never needed.
 func putEntry[K comparable, V any](m *map[K]V, key K, value V) {
@@ -643,11 +659,8 @@ func (r *inputRound) bindingLocked() string {
 // state that fails verification, or was minted for another principal, is
 // -32602; an inputResponses that is not an object is ignored, so its asks
 // are simply asked again.
-func (s *Server) openRound(principal, method string, params json.RawMessage, hasInput bool) (*inputRound, error) {
+func (s *Server) openRound(principal, method string, params json.RawMessage) (*inputRound, error) {
 	r := newInputRound(principal, method, params)
-	if !hasInput {
-		return r, nil // a first round: nothing to read
-	}
 	var p struct {
 		InputResponses json.RawMessage `json:"inputResponses"`
 		RequestState   *string         `json:"requestState"`
@@ -686,7 +699,7 @@ func (s *Server) stateCodec() stateCodec {
 // client already gave one, else recorded so the request ends as
 // input_required.
 func (g *ClientGateway) replay(kind, method string, params json.RawMessage, mode string, o askOptions) (json.RawMessage, error) {
-	r := g.req.round
+	r := g.req.inputRound(true)
 	if r == nil {
 		return nil, &Error{Code: CodeInternalError, Message: "Internal error: on protocol revision 2026-07-28 a server can ask the client for input only while serving tools/call, prompts/get or resources/read"}
 	}
@@ -797,7 +810,11 @@ type inputRequiredResult struct {
 // finishRound turns a handler's outcome into the request's answer on
 // 2026-07-28: if any ask of the round is unanswered, the request ends as
 // input_required, whatever the handler returned.
-func (s *Server) finishRound(r *inputRound, caps capabilitySet, result any, err error) (any, error) {
+func (s *Server) finishRound(info *RequestInfo, result any, err error) (any, error) {
+	if err == nil && info.inputRound(false) == nil {
+		return result, nil // a first run that asked nothing
+	}
+	r, caps := info.inputRound(true), info.caps
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	asks := r.asks
@@ -836,14 +853,15 @@ func (s *Server) finishRound(r *inputRound, caps capabilitySet, result any, err 
 // its requestState on 2026-07-28, or gathered by live requests on the older
 // revisions after the handler returned an InputRequiredError.
 func (r *RequestInfo) InputResponse(key string) (json.RawMessage, bool) {
-	if r.round == nil {
+	round := r.inputRound(false)
+	if round == nil {
 		return nil, false
 	}
-	r.round.mu.Lock()
-	defer r.round.mu.Unlock()
-	answer, ok := r.round.answers[key]
+	round.mu.Lock()
+	defer round.mu.Unlock()
+	answer, ok := round.answers[key]
 	if ok {
-		putEntry(&r.round.used, key, answer)
+		putEntry(&round.used, key, answer)
 	}
 	return answer, ok
 }
@@ -852,28 +870,27 @@ func (r *RequestInfo) InputResponse(key string) (json.RawMessage, bool) {
 // round (see SetState and InputRequiredError.State). It reports false on a
 // first round.
 func (r *RequestInfo) State(v any) (bool, error) {
-	if r.round == nil || len(r.round.payload) == 0 {
+	round := r.inputRound(false)
+	if round == nil || len(round.payload) == 0 {
 		return false, nil
 	}
-	return true, json.Unmarshal(r.round.payload, v)
+	return true, json.Unmarshal(round.payload, v)
 }
 
 // SetState sets the state (any JSON value) to carry, signed, to the next
 // round if this run ends asking for input.
 func (r *RequestInfo) SetState(v any) error {
-	if r.round == nil && mrtrMethods[r.method] {
-		r.round = newInputRound(r.Principal(), r.method, nil) // a first run on an older revision
-	}
-	if r.round == nil {
+	round := r.inputRound(true)
+	if round == nil {
 		return errors.New("mcp: no input round: SetState needs a tools/call, prompts/get or resources/read request")
 	}
 	payload, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	r.round.mu.Lock()
-	r.round.next = payload
-	r.round.mu.Unlock()
+	round.mu.Lock()
+	round.next = payload
+	round.mu.Unlock()
 	return nil
 }
 

@@ -405,7 +405,7 @@ func newCapabilitySet(v any) capabilitySet {
 	case nil:
 		return nil
 	case json.RawMessage:
-		raw = x
+		return capabilitiesOf(x)
 	case []byte:
 		raw = x
 	default:
@@ -416,6 +416,18 @@ func newCapabilitySet(v any) capabilitySet {
 	}
 	return &lazyCapabilities{raw: raw}
 }
+
+// capabilitiesOf is newCapabilitySet for capabilities as JSON. The empty
+// object, which most clients send, gives one shared set.
+func capabilitiesOf(raw json.RawMessage) capabilitySet {
+	if string(raw) == "{}" {
+		return noCapabilities
+	}
+	return &lazyCapabilities{raw: raw}
+}
+
+// noCapabilities is the set of a peer that declares none; it is only read.
+var noCapabilities = &lazyCapabilities{raw: json.RawMessage("{}")}
 
 func (s *lazyCapabilities) members() map[string]json.RawMessage {
 	if s == nil {

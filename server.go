@@ -512,7 +512,7 @@ func (ss *serverSession) prepareModern(req *inboundRequest, info *RequestInfo, e
 		return &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method + " is not part of protocol revision " + v}
 	}
 	info.version, info.modern = v, true
-	info.caps = newCapabilitySet(env.Meta.ClientCapabilities)
+	info.caps = capabilitiesOf(env.Meta.ClientCapabilities)
 	info.token = env.Meta.ProgressToken
 	info.logLevel = env.Meta.LogLevel
 	return nil
@@ -546,11 +546,13 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	case len(req.method) > 6 && req.method[:6] == "tasks/" && ss.srv.offersTasksNow():
 		result, err = ss.srv.cfg.server.tasks.serveModern(ss.srv, ctx, req, info)
 	case mrtrMethods[req.method]:
-		if info.round, err = ss.srv.openRound(ss.principal, req.method, req.params, env.hasInput); err != nil {
-			return nil, err
+		if env.hasInput {
+			if info.round, err = ss.srv.openRound(ss.principal, req.method, req.params); err != nil {
+				return nil, err
+			}
 		}
 		result, err = ss.dispatch(ctx, req, info)
-		result, err = ss.srv.finishRound(info.round, info.caps, result, err)
+		result, err = ss.srv.finishRound(info, result, err)
 	default:
 		result, err = ss.dispatch(ctx, req, info)
 	}
@@ -559,7 +561,8 @@ func (ss *serverSession) handleModern(ctx context.Context, req *inboundRequest, 
 	}
 	// The result of a round that carried input depends on that input:
 	// never cacheable.
-	retry := info.round != nil && info.round.retry
+	round := info.inputRound(false)
+	retry := round != nil && round.retry
 	return ss.srv.modernResult(result, !retry)
 }
 

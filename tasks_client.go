@@ -446,7 +446,7 @@ func (t *ToolTask) wait(ctx context.Context, opts []CallOption, cancel bool) (*C
 	if o.timeoutSet {
 		idle = o.timeout
 	}
-	o.dl = armDeadline(idle, conn.cfg.maxRequestTimeout, &conn.armed)
+	o.dl = armDeadline(idle, conn.cfg.maxRequestTimeout, conn.armedDeadlines())
 	defer o.dl.release()
 	report := o.progress
 	o.progress = nil // the status messages are the progress

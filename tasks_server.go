@@ -478,10 +478,10 @@ func (s *Server) callAsTask(ctx context.Context, st *serverTool, call *toolCall,
 		if res != nil || err != nil {
 			return toolOutcome(res, err)
 		}
-		if info.round != nil {
-			info.round.mu.Lock()
-			asked := len(info.round.asks) > 0
-			info.round.mu.Unlock()
+		if round := info.inputRound(false); round != nil {
+			round.mu.Lock()
+			asked := len(round.asks) > 0
+			round.mu.Unlock()
 			if asked {
 				return nil, ErrInputRequired // finishRound turns it into input_required
 			}
@@ -546,10 +546,10 @@ func (s *Server) startTask(ctx context.Context, call *toolCall, h ToolHandler, i
 		}
 		return Task{}, storeError(id, err)
 	}
-	if info.round != nil {
-		info.round.mu.Lock()
-		t.answers = maps.Clone(info.round.answers)
-		info.round.mu.Unlock()
+	if round := info.inputRound(false); round != nil {
+		round.mu.Lock()
+		t.answers = maps.Clone(round.answers)
+		round.mu.Unlock()
 	}
 	if ttl > 0 {
 		time.AfterFunc(ttl, func() {
