@@ -11,11 +11,6 @@ import (
 	"strings"
 )
 
-// listParams are the params of the list methods.
-type listParams struct {
-	Cursor string `json:"cursor"`
-}
-
 // registry is an ordered set of named items: tools by name, resources by
 // URI, templates by their text, prompts by name. Lists follow registration
 // order, so that clients see the same order every time. Server.mu guards
