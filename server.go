@@ -211,6 +211,7 @@ type serverPrompt struct {
 // NewServer returns a server that introduces itself as info.
 func NewServer(info Implementation, opts ...ServerOption) *Server {
 	cfg := newConfig()
+	cfg.server = serverConfig{pageSize: DefaultPageSize, stateTTL: DefaultStateTTL}
 	for _, o := range opts {
 		o.applyServer(cfg)
 	}
