@@ -22,30 +22,6 @@ import (
 // the handler returns in a round that left an ask unanswered is discarded.
 var ErrInputRequired = errors.New("mcp: input required from the client")
 
-// ErrStreamClosed is returned, server side, by a ClientGateway's Notify,
-// Progress and Log (and its asks) when what they send can no longer reach
-// the client: the stream that carries the request's messages was dropped
-// or closed (on Streamable HTTP the client went away and cannot resume the
-// stream, or the session ended), or the connection closed. The handler may
-// stop its work. Test for it with errors.Is.
-var ErrStreamClosed = errors.New("mcp: the request's stream to the client is closed")
-
-// streamClosedError is the error of a send on a closed connection: both
-// ErrClosed, with its cause, and ErrStreamClosed.
-type streamClosedError struct{ err error }
-
-func (e *streamClosedError) Error() string   { return e.err.Error() }
-func (e *streamClosedError) Unwrap() []error { return []error{ErrStreamClosed, e.err} }
-
-// streamErr makes the error of a send on a closed connection an
-// ErrStreamClosed too.
-func streamErr(err error) error {
-	if err != nil && errors.Is(err, ErrClosed) && !errors.Is(err, ErrStreamClosed) {
-		return &streamClosedError{err}
-	}
-	return err
-}
-
 // ClientGateway is how a server handler talks back to the client that sent
 // the request: notifications, progress, log messages, and asks (elicitation,
 // sampling, roots). Everything it sends belongs to the request it was
