@@ -111,6 +111,18 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
+// The attribute names of the engine's log records: those of the
+// OpenTelemetry semantic conventions for MCP where they have one. They are
+// listed, for users, on WithLogger.
+const (
+	attrMethod    = "mcp.method.name"
+	attrRequestID = "jsonrpc.request.id"
+	attrSession   = "mcp.session.id"
+	attrDuration  = "duration"
+	attrOutcome   = "outcome"
+	attrErrorType = "error.type"
+)
+
 // panicLogger is where a recovered panic is logged: the logger given, or
 // slog.Default at the time of the panic.
 func (c *config) panicLogger() *slog.Logger {
