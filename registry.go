@@ -65,11 +65,6 @@ type registryItem interface {
 	listing() any
 }
 
-func (t *serverTool) listing() any     { return t.tool }
-func (r *serverResource) listing() any { return r.resource }
-func (t *serverTemplate) listing() any { return t.template }
-func (p *serverPrompt) listing() any   { return p.prompt }
-
 // register adds or replaces an item of one of s's registries, marks its
 // feature offered, and tells clients that the feature's list changed,
 // unless the item replaced one that lists the same: a program that

@@ -118,7 +118,7 @@ func layer(f string) int {
 		return 4
 	case has("http_", "auth_", "transport_http", "transport_sse", "sse.go", "eventstore.go"):
 		return 3
-	case has("client", "tasks_", "server.go", "resources.go", "subscriptions.go", "logging.go", "gateway.go", "state.go", "task_store.go", "negotiate.go", "structured.go"):
+	case has("client", "tasks_", "server.go", "resources.go", "subscriptions.go", "logging.go", "gateway.go", "state.go", "task_store.go", "negotiate.go", "structured.go", "tools.go", "prompts.go", "completion.go"):
 		return 2
 	case has("conn", "timeout.go", "progress.go", "middleware.go", "seam.go", "session_end.go", "transport_stdio", "options.go"):
 		return 1
