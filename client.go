@@ -199,6 +199,17 @@ type Client struct {
 // NewClient returns a client that introduces itself as info.
 func NewClient(info Implementation, opts ...ClientOption) *Client {
 	cfg := newConfig()
+	cfg.client = clientConfig{
+		maxInputRounds:  DefaultMaxInputRounds,
+		maxBarrenPages:  DefaultMaxBarrenPages,
+		listenResumes:   DefaultListenResumeAttempts,
+		discoverTimeout: DefaultDiscoverTimeout,
+		taskPoll:        DefaultTaskPollInterval,
+		taskPollMin:     DefaultMinTaskPollInterval,
+		maxTaskRequests: DefaultMaxTasks,
+		taskRequestTTL:  DefaultTaskTTL,
+		taskRequestPage: DefaultPageSize,
+	}
 	for _, o := range opts {
 		o.applyClient(cfg)
 	}

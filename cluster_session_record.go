@@ -1,10 +1,5 @@
 package mcp
 
-// This file holds a shared session's record in the SessionStore: finding
-// or restoring a session another instance made, saving each change of its
-// state (merging it with another instance's when both saved at once),
-// touching it while it is used, and deleting it.
-
 import (
 	"context"
 	"encoding/json"
@@ -14,6 +9,11 @@ import (
 	"slices"
 	"time"
 )
+
+// This file holds a shared session's record in the SessionStore: finding
+// or restoring a session another instance made, saving each change of its
+// state (merging it with another instance's when both saved at once),
+// touching it while it is used, and deleting it.
 
 // sessionTouchFraction: a cached session is touched in the store at most
 // once per this fraction of the session timeout, and its record lives that
@@ -56,22 +56,6 @@ type savedState struct {
 	savedGen int64
 	saveDone chan struct{}
 }
-
-// sessionStoreError is a failed call to the SessionStore or the
-// Broadcaster for a session: which step, which session, why.
-type sessionStoreError struct {
-	step string // "load", "save", "touch", "delete", "subscribe to the channel of"
-	id   string
-	err  error
-}
-
-// Error says which step failed for which session, and why.
-func (e *sessionStoreError) Error() string {
-	return "cannot " + e.step + " session " + e.id + ": " + e.err.Error()
-}
-
-// Unwrap returns the store's or the Broadcaster's own error.
-func (e *sessionStoreError) Unwrap() error { return e.err }
 
 // errSessionUnknown: the store holds no such session for this principal.
 var errSessionUnknown = errors.New("unknown session")

@@ -1,10 +1,5 @@
 package mcp
 
-// This file holds the public API of shared legacy sessions: the
-// SessionStore a server's instances share them through, its record and
-// errors, the in-memory store, and the handler options that turn sharing
-// on.
-
 import (
 	"context"
 	"encoding/json"
@@ -12,6 +7,11 @@ import (
 	"sync"
 	"time"
 )
+
+// This file holds the public API of shared legacy sessions: the
+// SessionStore a server's instances share them through, its record and
+// errors, the in-memory store, and the handler options that turn sharing
+// on.
 
 // ErrSessionNotFound is returned by a SessionStore that holds no live
 // session under an id. Server side.
@@ -76,6 +76,22 @@ type SessionStore interface {
 	// Delete ends the session; deleting an unknown one is no error.
 	Delete(ctx context.Context, id string) error
 }
+
+// sessionStoreError is a failed call to the SessionStore or the
+// Broadcaster for a session: which step, which session, why.
+type sessionStoreError struct {
+	step string // "load", "save", "touch", "delete", "subscribe to the channel of"
+	id   string
+	err  error
+}
+
+// Error says which step failed for which session, and why.
+func (e *sessionStoreError) Error() string {
+	return "cannot " + e.step + " session " + e.id + ": " + e.err.Error()
+}
+
+// Unwrap returns the store's or the Broadcaster's own error.
+func (e *sessionStoreError) Unwrap() error { return e.err }
 
 // MemorySessionStore is a SessionStore in one process's memory: for tests
 // and for several handlers in one process. Its records expire when read

@@ -10,18 +10,6 @@ import (
 	"time"
 )
 
-// The attribute names of the engine's log records: those of the
-// OpenTelemetry semantic conventions for MCP where they have one. They are
-// listed, for users, on WithLogger.
-const (
-	attrMethod    = "mcp.method.name"
-	attrRequestID = "jsonrpc.request.id"
-	attrSession   = "mcp.session.id"
-	attrDuration  = "duration"
-	attrOutcome   = "outcome"
-	attrErrorType = "error.type"
-)
-
 // The outcomes of a request in the debug log.
 const (
 	outcomeOK        = "ok"

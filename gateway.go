@@ -22,56 +22,6 @@ import (
 // the handler returns in a round that left an ask unanswered is discarded.
 var ErrInputRequired = errors.New("mcp: input required from the client")
 
-// ErrStreamClosed is returned, server side, by a ClientGateway's Notify,
-// Progress and Log (and its asks) when what they send can no longer reach
-// the client: the stream that carries the request's messages was dropped
-// or closed (on Streamable HTTP the client went away and cannot resume the
-// stream, or the session ended), or the connection closed. The handler may
-// stop its work. Test for it with errors.Is.
-var ErrStreamClosed = errors.New("mcp: the request's stream to the client is closed")
-
-// streamClosedError is the error of a send on a closed connection: both
-// ErrClosed, with its cause, and ErrStreamClosed.
-type streamClosedError struct{ err error }
-
-func (e *streamClosedError) Error() string   { return e.err.Error() }
-func (e *streamClosedError) Unwrap() []error { return []error{ErrStreamClosed, e.err} }
-
-// streamErr makes the error of a send on a closed connection an
-// ErrStreamClosed too.
-func streamErr(err error) error {
-	if err != nil && errors.Is(err, ErrClosed) && !errors.Is(err, ErrStreamClosed) {
-		return &streamClosedError{err}
-	}
-	return err
-}
-
-// LoggingLevel is the severity of a log message, as in RFC 5424.
-type LoggingLevel string
-
-// The logging levels, least severe first.
-const (
-	LevelDebug     LoggingLevel = "debug"
-	LevelInfo      LoggingLevel = "info"
-	LevelNotice    LoggingLevel = "notice"
-	LevelWarning   LoggingLevel = "warning"
-	LevelError     LoggingLevel = "error"
-	LevelCritical  LoggingLevel = "critical"
-	LevelAlert     LoggingLevel = "alert"
-	LevelEmergency LoggingLevel = "emergency"
-)
-
-var levelRank = map[LoggingLevel]int{
-	LevelDebug: 0, LevelInfo: 1, LevelNotice: 2, LevelWarning: 3,
-	LevelError: 4, LevelCritical: 5, LevelAlert: 6, LevelEmergency: 7,
-}
-
-// validLevel reports whether l is one of the eight levels.
-func validLevel(l LoggingLevel) bool {
-	_, ok := levelRank[l]
-	return ok
-}
-
 // ClientGateway is how a server handler talks back to the client that sent
 // the request: notifications, progress, log messages, and asks (elicitation,
 // sampling, roots). Everything it sends belongs to the request it was
@@ -155,159 +105,6 @@ func (g *ClientGateway) Progress(progress, total float64, message string) error 
 		return streamErr(g.req.conn.notifyBuilt(ctx, b, "notifications/progress", g.req.id, g.req.route))
 	}
 	return streamErr(g.req.conn.queueWrite(outgoing{data: b, related: g.req.id, route: g.req.route}, mayWait))
-}
-
-// logMessage is the wire shape of notifications/message.
-type logMessage struct {
-	Level  LoggingLevel `json:"level"`
-	Logger string       `json:"logger,omitempty"`
-	Data   any          `json:"data"`
-}
-
-// Log sends a log message to the client unless the client asked for a
-// higher level. On the older revisions everything is sent until the client
-// sets a level with logging/setLevel; on 2026-07-28 nothing is sent unless
-// the request carries io.modelcontextprotocol/logLevel. logger names the
-// source and may be empty. data is any JSON value; a json.RawMessage or
-// []byte is taken as the JSON it holds. A message sent returns
-// ErrStreamClosed when it can no longer reach the client.
-//
-// Deprecated: Logging is deprecated by SEP-2577 as of protocol revision
-// 2026-07-28 (earliest removal 2027-07-28); log to standard error or use
-// OpenTelemetry instead. It keeps working on every revision.
-func (g *ClientGateway) Log(level LoggingLevel, logger string, data any) error {
-	if !validLevel(level) {
-		return errorf("unknown logging level %q", level)
-	}
-	data, err := jsonData(data)
-	if err != nil {
-		return errorf("the log data: %w", err)
-	}
-	if threshold, ok := clientLogThreshold(g.req); !ok || levelRank[level] < levelRank[threshold] {
-		return nil
-	}
-	return g.Notify("notifications/message", logMessage{Level: level, Logger: logger, Data: data})
-}
-
-// Elicitation modes and actions.
-const (
-	ElicitationForm = "form"
-	ElicitationURL  = "url"
-
-	ActionAccept  = "accept"
-	ActionDecline = "decline"
-	ActionCancel  = "cancel"
-)
-
-// ElicitParams are the params of elicitation/create: a form (a message and a
-// flat requested schema) or, in url mode, a URL the user should visit.
-type ElicitParams struct {
-	Mode            string          `json:"mode,omitempty"`
-	Message         string          `json:"message"`
-	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
-	URL             string          `json:"url,omitempty"`
-	// ElicitationID names a url-mode elicitation (2025-11-25 only).
-	ElicitationID string `json:"elicitationId,omitempty"`
-	Meta          Meta   `json:"_meta,omitempty"`
-}
-
-// ElicitResult is the user's answer to an elicitation. Declining or
-// cancelling is an answer, not an error. Content is set only when a form
-// was accepted.
-type ElicitResult struct {
-	Action  string         `json:"action"`
-	Content map[string]any `json:"content,omitempty"`
-	Meta    Meta           `json:"_meta,omitempty"`
-}
-
-// CreateMessageParams are the params of sampling/createMessage.
-//
-// Deprecated: Sampling is deprecated by SEP-2577 as of protocol revision
-// 2026-07-28 (earliest removal 2027-07-28); call an LLM provider's API
-// directly instead. It keeps working on every revision.
-type CreateMessageParams struct {
-	Messages         []SamplingMessage `json:"messages"`
-	ModelPreferences *ModelPreferences `json:"modelPreferences,omitempty"`
-	SystemPrompt     string            `json:"systemPrompt,omitempty"`
-	IncludeContext   string            `json:"includeContext,omitempty"`
-	Temperature      *float64          `json:"temperature,omitempty"`
-	MaxTokens        int               `json:"maxTokens"`
-	StopSequences    []string          `json:"stopSequences,omitempty"`
-	Metadata         map[string]any    `json:"metadata,omitempty"`
-	Tools            []*Tool           `json:"tools,omitempty"`
-	ToolChoice       *ToolChoice       `json:"toolChoice,omitempty"`
-	Meta             Meta              `json:"_meta,omitempty"`
-}
-
-// ModelPreferences are a server's hints for the client's choice of model.
-type ModelPreferences struct {
-	Hints                []ModelHint `json:"hints,omitempty"`
-	CostPriority         *float64    `json:"costPriority,omitempty"`
-	SpeedPriority        *float64    `json:"speedPriority,omitempty"`
-	IntelligencePriority *float64    `json:"intelligencePriority,omitempty"`
-}
-
-// ModelHint names a model, or part of a name, a server would like.
-type ModelHint struct {
-	Name string `json:"name,omitempty"`
-}
-
-// ToolChoice says whether the model may, must or must not call tools.
-type ToolChoice struct {
-	Mode string `json:"mode,omitempty"`
-}
-
-// SamplingMessage is one message of a sampling conversation.
-type SamplingMessage struct {
-	Role    string          `json:"role"`
-	Content SamplingContent `json:"content"`
-	Meta    Meta            `json:"_meta,omitempty"`
-}
-
-// SamplingContent is the content of a sampling message: one block, or
-// several (parallel tool uses and their results). One block travels as a
-// JSON object, several as an array.
-type SamplingContent []Content
-
-// MarshalJSON writes a single block as an object.
-func (s SamplingContent) MarshalJSON() ([]byte, error) {
-	if len(s) == 1 {
-		return json.Marshal(s[0])
-	}
-	return json.Marshal([]Content(s))
-}
-
-// UnmarshalJSON reads an object or an array of blocks.
-func (s *SamplingContent) UnmarshalJSON(data []byte) error {
-	if d := trimJSONSpace(data); len(d) > 0 && d[0] == '[' {
-		return json.Unmarshal(data, (*[]Content)(s))
-	}
-	var c Content
-	if err := json.Unmarshal(data, &c); err != nil {
-		return err
-	}
-	*s = SamplingContent{c}
-	return nil
-}
-
-// CreateMessageResult is the client's sampled message.
-type CreateMessageResult struct {
-	Role       string          `json:"role"`
-	Content    SamplingContent `json:"content"`
-	Model      string          `json:"model"`
-	StopReason string          `json:"stopReason,omitempty"`
-	Meta       Meta            `json:"_meta,omitempty"`
-}
-
-// Root is a directory or file the client lets the server work on.
-type Root struct {
-	URI  string `json:"uri"`
-	Name string `json:"name,omitempty"`
-}
-
-// ListRootsResult is the client's answer to roots/list.
-type ListRootsResult struct {
-	Roots []Root `json:"roots"`
 }
 
 // URLElicitation describes one url-mode elicitation in a
@@ -571,14 +368,6 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// InputRequest is one ask of a 2026-07-28 input_required result: a request
-// the client runs locally (elicitation/create, sampling/createMessage or
-// roots/list) and answers in the retry's inputResponses.
-type InputRequest struct {
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params,omitempty"`
-}
-
 // InputRequiredError is returned by a handler that asks for input itself
 // rather than through the gateway: the request ends with an input_required
 // result carrying Requests, and State (any JSON value) comes back, signed,
@@ -597,9 +386,6 @@ func (e *InputRequiredError) Error() string {
 
 // Is makes an InputRequiredError match ErrInputRequired.
 func (e *InputRequiredError) Is(target error) bool { return target == ErrInputRequired }
-
-// mrtrMethods may answer with input_required on 2026-07-28.
-var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
 
 // inputRound is one run of a handler serving a request that may ask for
 // input: the answers it can use and the asks it left unanswered.
@@ -636,15 +422,6 @@ func (r *RequestInfo) inputRound(open bool) *inputRound {
 		r.round = newInputRound(r.Principal(), r.method, r.params)
 	}
 	return r.round
-}
-
-// putEntry sets (*m)[key], making the map on first use: most of the maps
-// it fills (a round's answers and asks, say) are never needed.
-func putEntry[K comparable, V any](m *map[K]V, key K, value V) {
-	if *m == nil {
-		*m = make(map[K]V)
-	}
-	(*m)[key] = value
 }
 
 // bindingLocked digests the request the round belongs to.

@@ -30,6 +30,38 @@ func (ss *serverSession) setLoggingLevel(params json.RawMessage) (any, error) {
 	return json.RawMessage("{}"), nil
 }
 
+// logMessage is the wire shape of notifications/message.
+type logMessage struct {
+	Level  LoggingLevel `json:"level"`
+	Logger string       `json:"logger,omitempty"`
+	Data   any          `json:"data"`
+}
+
+// Log sends a log message to the client unless the client asked for a
+// higher level. On the older revisions everything is sent until the client
+// sets a level with logging/setLevel; on 2026-07-28 nothing is sent unless
+// the request carries io.modelcontextprotocol/logLevel. logger names the
+// source and may be empty. data is any JSON value; a json.RawMessage or
+// []byte is taken as the JSON it holds. A message sent returns
+// ErrStreamClosed when it can no longer reach the client.
+//
+// Deprecated: Logging is deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28); log to standard error or use
+// OpenTelemetry instead. It keeps working on every revision.
+func (g *ClientGateway) Log(level LoggingLevel, logger string, data any) error {
+	if !validLevel(level) {
+		return errorf("unknown logging level %q", level)
+	}
+	data, err := jsonData(data)
+	if err != nil {
+		return errorf("the log data: %w", err)
+	}
+	if threshold, ok := clientLogThreshold(g.req); !ok || levelRank[level] < levelRank[threshold] {
+		return nil
+	}
+	return g.Notify("notifications/message", logMessage{Level: level, Logger: logger, Data: data})
+}
+
 // LoggingHandlerOptions configure a handler made by NewLoggingHandler.
 type LoggingHandlerOptions struct {
 	// Logger names the source of the messages; empty sends none.

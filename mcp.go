@@ -171,9 +171,39 @@ func NewError(code int, message string, data any) *Error {
 	return e
 }
 
+// internalError is the protocol error of a request that could not be
+// served for err.
+func internalError(err error) *Error {
+	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
+}
+
 // ErrClosed is wrapped by every error that reports a call or a handler cut
 // short because its connection ended.
 var ErrClosed = errors.New("mcp: connection closed")
+
+// ErrStreamClosed is returned, server side, by a ClientGateway's Notify,
+// Progress and Log (and its asks) when what they send can no longer reach
+// the client: the stream that carries the request's messages was dropped
+// or closed (on Streamable HTTP the client went away and cannot resume the
+// stream, or the session ended), or the connection closed. The handler may
+// stop its work. Test for it with errors.Is.
+var ErrStreamClosed = errors.New("mcp: the request's stream to the client is closed")
+
+// streamClosedError is the error of a send on a closed connection: both
+// ErrClosed, with its cause, and ErrStreamClosed.
+type streamClosedError struct{ err error }
+
+func (e *streamClosedError) Error() string   { return e.err.Error() }
+func (e *streamClosedError) Unwrap() []error { return []error{ErrStreamClosed, e.err} }
+
+// streamErr makes the error of a send on a closed connection an
+// ErrStreamClosed too.
+func streamErr(err error) error {
+	if err != nil && errors.Is(err, ErrClosed) && !errors.Is(err, ErrStreamClosed) {
+		return &streamClosedError{err}
+	}
+	return err
+}
 
 // errorf is fmt.Errorf for an error of this package: its text starts with
 // "mcp: " once, however many of the package's errors it wraps, so that a

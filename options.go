@@ -67,8 +67,10 @@ type config struct {
 	server serverConfig
 }
 
+// newConfig returns the engine's settings before any option; NewClient and
+// NewServer add the defaults of their own side.
 func newConfig() *config {
-	c := &config{
+	return &config{
 		logger:            slog.New(slog.DiscardHandler),
 		requestTimeout:    DefaultRequestTimeout,
 		maxRequestTimeout: DefaultMaxRequestTimeout,
@@ -76,18 +78,6 @@ func newConfig() *config {
 		maxMessageSize:    DefaultMaxMessageSize,
 		writeBacklog:      DefaultWriteBacklog,
 	}
-	c.server.pageSize = DefaultPageSize
-	c.server.stateTTL = DefaultStateTTL
-	c.client.maxInputRounds = DefaultMaxInputRounds
-	c.client.maxBarrenPages = DefaultMaxBarrenPages
-	c.client.listenResumes = DefaultListenResumeAttempts
-	c.client.discoverTimeout = DefaultDiscoverTimeout
-	c.client.taskPoll = DefaultTaskPollInterval
-	c.client.taskPollMin = DefaultMinTaskPollInterval
-	c.client.maxTaskRequests = DefaultMaxTasks
-	c.client.taskRequestTTL = DefaultTaskTTL
-	c.client.taskRequestPage = DefaultPageSize
-	return c
 }
 
 // WithLogger sets the logger for the engine's own diagnostics: orphan
@@ -120,6 +110,18 @@ func WithLogger(l *slog.Logger) Option {
 		}
 	})
 }
+
+// The attribute names of the engine's log records: those of the
+// OpenTelemetry semantic conventions for MCP where they have one. They are
+// listed, for users, on WithLogger.
+const (
+	attrMethod    = "mcp.method.name"
+	attrRequestID = "jsonrpc.request.id"
+	attrSession   = "mcp.session.id"
+	attrDuration  = "duration"
+	attrOutcome   = "outcome"
+	attrErrorType = "error.type"
+)
 
 // panicLogger is where a recovered panic is logged: the logger given, or
 // slog.Default at the time of the panic.

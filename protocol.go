@@ -260,6 +260,11 @@ type CallToolResult struct {
 	Meta Meta `json:"_meta,omitempty"`
 }
 
+// listParams are the params of the list methods.
+type listParams struct {
+	Cursor string `json:"cursor"`
+}
+
 // ListToolsResult is the result of tools/list.
 type ListToolsResult struct {
 	Tools      []*Tool `json:"tools"`
@@ -657,6 +662,32 @@ type listenParams struct {
 	Notifications SubscriptionFilter `json:"notifications"`
 }
 
+// LoggingLevel is the severity of a log message, as in RFC 5424.
+type LoggingLevel string
+
+// The logging levels, least severe first.
+const (
+	LevelDebug     LoggingLevel = "debug"
+	LevelInfo      LoggingLevel = "info"
+	LevelNotice    LoggingLevel = "notice"
+	LevelWarning   LoggingLevel = "warning"
+	LevelError     LoggingLevel = "error"
+	LevelCritical  LoggingLevel = "critical"
+	LevelAlert     LoggingLevel = "alert"
+	LevelEmergency LoggingLevel = "emergency"
+)
+
+var levelRank = map[LoggingLevel]int{
+	LevelDebug: 0, LevelInfo: 1, LevelNotice: 2, LevelWarning: 3,
+	LevelError: 4, LevelCritical: 5, LevelAlert: 6, LevelEmergency: 7,
+}
+
+// validLevel reports whether l is one of the eight levels.
+func validLevel(l LoggingLevel) bool {
+	_, ok := levelRank[l]
+	return ok
+}
+
 // LoggingMessageParams are the params of notifications/message: one log
 // message from the server.
 type LoggingMessageParams struct {
@@ -697,3 +728,135 @@ func (*ListResourceTemplatesResult) cacheable() {}
 func (*ListPromptsResult) cacheable()           {}
 func (*ReadResourceResult) cacheable()          {}
 func (*DiscoverResult) cacheable()              {}
+
+// Elicitation modes and actions.
+const (
+	ElicitationForm = "form"
+	ElicitationURL  = "url"
+
+	ActionAccept  = "accept"
+	ActionDecline = "decline"
+	ActionCancel  = "cancel"
+)
+
+// ElicitParams are the params of elicitation/create: a form (a message and a
+// flat requested schema) or, in url mode, a URL the user should visit.
+type ElicitParams struct {
+	Mode            string          `json:"mode,omitempty"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	// ElicitationID names a url-mode elicitation (2025-11-25 only).
+	ElicitationID string `json:"elicitationId,omitempty"`
+	Meta          Meta   `json:"_meta,omitempty"`
+}
+
+// ElicitResult is the user's answer to an elicitation. Declining or
+// cancelling is an answer, not an error. Content is set only when a form
+// was accepted.
+type ElicitResult struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+	Meta    Meta           `json:"_meta,omitempty"`
+}
+
+// CreateMessageParams are the params of sampling/createMessage.
+//
+// Deprecated: Sampling is deprecated by SEP-2577 as of protocol revision
+// 2026-07-28 (earliest removal 2027-07-28); call an LLM provider's API
+// directly instead. It keeps working on every revision.
+type CreateMessageParams struct {
+	Messages         []SamplingMessage `json:"messages"`
+	ModelPreferences *ModelPreferences `json:"modelPreferences,omitempty"`
+	SystemPrompt     string            `json:"systemPrompt,omitempty"`
+	IncludeContext   string            `json:"includeContext,omitempty"`
+	Temperature      *float64          `json:"temperature,omitempty"`
+	MaxTokens        int               `json:"maxTokens"`
+	StopSequences    []string          `json:"stopSequences,omitempty"`
+	Metadata         map[string]any    `json:"metadata,omitempty"`
+	Tools            []*Tool           `json:"tools,omitempty"`
+	ToolChoice       *ToolChoice       `json:"toolChoice,omitempty"`
+	Meta             Meta              `json:"_meta,omitempty"`
+}
+
+// ModelPreferences are a server's hints for the client's choice of model.
+type ModelPreferences struct {
+	Hints                []ModelHint `json:"hints,omitempty"`
+	CostPriority         *float64    `json:"costPriority,omitempty"`
+	SpeedPriority        *float64    `json:"speedPriority,omitempty"`
+	IntelligencePriority *float64    `json:"intelligencePriority,omitempty"`
+}
+
+// ModelHint names a model, or part of a name, a server would like.
+type ModelHint struct {
+	Name string `json:"name,omitempty"`
+}
+
+// ToolChoice says whether the model may, must or must not call tools.
+type ToolChoice struct {
+	Mode string `json:"mode,omitempty"`
+}
+
+// SamplingMessage is one message of a sampling conversation.
+type SamplingMessage struct {
+	Role    string          `json:"role"`
+	Content SamplingContent `json:"content"`
+	Meta    Meta            `json:"_meta,omitempty"`
+}
+
+// SamplingContent is the content of a sampling message: one block, or
+// several (parallel tool uses and their results). One block travels as a
+// JSON object, several as an array.
+type SamplingContent []Content
+
+// MarshalJSON writes a single block as an object.
+func (s SamplingContent) MarshalJSON() ([]byte, error) {
+	if len(s) == 1 {
+		return json.Marshal(s[0])
+	}
+	return json.Marshal([]Content(s))
+}
+
+// UnmarshalJSON reads an object or an array of blocks.
+func (s *SamplingContent) UnmarshalJSON(data []byte) error {
+	if d := trimJSONSpace(data); len(d) > 0 && d[0] == '[' {
+		return json.Unmarshal(data, (*[]Content)(s))
+	}
+	var c Content
+	if err := json.Unmarshal(data, &c); err != nil {
+		return err
+	}
+	*s = SamplingContent{c}
+	return nil
+}
+
+// CreateMessageResult is the client's sampled message.
+type CreateMessageResult struct {
+	Role       string          `json:"role"`
+	Content    SamplingContent `json:"content"`
+	Model      string          `json:"model"`
+	StopReason string          `json:"stopReason,omitempty"`
+	Meta       Meta            `json:"_meta,omitempty"`
+}
+
+// Root is a directory or file the client lets the server work on.
+type Root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
+}
+
+// ListRootsResult is the client's answer to roots/list.
+type ListRootsResult struct {
+	Roots []Root `json:"roots"`
+}
+
+// InputRequest is one ask of a 2026-07-28 input_required result: a request
+// the client runs locally (elicitation/create, sampling/createMessage or
+// roots/list) and answers in the retry's inputResponses.
+type InputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// mrtrMethods may answer with input_required on 2026-07-28.
+var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}

@@ -11,11 +11,6 @@ import (
 	"strings"
 )
 
-// listParams are the params of the list methods.
-type listParams struct {
-	Cursor string `json:"cursor"`
-}
-
 // registry is an ordered set of named items: tools by name, resources by
 // URI, templates by their text, prompts by name. Lists follow registration
 // order, so that clients see the same order every time. Server.mu guards
@@ -69,11 +64,6 @@ func (r *registry[T]) remove(keys []string) bool {
 type registryItem interface {
 	listing() any
 }
-
-func (t *serverTool) listing() any     { return t.tool }
-func (r *serverResource) listing() any { return r.resource }
-func (t *serverTemplate) listing() any { return t.template }
-func (p *serverPrompt) listing() any   { return p.prompt }
 
 // register adds or replaces an item of one of s's registries, marks its
 // feature offered, and tells clients that the feature's list changed,

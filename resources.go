@@ -23,6 +23,20 @@ type ReadResourceRequest struct {
 	*RequestInfo
 }
 
+type serverResource struct {
+	resource *Resource
+	handler  ResourceHandler
+}
+
+type serverTemplate struct {
+	template *ResourceTemplate
+	parsed   *URITemplate
+	handler  ResourceHandler
+}
+
+func (r *serverResource) listing() any { return r.resource }
+func (t *serverTemplate) listing() any { return t.template }
+
 // ErrResourceNotFound is what a ResourceHandler returns, possibly wrapped,
 // for a resource that does not exist. The client gets error -32002 on the
 // revisions up to 2025-11-25 and -32602 on 2026-07-28, with the URI in the

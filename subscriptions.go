@@ -323,9 +323,3 @@ func (s *Server) watchesTask(id string) bool {
 	}
 	return false
 }
-
-// internalError is the protocol error of a request that could not be
-// served for err.
-func internalError(err error) *Error {
-	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
-}

@@ -1,8 +1,11 @@
 package mcp
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -144,4 +147,82 @@ func decodeTask(data []byte, modern bool) (Task, error) {
 		t.PollInterval = peerDuration(*poll, time.Millisecond)
 	}
 	return t, nil
+}
+
+// TasksExtension is the id of the 2026-07-28 tasks extension (SEP-2663),
+// under capabilities.extensions. Both sides.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// resultTask is the resultType of a 2026-07-28 CreateTaskResult.
+const resultTask = "task"
+
+// Defaults of the task options.
+const (
+	// DefaultTaskTTL is how long a server keeps a task after creating it,
+	// result included (TaskOptions.TTL), and the longest a client keeps one
+	// its server asks of it (TaskRequestOptions.MaxTTL). Both sides.
+	DefaultTaskTTL = time.Hour
+	// DefaultTaskPollInterval is how often a server suggests that clients
+	// poll a task (TaskOptions.PollInterval), and how often a client polls
+	// one whose server suggests nothing (WithTaskPolling). Both sides.
+	DefaultTaskPollInterval = time.Second
+	// DefaultMaxTasks is how many tasks a server runs at once
+	// (TaskOptions.MaxTasks), and a client holds for its server
+	// (TaskRequestOptions.MaxTasks). Both sides.
+	DefaultMaxTasks = 1000
+	// DefaultMaxTasksPerPrincipal is how many tasks a server runs at once
+	// for one principal (TaskOptions.MaxTasksPerPrincipal): a tenth of
+	// DefaultMaxTasks, so that one principal cannot take every slot.
+	// Server side.
+	DefaultMaxTasksPerPrincipal = DefaultMaxTasks / 10
+	// DefaultTaskLease is how long a task stays "working" in a shared task
+	// store after the instance that runs it stopped renewing it, unless
+	// TaskOptions.Lease says otherwise. Server side.
+	DefaultTaskLease = 30 * time.Second
+)
+
+// positiveOr is n, or def when n is not positive.
+func positiveOr(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
+}
+
+// durationOr is d, def when d is 0, and 0 (none) when d is negative.
+func durationOr(d, def time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return def
+	}
+	return d
+}
+
+// newTaskID returns an unguessable task id: 128 random bits.
+func newTaskID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// errUnknownTask is the error of a task id that names no task of the caller.
+func errUnknownTask(id string) *Error {
+	return &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown task %q", id)}
+}
+
+// taskIDParams are the params of tasks/get, tasks/update and tasks/cancel.
+type taskIDParams struct {
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+}
+
+// metaRelatedTask names, in _meta, the task a 2025-11-25 message belongs to.
+const metaRelatedTask = "io.modelcontextprotocol/related-task"
+
+// relatedTask is the _meta entry of a message of task id.
+func relatedTask(id string) []metaEntry {
+	b := appendJSONString([]byte(`{"taskId":`), id)
+	return []metaEntry{{key: metaRelatedTask, value: append(b, '}')}}
 }

@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,38 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-)
-
-// TasksExtension is the id of the 2026-07-28 tasks extension (SEP-2663),
-// under capabilities.extensions. Both sides.
-const TasksExtension = "io.modelcontextprotocol/tasks"
-
-// resultTask is the resultType of a 2026-07-28 CreateTaskResult.
-const resultTask = "task"
-
-// Defaults of the task options.
-const (
-	// DefaultTaskTTL is how long a server keeps a task after creating it,
-	// result included (TaskOptions.TTL), and the longest a client keeps one
-	// its server asks of it (TaskRequestOptions.MaxTTL). Both sides.
-	DefaultTaskTTL = time.Hour
-	// DefaultTaskPollInterval is how often a server suggests that clients
-	// poll a task (TaskOptions.PollInterval), and how often a client polls
-	// one whose server suggests nothing (WithTaskPolling). Both sides.
-	DefaultTaskPollInterval = time.Second
-	// DefaultMaxTasks is how many tasks a server runs at once
-	// (TaskOptions.MaxTasks), and a client holds for its server
-	// (TaskRequestOptions.MaxTasks). Both sides.
-	DefaultMaxTasks = 1000
-	// DefaultMaxTasksPerPrincipal is how many tasks a server runs at once
-	// for one principal (TaskOptions.MaxTasksPerPrincipal): a tenth of
-	// DefaultMaxTasks, so that one principal cannot take every slot.
-	// Server side.
-	DefaultMaxTasksPerPrincipal = DefaultMaxTasks / 10
-	// DefaultTaskLease is how long a task stays "working" in a shared task
-	// store after the instance that runs it stopped renewing it, unless
-	// TaskOptions.Lease says otherwise. Server side.
-	DefaultTaskLease = 30 * time.Second
 )
 
 // TaskOptions configures the tasks of a server ([WithTasks]). A zero field
@@ -103,25 +69,6 @@ func WithTasks(opts TaskOptions) ServerOption {
 		sc.taskPollInterval = durationOr(opts.PollInterval, DefaultTaskPollInterval)
 		sc.taskLease = durationOr(opts.Lease, DefaultTaskLease)
 	})
-}
-
-// positiveOr is n, or def when n is not positive.
-func positiveOr(n, def int) int {
-	if n > 0 {
-		return n
-	}
-	return def
-}
-
-// durationOr is d, def when d is 0, and 0 (none) when d is negative.
-func durationOr(d, def time.Duration) time.Duration {
-	switch {
-	case d < 0:
-		return 0
-	case d == 0:
-		return def
-	}
-	return d
 }
 
 // taskHooks are the core's ways into the task machinery. WithTasks makes
@@ -428,18 +375,6 @@ func (ss *serverSession) anonymousOwner() string {
 
 // taskStore returns the server's TaskStore.
 func (s *Server) taskStore() TaskStore { return s.store }
-
-// newTaskID returns an unguessable task id: 128 random bits.
-func newTaskID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// errUnknownTask is the error of a task id that names no task of the caller.
-func errUnknownTask(id string) *Error {
-	return &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown task %q", id)}
-}
 
 // storeError is the protocol error of a failed TaskStore call.
 func storeError(id string, err error) *Error {
@@ -798,12 +733,6 @@ func appendDetailedTask(b []byte, rec *TaskRecord) ([]byte, error) {
 	return b, nil
 }
 
-// taskIDParams are the params of tasks/get, tasks/update and tasks/cancel.
-type taskIDParams struct {
-	TaskID         string                     `json:"taskId"`
-	InputResponses map[string]json.RawMessage `json:"inputResponses"`
-}
-
 // serveModernTasks serves the tasks/* methods on 2026-07-28: tasks/get,
 // tasks/update and tasks/cancel for a client that declared the extension
 // on the request; tasks/result and tasks/list do not exist there.
@@ -878,15 +807,6 @@ func (s *Server) cancelTask(ctx context.Context, rec *TaskRecord) error {
 // legacyTasksCapability is the tasks capability of a 2025-11-25 server
 // with task tools: tasks/list, tasks/cancel and task-augmented tools/call.
 const legacyTasksCapability = `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`
-
-// metaRelatedTask names, in _meta, the task a 2025-11-25 message belongs to.
-const metaRelatedTask = "io.modelcontextprotocol/related-task"
-
-// relatedTask is the _meta entry of a message of task id.
-func relatedTask(id string) []metaEntry {
-	b := appendJSONString([]byte(`{"taskId":`), id)
-	return []metaEntry{{key: metaRelatedTask, value: append(b, '}')}}
-}
 
 // callAsLegacyTask serves a 2025-11-25 tools/call of a tool that may run
 // as a task: with params.task it becomes one, kept for the TTL the client

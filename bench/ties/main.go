@@ -27,6 +27,7 @@ func main() {
 	seams := flag.String("seams", "cluster_seam.go,cluster_seam_server.go", "the wing's seam files, which the other files may name")
 	list := flag.Bool("list", false, "list the ties that run upward and the wing names each file uses")
 	check := flag.Bool("check", false, "exit 1 when a file outside cluster_*.go uses the wing's internals")
+	fan := flag.Bool("fan", false, "list the ties that run from a file more files use to one fewer use")
 	flag.Parse()
 	dir := "."
 	if flag.NArg() > 0 {
@@ -37,7 +38,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "ties:", err)
 		os.Exit(1)
 	}
-	if uses := report(ties, strings.Split(*seams, ","), *list); *check && uses > 0 {
+	if uses := report(ties, strings.Split(*seams, ","), *list, *fan); *check && uses > 0 {
 		fmt.Fprintf(os.Stderr, "ties: %d uses of the many-instance wing's internals outside its files and seams\n", uses)
 		os.Exit(1)
 	}
@@ -117,7 +118,7 @@ func layer(f string) int {
 		return 4
 	case has("http_", "auth_", "transport_http", "transport_sse", "sse.go", "eventstore.go"):
 		return 3
-	case has("client", "tasks_", "server.go", "resources.go", "subscriptions.go", "logging.go", "gateway.go", "state.go", "task_store.go", "negotiate.go", "structured.go"):
+	case has("client", "tasks_", "server.go", "resources.go", "subscriptions.go", "logging.go", "gateway.go", "state.go", "task_store.go", "negotiate.go", "structured.go", "tools.go", "prompts.go", "completion.go"):
 		return 2
 	case has("conn", "timeout.go", "progress.go", "middleware.go", "seam.go", "session_end.go", "transport_stdio", "options.go"):
 		return 1
@@ -127,7 +128,7 @@ func layer(f string) int {
 
 // report prints the counts and returns the uses of the wing's internals
 // outside its files.
-func report(ties map[tie]int, seams []string, list bool) int {
+func report(ties map[tie]int, seams []string, list, fan bool) int {
 	files := make(map[string]bool)
 	fanIn := make(map[string]int)
 	for t := range ties {
@@ -135,10 +136,11 @@ func report(ties map[tie]int, seams []string, list bool) int {
 		fanIn[t.to]++
 	}
 	var byFanIn, upward int
-	var up []string
-	for t := range ties {
+	var up, down []string
+	for t, c := range ties {
 		if fanIn[t.from] > fanIn[t.to] {
 			byFanIn++
+			down = append(down, fmt.Sprintf("%s (%d) -> %s (%d): %d uses", t.from, fanIn[t.from], t.to, fanIn[t.to], c))
 		}
 		if layer(t.from) < layer(t.to) {
 			upward++
@@ -172,6 +174,12 @@ func report(ties map[tie]int, seams []string, list bool) int {
 		}
 		for f, c := range uses {
 			fmt.Printf("wing names used by %s: %d\n", f, c)
+		}
+	}
+	if fan {
+		sort.Strings(down)
+		for _, d := range down {
+			fmt.Println("from more used:", d)
 		}
 	}
 	return total
