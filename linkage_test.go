@@ -29,8 +29,9 @@ var budgetedPackages = []string{"net/http", "crypto/tls", "crypto/x509", "crypto
 
 // optionalRooms are the files of the capabilities a stdio server without
 // options must not link: HTTP and SSE, OAuth and verifiers, tasks, the
-// shared-state stores, the many-instance wing (cluster_) and CORS.
-var optionalRooms = []string{"http_", "transport_http", "transport_sse", "sse.go", "auth_", "tasks", "task_store", "eventstore", "cluster_"}
+// shared-state stores, the many-instance wing (cluster_), CORS and MCP
+// Apps (apps: reached only from AddAppView).
+var optionalRooms = []string{"http_", "transport_http", "transport_sse", "sse.go", "auth_", "tasks", "task_store", "eventstore", "cluster_", "apps"}
 
 // stdioServerMaxBytes is the quick-start server's size ceiling, a guard
 // against a capability leaking back into every binary (bench/RESULTS.md has
@@ -70,8 +71,8 @@ func TestStdioServerLinksOnlyTheCore(t *testing.T) {
 }
 
 // TestHTTPServerLinksHTTP is the other side of the same check: the server
-// that calls NewHTTPHandler links net/http and the HTTP rooms, so the
-// counting above sees what it looks for.
+// that calls NewHTTPHandler and AddAppView links net/http, the HTTP rooms
+// and apps.go, so the counting above sees what it looks for.
 func TestHTTPServerLinksHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program")
@@ -87,6 +88,9 @@ import (
 
 func main() {
 	srv := mcp.NewServer(mcp.Implementation{Name: "greeter", Version: "1.0.0"})
+	if err := srv.AddAppView(mcp.AppView{URI: "ui://greeter/view", Name: "view", HTML: "<p>hi</p>"}); err != nil {
+		log.Fatal(err)
+	}
 	log.Fatal(http.ListenAndServe("127.0.0.1:0", mcp.NewHTTPHandler(srv)))
 }
 `)
@@ -95,8 +99,10 @@ func main() {
 		t.Errorf("the HTTP server links only %d symbols of net/http; the count is not seeing the linker's output", counts["net/http"])
 	}
 	rooms := strings.Join(linkedRooms(t, bin), "\n")
-	if !strings.Contains(rooms, "http_server.go") {
-		t.Errorf("the HTTP server links no code of http_server.go; linked rooms:\n%s", rooms)
+	for _, room := range []string{"http_server.go", "apps.go"} {
+		if !strings.Contains(rooms, room) {
+			t.Errorf("the HTTP server links no code of %s; linked rooms:\n%s", room, rooms)
+		}
 	}
 }
 

@@ -39,7 +39,7 @@ func (s *Server) RemovePrompts(names ...string) {
 }
 
 func (s *Server) listPrompts(params json.RawMessage) (any, error) {
-	return listPage(s, &s.prompts, "prompts", params, func(sp *serverPrompt) *Prompt { return sp.prompt },
+	return listPage(s, &s.prompts, "prompts", params, nil, func(sp *serverPrompt) *Prompt { return sp.prompt },
 		func(items []*Prompt, next string) any { return &ListPromptsResult{Prompts: items, NextCursor: next} })
 }
 

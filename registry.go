@@ -102,10 +102,11 @@ func unregister[T any](s *Server, reg *registry[T], feature string, keys []strin
 
 // page returns up to size items after the position cursor names, and the
 // cursor of the next page ("" after the last). A cursor holds the list's
-// kind and the sequence number of the last item it returned, so a page
+// kind and the sequence number of the last item it looked at, so a page
 // resumes at the right place however items were added or removed since:
-// nothing still listed is skipped or repeated.
-func (r *registry[T]) page(kind, cursor string, size int) ([]T, string, error) {
+// nothing still listed is skipped or repeated. Items keep rejects are left
+// out; a nil keep keeps all.
+func (r *registry[T]) page(kind, cursor string, size int, keep func(T) bool) ([]T, string, error) {
 	start := 0
 	if cursor != "" {
 		last, ok := decodeCursor(kind, cursor)
@@ -114,10 +115,12 @@ func (r *registry[T]) page(kind, cursor string, size int) ([]T, string, error) {
 		}
 		start, _ = slices.BinarySearchFunc(r.order, last+1, func(k registryKey, seq uint64) int { return cmp.Compare(k.seq, seq) })
 	}
-	end := min(start+size, len(r.order))
-	items := make([]T, 0, end-start)
-	for _, k := range r.order[start:end] {
-		items = append(items, r.items[k.key])
+	items := make([]T, 0, min(size, len(r.order)-start))
+	end := start
+	for ; end < len(r.order) && len(items) < size; end++ {
+		if item := r.items[r.order[end].key]; keep == nil || keep(item) {
+			items = append(items, item)
+		}
 	}
 	if end == len(r.order) {
 		return items, "", nil
@@ -140,4 +143,38 @@ func decodeCursor(kind, cursor string) (last uint64, ok bool) {
 	}
 	last, err = strconv.ParseUint(text, 10, 64)
 	return last, err == nil && last < math.MaxUint64 // a page starts at last+1
+}
+
+// listPage serves one page of a list method: the page of reg that the
+// request's cursor names, without the items keep rejects (nil keeps all),
+// each item as the result lists it, in the result that result builds.
+func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, keep func(T) bool, item func(T) R, result func(items []R, next string) any) (any, error) {
+	var p listParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	page, next, err := reg.page(kind, p.Cursor, s.cfg.server.pageSize, keep)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]R, len(page))
+	for i, x := range page {
+		items[i] = item(x)
+	}
+	return result(items, next), nil
+}
+
+// hiddenTools returns what says which tools the request's client may not
+// see, or nil when it may see them all: the app-only tools of MCP Apps are
+// hidden from a client that did not declare the extension (AddAppView).
+func (s *Server) hiddenTools(info *RequestInfo) func(*Tool) bool {
+	s.mu.RLock()
+	hide := s.appOnlyHidden
+	s.mu.RUnlock()
+	if hide == nil {
+		return nil
+	}
+	return hide(info)
 }

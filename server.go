@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -146,6 +145,11 @@ type Server struct {
 	// offersTasks: a tool that may run as a task was registered.
 	offersTasks bool
 	preflights  map[string]TaskPreflight
+	// offersApps: an MCP Apps view was registered (AddAppView), which
+	// also set appOnlyHidden: for a request, what says which tools its
+	// client may not see (nil: all of them).
+	offersApps    bool
+	appOnlyHidden func(*RequestInfo) func(*Tool) bool
 
 	tasks     taskTable     // the tasks running here
 	store     TaskStore     // every task, running or ended, until its TTL
@@ -264,11 +268,10 @@ func (s *Server) capabilities(version string) ServerCapabilities {
 		caps.Tasks = json.RawMessage(legacyTasksCapability)
 	}
 	if s.offersTasks && isModernVersion(version) {
-		caps.Extensions = maps.Clone(caps.Extensions)
-		if caps.Extensions == nil {
-			caps.Extensions = make(map[string]json.RawMessage, 1)
-		}
-		caps.Extensions[TasksExtension] = json.RawMessage("{}")
+		caps.addExtension(TasksExtension)
+	}
+	if s.offersApps {
+		caps.addExtension(AppsExtension)
 	}
 	return caps
 }
@@ -658,7 +661,7 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 	case req.method == "logging/setLevel":
 		return ss.setLoggingLevel(req.params)
 	case req.method == "tools/list" && tools:
-		return s.listTools(req.params)
+		return s.listTools(req.params, info)
 	case req.method == "tools/call" && tools:
 		return s.callTool(ctx, req.params, info)
 	case req.method == "resources/list" && resources:
@@ -681,27 +684,6 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 		return s.listen(ctx, info)
 	}
 	return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method}
-}
-
-// listPage serves one page of a list method: the page of reg that the
-// request's cursor names, each item as the result lists it, in the result
-// that result builds.
-func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, item func(T) R, result func(items []R, next string) any) (any, error) {
-	var p listParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	page, next, err := reg.page(kind, p.Cursor, s.cfg.server.pageSize)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]R, len(page))
-	for i, x := range page {
-		items[i] = item(x)
-	}
-	return result(items, next), nil
 }
 
 // cacheHintMembers returns the `"ttlMs":…,"cacheScope":…` members.

@@ -62,8 +62,12 @@ func (s *Server) RemoveTools(names ...string) {
 	unregister(s, &s.tools, "tools", names)
 }
 
-func (s *Server) listTools(params json.RawMessage) (any, error) {
-	return listPage(s, &s.tools, "tools", params, func(st *serverTool) *Tool { return st.tool },
+func (s *Server) listTools(params json.RawMessage, info *RequestInfo) (any, error) {
+	var keep func(*serverTool) bool
+	if hidden := s.hiddenTools(info); hidden != nil {
+		keep = func(st *serverTool) bool { return !hidden(st.tool) }
+	}
+	return listPage(s, &s.tools, "tools", params, keep, func(st *serverTool) *Tool { return st.tool },
 		func(items []*Tool, next string) any { return &ListToolsResult{Tools: items, NextCursor: next} })
 }
 
@@ -121,6 +125,7 @@ func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall,
 	var st *serverTool
 	if name != nil {
 		s.mu.RLock()
+		appOnlyHidden := s.appOnlyHidden
 		if bytes.IndexByte(name, '\\') < 0 {
 			// The registered name, so that a call allocates none.
 			st = s.tools.items[string(name[1:len(name)-1])]
@@ -134,6 +139,11 @@ func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall,
 		s.mu.RUnlock()
 		if st == nil && p.Name == "" {
 			p.Name = methodName(name)
+		}
+		if st != nil && appOnlyHidden != nil {
+			if hidden := appOnlyHidden(info); hidden != nil && hidden(st.tool) {
+				st = nil // unknown to this client, as tools/list says
+			}
 		}
 	}
 	if st == nil {
