@@ -29,8 +29,9 @@ var budgetedPackages = []string{"net/http", "crypto/tls", "crypto/x509", "crypto
 
 // optionalRooms are the files of the capabilities a stdio server without
 // options must not link: HTTP and SSE, OAuth and verifiers, tasks, the
-// shared-state stores, the many-instance wing (cluster_) and CORS.
-var optionalRooms = []string{"http_", "transport_http", "transport_sse", "sse.go", "auth_", "tasks", "task_store", "eventstore", "cluster_"}
+// shared-state stores, the many-instance wing (cluster_), CORS and MCP
+// Apps (apps).
+var optionalRooms = []string{"http_", "transport_http", "transport_sse", "sse.go", "auth_", "tasks", "task_store", "eventstore", "cluster_", "apps"}
 
 // stdioServerMaxBytes is the quick-start server's size ceiling, a guard
 // against a capability leaking back into every binary (bench/RESULTS.md has

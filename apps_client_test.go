@@ -1,0 +1,152 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestToolAppViewAndVisibility(t *testing.T) {
+	t.Parallel()
+	decode := func(s string) *Tool {
+		var tool Tool
+		if err := json.Unmarshal([]byte(s), &tool); err != nil {
+			t.Fatal(err)
+		}
+		return &tool
+	}
+	cases := []struct {
+		tool       *Tool
+		view       string
+		visibility []string
+	}{
+		{decode(`{"name":"a","_meta":{"ui":{"resourceUri":"ui://a/v","visibility":["app"]}}}`), "ui://a/v", []string{"app"}},
+		{decode(`{"name":"b","_meta":{"ui/resourceUri":"ui://b/v"}}`), "ui://b/v", []string{"model", "app"}},
+		{decode(`{"name":"c","_meta":{"ui":{"resourceUri":"ui://c/new"},"ui/resourceUri":"ui://c/old"}}`), "ui://c/new", []string{"model", "app"}},
+		{decode(`{"name":"d"}`), "", []string{"model", "app"}},
+		{decode(`{"name":"e","_meta":{"ui":"nonsense"}}`), "", []string{"model", "app"}},
+		{&Tool{Name: "f", Meta: Meta{"ui": toolUIMeta{ResourceURI: "ui://f/v", Visibility: []string{"model"}}}}, "ui://f/v", []string{"model"}},
+	}
+	for _, tc := range cases {
+		if got := ToolAppView(tc.tool); got != tc.view {
+			t.Errorf("%s: view %q, want %q", tc.tool.Name, got, tc.view)
+		}
+		if got := ToolAppVisibility(tc.tool); !slices.Equal(got, tc.visibility) {
+			t.Errorf("%s: visibility %q, want %q", tc.tool.Name, got, tc.visibility)
+		}
+	}
+}
+
+func TestAppCSPHeader(t *testing.T) {
+	t.Parallel()
+	if got, _ := AppCSPHeader(nil); got != appDefaultCSP || !strings.Contains(got, "connect-src 'none'") {
+		t.Errorf("default: %q", got)
+	}
+	got, err := AppCSPHeader(&AppCSP{
+		ConnectDomains:  []string{"https://api.example.com", "wss://rt.example.com:8443"},
+		ResourceDomains: []string{"https://*.cdn.example"},
+	})
+	want := "default-src 'none'; script-src 'self' 'unsafe-inline' https://*.cdn.example; style-src 'self' 'unsafe-inline' https://*.cdn.example; " +
+		"img-src 'self' data: https://*.cdn.example; font-src 'self' https://*.cdn.example; media-src 'self' data: https://*.cdn.example; " +
+		"connect-src https://api.example.com wss://rt.example.com:8443; frame-src 'none'; object-src 'none'; base-uri 'self'"
+	if err != nil || got != want {
+		t.Errorf("declared:\n got %q, %v\nwant %q", got, err, want)
+	}
+	if got, _ := AppCSPHeader(&AppCSP{}); !strings.Contains(got, "connect-src 'none'") || !strings.Contains(got, "frame-src 'none'") {
+		t.Errorf("empty lists: %q", got)
+	}
+	for _, bad := range []string{
+		"*", "https:", "'unsafe-eval'", "https://a.example 'unsafe-eval'", "https://a.example;script-src *",
+		"https://a.example,https://b.example", "https://a.example/path", "javascript://x", "https://a.*.example",
+		"https://a.example:port", "https://", "https://a\".example", "data:", "https://a..example",
+	} {
+		if _, err := AppCSPHeader(&AppCSP{ResourceDomains: []string{bad}}); err == nil {
+			t.Errorf("origin %q accepted", bad)
+		}
+	}
+	if _, err := AppCSPHeader(&AppCSP{ConnectDomains: make([]string, maxCSPOrigins+1)}); err == nil {
+		t.Error("too many origins accepted")
+	}
+}
+
+func TestAppAllowAttribute(t *testing.T) {
+	t.Parallel()
+	if got := AppAllowAttribute(nil); got != "" {
+		t.Errorf("nil: %q", got)
+	}
+	p := &AppPermissions{Camera: &struct{}{}, ClipboardWrite: &struct{}{}}
+	if got := AppAllowAttribute(p); got != "camera; clipboard-write" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestAppViewFromContents(t *testing.T) {
+	t.Parallel()
+	const uri = "ui://x/v"
+	html := "<!DOCTYPE html><p>hi</p>"
+	meta := Meta{"ui": map[string]any{
+		"csp":         map[string]any{"connectDomains": []any{"https://api.example"}},
+		"permissions": map[string]any{"geolocation": map[string]any{}},
+		"domain":      "x.example", "prefersBorder": false,
+	}}
+	v, err := appViewFromContents(uri, []ResourceContents{{URI: uri, MIMEType: AppMIMEType, Blob: base64.StdEncoding.EncodeToString([]byte(html)), Meta: meta}}, 1024)
+	if err != nil || string(v.HTML) != html || v.CSP == nil || v.CSP.ConnectDomains[0] != "https://api.example" ||
+		v.Permissions.Geolocation == nil || v.Domain != "x.example" || v.PrefersBorder == nil || *v.PrefersBorder {
+		t.Fatalf("blob view: %+v, %v", v, err)
+	}
+	for _, tc := range []struct {
+		contents []ResourceContents
+		want     string
+	}{
+		{nil, "no contents"},
+		{[]ResourceContents{{URI: "ui://other", MIMEType: AppMIMEType, Text: html}}, "no contents"},
+		{[]ResourceContents{{URI: uri, MIMEType: "text/html", Text: html}}, `MIME type "text/html"`},
+		{[]ResourceContents{{URI: uri, MIMEType: AppMIMEType + ";charset=utf-8", Text: html}}, "MIME type"},
+		{[]ResourceContents{{URI: uri, MIMEType: AppMIMEType, Text: strings.Repeat("x", 1025)}}, "larger than the limit of 1024 bytes"},
+		{[]ResourceContents{{URI: uri, MIMEType: AppMIMEType, Blob: base64.StdEncoding.EncodeToString(make([]byte, 2000))}}, "larger than the limit"},
+		{[]ResourceContents{{URI: uri, MIMEType: AppMIMEType, Blob: "!!!"}}, "not base64"},
+		{[]ResourceContents{{URI: uri, MIMEType: AppMIMEType}}, "no HTML"},
+		{[]ResourceContents{{URI: uri, MIMEType: AppMIMEType, Text: html, Meta: Meta{"ui": map[string]any{"csp": "all"}}}}, "_meta.ui"},
+		{[]ResourceContents{{URI: uri, MIMEType: AppMIMEType, Text: html, Meta: Meta{"ui": map[string]any{"csp": map[string]any{"connectDomains": []any{"*"}}}}}}, `csp.connectDomains: origin "*"`},
+	} {
+		if _, err := appViewFromContents(uri, tc.contents, 1024); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error with %q", tc.contents, err, tc.want)
+		}
+	}
+}
+
+// TestReadAppView reads a view over a connection, and sees the client
+// declare the extension with WithApps.
+func TestReadAppView(t *testing.T) {
+	t.Parallel()
+	srv, _ := newAppTestServer(t)
+	var declared bool
+	srv.AddTool(Tool{Name: "caps", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+			declared = req.Gateway().SupportsExtension(AppsExtension)
+			return &CallToolResult{}, nil
+		})
+	c := connectAppTestClient(t, srv)
+	v, err := c.ReadAppView(t.Context(), "ui://test/view")
+	if err != nil || string(v.HTML) != appTestViewHTML || v.CSP != nil {
+		t.Fatalf("view: %v", err)
+	}
+	if _, err := c.ReadAppView(t.Context(), "https://x/v"); err == nil || !strings.Contains(err.Error(), "not a ui:// URI") {
+		t.Errorf("https URI: %v", err)
+	}
+	if _, err := c.ReadAppView(t.Context(), "ui://test/none"); err == nil {
+		t.Error("a missing view was read")
+	}
+	if _, err := c.CallTool(t.Context(), "caps", nil); err != nil {
+		t.Fatal(err)
+	}
+	if !declared {
+		t.Error("the server does not see the extension declared")
+	}
+	if got, want := string(c.cfg.extensions[AppsExtension]), `{"mimeTypes":["text/html;profile=mcp-app"]}`; got != want {
+		t.Errorf("settings %s, want %s", got, want)
+	}
+}
