@@ -207,7 +207,7 @@ func checkPNG(t *testing.T, path string) {
 // app-only tool reaches our server.
 func TestAppsBrowserBridgeShowsGoView(t *testing.T) {
 	browserTooling(t)
-	srv, counted := newAppTestServer(t)
+	srv, counted := newAppHostTestServer(t)
 	ts := httptest.NewServer(NewHTTPHandler(srv))
 	defer ts.Close()
 	shot := screenshotPath(t, "bridge-view.png")
@@ -232,8 +232,8 @@ func TestAppsBrowserBridgeShowsGoView(t *testing.T) {
 // good view afterwards.
 func TestAppsBrowserHostRefusesBadViews(t *testing.T) {
 	browserTooling(t)
-	srv, counted := newAppTestServer(t)
-	c := connectAppTestClient(t, srv, WithMaxAppViewSize(64<<10))
+	srv, counted := newAppHostTestServer(t)
+	c := connectAppHostClient(t, srv, WithMaxAppViewSize(64<<10))
 	host := httptest.NewServer(NewAppHost(c))
 	defer host.Close()
 	page := func(tool string, args any) string {
@@ -265,8 +265,8 @@ func TestAppsBrowserHostRefusesBadViews(t *testing.T) {
 	checkPNG(t, shot)
 }
 
-// connectAppTestClient connects a client with opts to srv in memory.
-func connectAppTestClient(t *testing.T, srv *Server, opts ...ClientOption) *Client {
+// connectAppHostClient connects a client with opts to srv in memory.
+func connectAppHostClient(t *testing.T, srv *Server, opts ...ClientOption) *Client {
 	t.Helper()
 	ct, st := NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())

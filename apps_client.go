@@ -3,20 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
-)
-
-// DefaultMaxAppViewSize bounds the HTML of a view that ReadAppView accepts;
-// see [WithMaxAppViewSize].
-const DefaultMaxAppViewSize = 2 << 20
-
-// Who may call a tool, as a tool's _meta.ui.visibility names them: the
-// model (the agent) or the app (a view of the same server). Both sides.
-const (
-	AppVisibleToModel = "model"
-	AppVisibleToApp   = "app"
 )
 
 // WithApps declares that the client hosts MCP Apps views: it puts
@@ -25,12 +13,12 @@ const (
 // which a server may check before it offers tools with views.
 // It configures a client (NewClient).
 func WithApps() ClientOption {
-	return WithExtension(AppsExtension, map[string][]string{"mimeTypes": {AppMIMEType}})
+	return WithExtension(AppsExtension, AppsSettings{MIMETypes: []string{AppMIMEType}})
 }
 
 // WithMaxAppViewSize bounds the size of a view's HTML (after base64
-// decoding) that [Client.ReadAppView] accepts (default
-// DefaultMaxAppViewSize).
+// decoding) that [Client.ReadAppView] accepts (default MaxAppViewBytes,
+// the most a server registers).
 // It configures a client (NewClient).
 func WithMaxAppViewSize(n int) ClientOption {
 	return clientOption(func(c *config) {
@@ -40,85 +28,19 @@ func WithMaxAppViewSize(n int) ClientOption {
 	})
 }
 
-// toolUIMeta is a tool's _meta.ui.
-type toolUIMeta struct {
-	ResourceURI string   `json:"resourceUri,omitempty"`
-	Visibility  []string `json:"visibility,omitempty"`
-}
-
-// toolUI reads a tool's _meta.ui, whatever Go value holds it (a decoded
-// tool has a map; a tool built in Go may have a struct).
-func toolUI(t *Tool) toolUIMeta {
-	var m toolUIMeta
-	if t == nil || t.Meta == nil {
-		return m
-	}
-	if v, ok := t.Meta["ui"]; ok && v != nil {
-		if raw, err := json.Marshal(v); err == nil {
-			if json.Unmarshal(raw, &m) != nil {
-				m = toolUIMeta{}
-			}
-		}
-	}
-	if m.ResourceURI == "" {
-		if s, ok := t.Meta["ui/resourceUri"].(string); ok {
-			m.ResourceURI = s
-		}
-	}
-	return m
-}
-
-// ToolAppView returns the ui:// URI of the view a tool declares in
-// _meta.ui.resourceUri, or in the deprecated flat _meta["ui/resourceUri"];
-// "" when it declares none. Client side.
-func ToolAppView(t *Tool) string { return toolUI(t).ResourceURI }
-
-// ToolAppVisibility returns who may call a tool (AppVisibleToModel,
-// AppVisibleToApp), from its _meta.ui.visibility; both when it says
-// nothing. A host lists for the model only the tools visible to the model,
-// and lets a view call only those visible to the app. Client side.
-func ToolAppVisibility(t *Tool) []string {
-	if v := toolUI(t).Visibility; v != nil {
-		return v
-	}
-	return []string{AppVisibleToModel, AppVisibleToApp}
-}
-
-// toolVisibleTo reports whether who is among the tool's visibility.
-func toolVisibleTo(t *Tool, who string) bool {
-	for _, v := range ToolAppVisibility(t) {
-		if v == who {
-			return true
-		}
-	}
-	return false
+// toolVisibleTo reports whether the tool's visibility includes who.
+func toolVisibleTo(t *Tool, who AppVisibility) bool {
+	m, _ := ToolAppMeta(t)
+	return m.Visibility.Includes(who)
 }
 
 // AppViewContent is a view read with [Client.ReadAppView]: its HTML and the
-// _meta.ui its server declared with it. Client side.
+// _meta.ui its server sent with it (the CSP, permissions, domain and border
+// the host builds the view's sandbox from). Client side.
 type AppViewContent struct {
 	URI  string
 	HTML []byte
-	// CSP lists the origins the view may reach; nil when the server
-	// declared none, and then the restrictive default applies (see
-	// AppCSPHeader).
-	CSP *AppCSP
-	// Permissions are the browser permissions the view asks for; a host
-	// may grant them with the iframe's allow attribute (AppAllowAttribute).
-	Permissions *AppPermissions
-	// Domain is the dedicated origin the server asks for; its format is
-	// the host's to define.
-	Domain string
-	// PrefersBorder is nil when the server leaves the border to the host.
-	PrefersBorder *bool
-}
-
-// appViewMeta is a view's _meta.ui.
-type appViewMeta struct {
-	CSP           *AppCSP         `json:"csp,omitempty"`
-	Permissions   *AppPermissions `json:"permissions,omitempty"`
-	Domain        string          `json:"domain,omitempty"`
-	PrefersBorder *bool           `json:"prefersBorder,omitempty"`
+	Meta AppViewMeta
 }
 
 // ReadAppView reads the view at uri with resources/read and checks it as
@@ -136,7 +58,7 @@ func (c *Client) ReadAppView(ctx context.Context, uri string, opts ...CallOption
 	}
 	limit := c.cfg.client.maxAppView
 	if limit <= 0 {
-		limit = DefaultMaxAppViewSize
+		limit = MaxAppViewBytes
 	}
 	return appViewFromContents(uri, res.Contents, limit)
 }
@@ -182,22 +104,14 @@ func appViewFromContents(uri string, contents []ResourceContents, limit int) (*A
 	if len(html) == 0 {
 		return fail("no HTML")
 	}
-	v := &AppViewContent{URI: uri, HTML: html}
-	if ui, ok := rc.Meta["ui"]; ok && ui != nil {
-		raw, err := json.Marshal(ui)
-		if err != nil {
-			return fail("_meta.ui: %v", err)
-		}
-		var m appViewMeta
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return fail("_meta.ui: %v", err)
-		}
-		if _, err := AppCSPHeader(m.CSP); err != nil {
-			return fail("%v", err)
-		}
-		v.CSP, v.Permissions, v.Domain, v.PrefersBorder = m.CSP, m.Permissions, m.Domain, m.PrefersBorder
+	m, ok := ResourceAppMeta(rc)
+	if !ok && rc.Meta["ui"] != nil {
+		return fail("_meta.ui is not the metadata of a view")
 	}
-	return v, nil
+	if _, err := AppCSPHeader(m.CSP); err != nil {
+		return fail("%v", err)
+	}
+	return &AppViewContent{URI: uri, HTML: html, Meta: m}, nil
 }
 
 // appDefaultCSP is the policy of a view that declares no CSP: the
@@ -211,14 +125,14 @@ const maxCSPOrigins = 64
 
 // AppCSPHeader returns the Content-Security-Policy a host serves a view
 // with, built from the view's declared CSP as the MCP Apps extension says:
-// the restrictive default when csp is nil, and otherwise only the declared
+// the restrictive default when csp declares nothing, and otherwise only the declared
 // origins beside the view's own inline code ('self', 'unsafe-inline'),
 // nothing for an empty list ('none'; 'self' for base-uri). It never
 // loosens: each entry must be an origin (http, https, ws or wss; a host
 // with an optional "*." subdomain wildcard and port), and one with quotes,
 // semicolons, commas, whitespace or a path is an error. Client side.
-func AppCSPHeader(csp *AppCSP) (string, error) {
-	if csp == nil {
+func AppCSPHeader(csp AppCSP) (string, error) {
+	if len(csp.ConnectDomains)+len(csp.ResourceDomains)+len(csp.FrameDomains)+len(csp.BaseURIDomains) == 0 {
 		return appDefaultCSP, nil
 	}
 	lists := []struct {
@@ -306,17 +220,14 @@ func checkCSPOrigin(o string) error {
 // the permissions it asks for ("camera; microphone; geolocation;
 // clipboard-write" at most), "" for none. A host may grant fewer. Client
 // side.
-func AppAllowAttribute(p *AppPermissions) string {
-	if p == nil {
-		return ""
-	}
+func AppAllowAttribute(p AppPermissions) string {
 	var allow []string
 	for _, f := range []struct {
 		on   bool
 		name string
 	}{
-		{p.Camera != nil, "camera"}, {p.Microphone != nil, "microphone"},
-		{p.Geolocation != nil, "geolocation"}, {p.ClipboardWrite != nil, "clipboard-write"},
+		{p.Camera, "camera"}, {p.Microphone, "microphone"},
+		{p.Geolocation, "geolocation"}, {p.ClipboardWrite, "clipboard-write"},
 	} {
 		if f.on {
 			allow = append(allow, f.name)

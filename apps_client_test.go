@@ -4,48 +4,16 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
 )
 
-func TestToolAppViewAndVisibility(t *testing.T) {
-	t.Parallel()
-	decode := func(s string) *Tool {
-		var tool Tool
-		if err := json.Unmarshal([]byte(s), &tool); err != nil {
-			t.Fatal(err)
-		}
-		return &tool
-	}
-	cases := []struct {
-		tool       *Tool
-		view       string
-		visibility []string
-	}{
-		{decode(`{"name":"a","_meta":{"ui":{"resourceUri":"ui://a/v","visibility":["app"]}}}`), "ui://a/v", []string{"app"}},
-		{decode(`{"name":"b","_meta":{"ui/resourceUri":"ui://b/v"}}`), "ui://b/v", []string{"model", "app"}},
-		{decode(`{"name":"c","_meta":{"ui":{"resourceUri":"ui://c/new"},"ui/resourceUri":"ui://c/old"}}`), "ui://c/new", []string{"model", "app"}},
-		{decode(`{"name":"d"}`), "", []string{"model", "app"}},
-		{decode(`{"name":"e","_meta":{"ui":"nonsense"}}`), "", []string{"model", "app"}},
-		{&Tool{Name: "f", Meta: Meta{"ui": toolUIMeta{ResourceURI: "ui://f/v", Visibility: []string{"model"}}}}, "ui://f/v", []string{"model"}},
-	}
-	for _, tc := range cases {
-		if got := ToolAppView(tc.tool); got != tc.view {
-			t.Errorf("%s: view %q, want %q", tc.tool.Name, got, tc.view)
-		}
-		if got := ToolAppVisibility(tc.tool); !slices.Equal(got, tc.visibility) {
-			t.Errorf("%s: visibility %q, want %q", tc.tool.Name, got, tc.visibility)
-		}
-	}
-}
-
 func TestAppCSPHeader(t *testing.T) {
 	t.Parallel()
-	if got, _ := AppCSPHeader(nil); got != appDefaultCSP || !strings.Contains(got, "connect-src 'none'") {
+	if got, _ := AppCSPHeader(AppCSP{}); got != appDefaultCSP || !strings.Contains(got, "connect-src 'none'") {
 		t.Errorf("default: %q", got)
 	}
-	got, err := AppCSPHeader(&AppCSP{
+	got, err := AppCSPHeader(AppCSP{
 		ConnectDomains:  []string{"https://api.example.com", "wss://rt.example.com:8443"},
 		ResourceDomains: []string{"https://*.cdn.example"},
 	})
@@ -55,29 +23,30 @@ func TestAppCSPHeader(t *testing.T) {
 	if err != nil || got != want {
 		t.Errorf("declared:\n got %q, %v\nwant %q", got, err, want)
 	}
-	if got, _ := AppCSPHeader(&AppCSP{}); !strings.Contains(got, "connect-src 'none'") || !strings.Contains(got, "frame-src 'none'") {
-		t.Errorf("empty lists: %q", got)
+	if got, _ := AppCSPHeader(AppCSP{FrameDomains: []string{"https://player.example"}}); !strings.Contains(got, "connect-src 'none'") ||
+		!strings.Contains(got, "frame-src https://player.example;") || !strings.Contains(got, "base-uri 'self'") {
+		t.Errorf("frames only: %q", got)
 	}
 	for _, bad := range []string{
 		"*", "https:", "'unsafe-eval'", "https://a.example 'unsafe-eval'", "https://a.example;script-src *",
 		"https://a.example,https://b.example", "https://a.example/path", "javascript://x", "https://a.*.example",
 		"https://a.example:port", "https://", "https://a\".example", "data:", "https://a..example",
 	} {
-		if _, err := AppCSPHeader(&AppCSP{ResourceDomains: []string{bad}}); err == nil {
+		if _, err := AppCSPHeader(AppCSP{ResourceDomains: []string{bad}}); err == nil {
 			t.Errorf("origin %q accepted", bad)
 		}
 	}
-	if _, err := AppCSPHeader(&AppCSP{ConnectDomains: make([]string, maxCSPOrigins+1)}); err == nil {
+	if _, err := AppCSPHeader(AppCSP{ConnectDomains: make([]string, maxCSPOrigins+1)}); err == nil {
 		t.Error("too many origins accepted")
 	}
 }
 
 func TestAppAllowAttribute(t *testing.T) {
 	t.Parallel()
-	if got := AppAllowAttribute(nil); got != "" {
-		t.Errorf("nil: %q", got)
+	if got := AppAllowAttribute(AppPermissions{}); got != "" {
+		t.Errorf("none: %q", got)
 	}
-	p := &AppPermissions{Camera: &struct{}{}, ClipboardWrite: &struct{}{}}
+	p := AppPermissions{Camera: true, ClipboardWrite: true}
 	if got := AppAllowAttribute(p); got != "camera; clipboard-write" {
 		t.Errorf("got %q", got)
 	}
@@ -93,8 +62,8 @@ func TestAppViewFromContents(t *testing.T) {
 		"domain":      "x.example", "prefersBorder": false,
 	}}
 	v, err := appViewFromContents(uri, []ResourceContents{{URI: uri, MIMEType: AppMIMEType, Blob: base64.StdEncoding.EncodeToString([]byte(html)), Meta: meta}}, 1024)
-	if err != nil || string(v.HTML) != html || v.CSP == nil || v.CSP.ConnectDomains[0] != "https://api.example" ||
-		v.Permissions.Geolocation == nil || v.Domain != "x.example" || v.PrefersBorder == nil || *v.PrefersBorder {
+	if err != nil || string(v.HTML) != html || len(v.Meta.CSP.ConnectDomains) != 1 || v.Meta.CSP.ConnectDomains[0] != "https://api.example" ||
+		!v.Meta.Permissions.Geolocation || v.Meta.Domain != "x.example" || v.Meta.PrefersBorder == nil || *v.Meta.PrefersBorder {
 		t.Fatalf("blob view: %+v, %v", v, err)
 	}
 	for _, tc := range []struct {
@@ -122,16 +91,16 @@ func TestAppViewFromContents(t *testing.T) {
 // declare the extension with WithApps.
 func TestReadAppView(t *testing.T) {
 	t.Parallel()
-	srv, _ := newAppTestServer(t)
+	srv, _ := newAppHostTestServer(t)
 	var declared bool
 	srv.AddTool(Tool{Name: "caps", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 			declared = req.Gateway().SupportsExtension(AppsExtension)
 			return &CallToolResult{}, nil
 		})
-	c := connectAppTestClient(t, srv)
+	c := connectAppHostClient(t, srv)
 	v, err := c.ReadAppView(t.Context(), "ui://test/view")
-	if err != nil || string(v.HTML) != appTestViewHTML || v.CSP != nil {
+	if err != nil || string(v.HTML) != appTestViewHTML || len(v.Meta.CSP.ResourceDomains) != 0 {
 		t.Fatalf("view: %v", err)
 	}
 	if _, err := c.ReadAppView(t.Context(), "https://x/v"); err == nil || !strings.Contains(err.Error(), "not a ui:// URI") {

@@ -174,7 +174,8 @@ func (h *appHost) viewOf(ctx context.Context, name string) (*Tool, *AppViewConte
 	if err != nil {
 		return nil, nil, err
 	}
-	uri := ToolAppView(t)
+	m, _ := ToolAppMeta(t)
+	uri := m.ResourceURI
 	if uri == "" {
 		return nil, nil, fmt.Errorf("tool %q has no view", name)
 	}
@@ -193,8 +194,8 @@ func (h *appHost) serveIndex(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "listing the tools: "+err.Error(), http.StatusBadGateway)
 			return
 		}
-		if uri := ToolAppView(t); uri != "" && toolVisibleTo(t, AppVisibleToModel) {
-			tools = append(tools, entry{t.Name, t.Title, t.Description, uri})
+		if m, _ := ToolAppMeta(t); m.ResourceURI != "" && m.Visibility.Includes(AppVisibleToModel) {
+			tools = append(tools, entry{t.Name, t.Title, t.Description, m.ResourceURI})
 		}
 	}
 	setPageHeaders(w)
@@ -236,7 +237,7 @@ func (h *appHost) servePage(w http.ResponseWriter, r *http.Request) {
 	page.Execute(w, map[string]any{
 		"Tool": name, "Title": t.Title, "Config": cfg,
 		"ViewURL": "view?" + url.Values{"tool": {name}}.Encode(),
-		"Allow":   AppAllowAttribute(v.Permissions), "Border": v.PrefersBorder == nil || *v.PrefersBorder,
+		"Allow":   AppAllowAttribute(v.Meta.Permissions), "Border": v.Meta.PrefersBorder == nil || *v.Meta.PrefersBorder,
 	})
 }
 
@@ -256,7 +257,7 @@ func (h *appHost) serveView(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	csp, _ := AppCSPHeader(v.CSP) // checked by ReadAppView
+	csp, _ := AppCSPHeader(v.Meta.CSP) // checked by ReadAppView
 	h.log.Debug("app view served", "tool", name, "uri", v.URI, "csp", csp)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", csp+"; sandbox allow-scripts")

@@ -77,38 +77,43 @@ request("ui/initialize", { appInfo: { name: "go-test-view", version: "1.0.0" }, 
 </script></body></html>
 `
 
-// newAppTestServer returns a server with a view and tools of every
+// newAppHostTestServer returns a server with a view and tools of every
 // visibility, and the count of the app-only tool's calls.
-func newAppTestServer(t *testing.T) (*Server, *atomic.Int64) {
+func newAppHostTestServer(t *testing.T) (*Server, *atomic.Int64) {
 	t.Helper()
 	srv := NewServer(Implementation{Name: "apps-test-server", Version: "1.0.0"})
 	counted := new(atomic.Int64)
-	view := func(uri, mime, html string) {
-		srv.AddResource(Resource{URI: uri, Name: uri, MIMEType: mime},
-			func(ctx context.Context, req *ReadResourceRequest) (*ReadResourceResult, error) {
-				return &ReadResourceResult{Contents: []ResourceContents{{URI: uri, MIMEType: mime, Text: html}}}, nil
-			})
+	addView := func(uri, html string) {
+		if err := srv.AddAppView(AppView{URI: uri, Name: uri, HTML: html}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	view("ui://test/view", AppMIMEType, appTestViewHTML)
-	view("ui://test/wrongmime", "text/html", appTestViewHTML)
-	view("ui://test/huge", AppMIMEType, appTestViewHTML+strings.Repeat("<!-- padding -->", 100<<10/16))
+	addView("ui://test/view", appTestViewHTML)
+	addView("ui://test/huge", appTestViewHTML+strings.Repeat("<!-- padding -->", 100<<10/16))
+	// A view of the wrong MIME type, which AddAppView would not make.
+	srv.AddResource(Resource{URI: "ui://test/wrongmime", Name: "wrongmime", MIMEType: "text/html"},
+		func(ctx context.Context, req *ReadResourceRequest) (*ReadResourceResult, error) {
+			return &ReadResourceResult{Contents: []ResourceContents{{URI: "ui://test/wrongmime", MIMEType: "text/html", Text: appTestViewHTML}}}, nil
+		})
 	object := json.RawMessage(`{"type":"object"}`)
-	tool := func(name string, meta Meta, h func(args json.RawMessage) string) {
-		srv.AddTool(Tool{Name: name, InputSchema: object, Meta: meta},
-			func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
-				return &CallToolResult{Content: []Content{TextContent(h(req.Params.Arguments))}}, nil
-			})
+	tool := func(t Tool, h func(args json.RawMessage) string) {
+		t.InputSchema = object
+		srv.AddTool(t, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+			return &CallToolResult{Content: []Content{TextContent(h(req.Params.Arguments))}}, nil
+		})
 	}
-	tool("show", Meta{"ui": map[string]any{"resourceUri": "ui://test/view"}}, func(args json.RawMessage) string {
+	tool(AppTool(Tool{Name: "show"}, "ui://test/view", 0), func(args json.RawMessage) string {
 		var a struct{ Name string }
 		json.Unmarshal(args, &a)
 		return "Hello, " + a.Name + "!"
 	})
-	tool("count", Meta{"ui": map[string]any{"resourceUri": "ui://test/view", "visibility": []string{"app"}}},
+	tool(AppTool(Tool{Name: "count"}, "ui://test/view", AppVisibleToApp),
 		func(json.RawMessage) string { return fmt.Sprintf("count %d", counted.Add(1)) })
-	tool("secret", Meta{"ui": map[string]any{"visibility": []string{"model"}}}, func(json.RawMessage) string { return "secret" })
-	tool("wrongmime", Meta{"ui/resourceUri": "ui://test/wrongmime"}, func(json.RawMessage) string { return "wrong" })
-	tool("huge", Meta{"ui": map[string]any{"resourceUri": "ui://test/huge"}}, func(json.RawMessage) string { return "huge" })
+	tool(AppTool(Tool{Name: "secret"}, "ui://test/view", AppVisibleToModel), func(json.RawMessage) string { return "secret" })
+	// The deprecated flat key names this one's view.
+	tool(Tool{Name: "wrongmime", Meta: Meta{"ui/resourceUri": "ui://test/wrongmime"}}, func(json.RawMessage) string { return "wrong" })
+	tool(AppTool(Tool{Name: "huge"}, "ui://test/huge", 0), func(json.RawMessage) string { return "huge" })
+	tool(Tool{Name: "plain"}, func(json.RawMessage) string { return "plain" })
 	return srv, counted
 }
 
@@ -132,8 +137,8 @@ func appHostPost(t *testing.T, base, endpoint, page, body string) (int, string) 
 // TestAppHostRPC: the host's answers to a view's messages, good and bad,
 // one after another on one host (which keeps working).
 func TestAppHostRPC(t *testing.T) {
-	srv, counted := newAppTestServer(t)
-	c := connectAppTestClient(t, srv)
+	srv, counted := newAppHostTestServer(t)
+	c := connectAppHostClient(t, srv)
 	host := httptest.NewServer(NewAppHost(c, WithAppMaxMessageSize(4096)))
 	defer host.Close()
 	cases := []struct {
@@ -180,8 +185,8 @@ func TestAppHostRPC(t *testing.T) {
 // TestAppHostRun: the host page's own call runs a tool visible to the
 // model, and no other; the endpoints take only the page's requests.
 func TestAppHostRun(t *testing.T) {
-	srv, _ := newAppTestServer(t)
-	c := connectAppTestClient(t, srv)
+	srv, _ := newAppHostTestServer(t)
+	c := connectAppHostClient(t, srv)
 	host := httptest.NewServer(NewAppHost(c))
 	defer host.Close()
 	if code, body := appHostPost(t, host.URL, "run", "p", `{"name":"Ed"}`); code != 200 || !strings.Contains(body, "Hello, Ed!") {
@@ -210,8 +215,8 @@ func TestAppHostRun(t *testing.T) {
 // TestAppHostPages: the index, a host page, the view with its CSP, and the
 // clear errors of views that are not valid.
 func TestAppHostPages(t *testing.T) {
-	srv, _ := newAppTestServer(t)
-	c := connectAppTestClient(t, srv, WithMaxAppViewSize(64<<10))
+	srv, _ := newAppHostTestServer(t)
+	c := connectAppHostClient(t, srv, WithMaxAppViewSize(64<<10))
 	host := httptest.NewServer(NewAppHost(c))
 	defer host.Close()
 	get := func(path string) (*http.Response, string) {
@@ -239,7 +244,8 @@ func TestAppHostPages(t *testing.T) {
 	for path, want := range map[string]string{
 		"/app?tool=wrongmime":        `MIME type &#34;text/html&#34;, want &#34;text/html;profile=mcp-app&#34;`,
 		"/app?tool=huge":             "larger than the limit of 65536 bytes",
-		"/app?tool=secret":           `tool &#34;secret&#34; has no view`,
+		"/app?tool=plain":            `tool &#34;plain&#34; has no view`,
+		"/app?tool=count":            `tool &#34;count&#34; is visible only to apps`,
 		"/app?tool=show&args=%5B%5D": "args must be a JSON object",
 	} {
 		if resp, body := get(path); resp.StatusCode < 400 || !strings.Contains(body, want) {
@@ -263,7 +269,7 @@ func TestAppHostInFlight(t *testing.T) {
 			<-release
 			return &CallToolResult{Content: []Content{TextContent("done")}}, nil
 		})
-	c := connectAppTestClient(t, srv)
+	c := connectAppHostClient(t, srv)
 	host := httptest.NewServer(NewAppHost(c, WithAppMaxInFlight(2)))
 	defer host.Close()
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`

@@ -98,7 +98,7 @@ func FuzzPeerNumbers(f *testing.F) {
 		}
 		for _, text := range []string{s, strconv.FormatUint(uint64(n), 10)} {
 			cursor := base64.RawURLEncoding.EncodeToString([]byte("tools:" + text))
-			items, next, err := reg.page("tools", cursor, 2)
+			items, next, err := reg.page("tools", cursor, 2, nil)
 			if err == nil && (len(items) > 2 || (next != "" && len(items) == 0)) {
 				t.Fatalf("cursor %q: %v, next %q", text, items, next)
 			}
@@ -106,7 +106,7 @@ func FuzzPeerNumbers(f *testing.F) {
 				t.Fatalf("cursor %q, past every item, gave %v", text, items) // last+1 overflowed
 			}
 		}
-		if items, _, err := reg.page("tools", s, 2); err == nil && len(items) > 2 {
+		if items, _, err := reg.page("tools", s, 2, nil); err == nil && len(items) > 2 {
 			t.Fatalf("cursor %q: %v", s, items)
 		}
 		if _, _, err := NewMemoryTaskStore(10, 1<<20).List(t.Context(), "o", s, 10); err != nil && s == "" {

@@ -112,10 +112,11 @@ func unregister[T any](s *Server, reg *registry[T], feature string, keys []strin
 
 // page returns up to size items after the position cursor names, and the
 // cursor of the next page ("" after the last). A cursor holds the list's
-// kind and the sequence number of the last item it returned, so a page
+// kind and the sequence number of the last item it looked at, so a page
 // resumes at the right place however items were added or removed since:
-// nothing still listed is skipped or repeated.
-func (r *registry[T]) page(kind, cursor string, size int) ([]T, string, error) {
+// nothing still listed is skipped or repeated. Items keep rejects are left
+// out; a nil keep keeps all.
+func (r *registry[T]) page(kind, cursor string, size int, keep func(T) bool) ([]T, string, error) {
 	start := 0
 	if cursor != "" {
 		last, ok := decodeCursor(kind, cursor)
@@ -124,10 +125,12 @@ func (r *registry[T]) page(kind, cursor string, size int) ([]T, string, error) {
 		}
 		start, _ = slices.BinarySearchFunc(r.order, last+1, func(k registryKey, seq uint64) int { return cmp.Compare(k.seq, seq) })
 	}
-	end := min(start+size, len(r.order))
-	items := make([]T, 0, end-start)
-	for _, k := range r.order[start:end] {
-		items = append(items, r.items[k.key])
+	items := make([]T, 0, min(size, len(r.order)-start))
+	end := start
+	for ; end < len(r.order) && len(items) < size; end++ {
+		if item := r.items[r.order[end].key]; keep == nil || keep(item) {
+			items = append(items, item)
+		}
 	}
 	if end == len(r.order) {
 		return items, "", nil

@@ -106,12 +106,12 @@ func TestRegistryPagesSurviveChanges(t *testing.T) {
 		for _, k := range []string{"a", "b", "c", "d", "e"} {
 			r.add(k, k)
 		}
-		page, cursor, err := r.page("x", "", 2)
+		page, cursor, err := r.page("x", "", 2, nil)
 		if err != nil || !slices.Equal(page, []string{"a", "b"}) {
 			t.Fatalf("%s: first page %v %v", tt.name, page, err)
 		}
 		tt.change(&r)
-		page, _, err = r.page("x", cursor, 2)
+		page, _, err = r.page("x", cursor, 2, nil)
 		if err != nil || !slices.Equal(page, tt.want) {
 			t.Errorf("%s: second page %q %v, want %q", tt.name, page, err, tt.want)
 		}

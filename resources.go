@@ -75,14 +75,14 @@ func (s *Server) RemoveResourceTemplates(uriTemplates ...string) {
 }
 
 func (s *Server) listResources(params json.RawMessage) (any, error) {
-	return listPage(s, &s.resources, "resources", params, func(sr *serverResource) *Resource { return sr.resource },
+	return listPage(s, &s.resources, "resources", params, nil, func(sr *serverResource) *Resource { return sr.resource },
 		func(items []*Resource, next string) any {
 			return &ListResourcesResult{Resources: items, NextCursor: next}
 		})
 }
 
 func (s *Server) listResourceTemplates(params json.RawMessage) (any, error) {
-	return listPage(s, &s.templates, "templates", params, func(st *serverTemplate) *ResourceTemplate { return st.template },
+	return listPage(s, &s.templates, "templates", params, nil, func(st *serverTemplate) *ResourceTemplate { return st.template },
 		func(items []*ResourceTemplate, next string) any {
 			return &ListResourceTemplatesResult{ResourceTemplates: items, NextCursor: next}
 		})

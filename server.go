@@ -171,6 +171,11 @@ type Server struct {
 	// offersTasks: a tool that may run as a task was registered.
 	offersTasks bool
 	preflights  map[string]TaskPreflight
+	// offersApps: an MCP Apps view was registered (AddAppView), which
+	// also set appOnlyHidden: for a request, what says which tools its
+	// client may not see (nil: all of them).
+	offersApps    bool
+	appOnlyHidden func(*RequestInfo) func(*Tool) bool
 
 	tasks     taskTable     // the tasks running here
 	store     TaskStore     // every task, running or ended, until its TTL
@@ -342,13 +347,21 @@ func (s *Server) capabilities(version string) ServerCapabilities {
 		caps.Tasks = json.RawMessage(legacyTasksCapability)
 	}
 	if s.offersTasks && isModernVersion(version) {
-		caps.Extensions = maps.Clone(caps.Extensions)
-		if caps.Extensions == nil {
-			caps.Extensions = make(map[string]json.RawMessage, 1)
-		}
-		caps.Extensions[TasksExtension] = json.RawMessage("{}")
+		caps.addExtension(TasksExtension)
+	}
+	if s.offersApps {
+		caps.addExtension(AppsExtension)
 	}
 	return caps
+}
+
+// addExtension declares the extension id, with no settings, in a copy of
+// the extensions c shares with the server's configuration.
+func (c *ServerCapabilities) addExtension(id string) {
+	ext := make(map[string]json.RawMessage, len(c.Extensions)+1)
+	maps.Copy(ext, c.Extensions)
+	ext[id] = json.RawMessage("{}")
+	c.Extensions = ext
 }
 
 // serverSession is one connection's state on the server side. Legacy
@@ -733,7 +746,7 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 	case req.method == "logging/setLevel":
 		return ss.setLoggingLevel(req.params)
 	case req.method == "tools/list" && tools:
-		return s.listTools(req.params)
+		return s.listTools(req.params, info)
 	case req.method == "tools/call" && tools:
 		return s.callTool(ctx, req.params, info)
 	case req.method == "resources/list" && resources:
@@ -761,14 +774,14 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 // listPage serves one page of a list method: the page of reg that the
 // request's cursor names, each item as the result lists it, in the result
 // that result builds.
-func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, item func(T) R, result func(items []R, next string) any) (any, error) {
+func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, keep func(T) bool, item func(T) R, result func(items []R, next string) any) (any, error) {
 	var p listParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	page, next, err := reg.page(kind, p.Cursor, s.cfg.server.pageSize)
+	page, next, err := reg.page(kind, p.Cursor, s.cfg.server.pageSize, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -779,9 +792,26 @@ func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.Ra
 	return result(items, next), nil
 }
 
-func (s *Server) listTools(params json.RawMessage) (any, error) {
-	return listPage(s, &s.tools, "tools", params, func(st *serverTool) *Tool { return st.tool },
+func (s *Server) listTools(params json.RawMessage, info *RequestInfo) (any, error) {
+	var keep func(*serverTool) bool
+	if hidden := s.hiddenTools(info); hidden != nil {
+		keep = func(st *serverTool) bool { return !hidden(st.tool) }
+	}
+	return listPage(s, &s.tools, "tools", params, keep, func(st *serverTool) *Tool { return st.tool },
 		func(items []*Tool, next string) any { return &ListToolsResult{Tools: items, NextCursor: next} })
+}
+
+// hiddenTools returns what says which tools the request's client may not
+// see, or nil when it may see them all: the app-only tools of MCP Apps are
+// hidden from a client that did not declare the extension (AddAppView).
+func (s *Server) hiddenTools(info *RequestInfo) func(*Tool) bool {
+	s.mu.RLock()
+	hide := s.appOnlyHidden
+	s.mu.RUnlock()
+	if hide == nil {
+		return nil
+	}
+	return hide(info)
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
@@ -838,6 +868,7 @@ func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall,
 	var st *serverTool
 	if name != nil {
 		s.mu.RLock()
+		appOnlyHidden := s.appOnlyHidden
 		if bytes.IndexByte(name, '\\') < 0 {
 			// The registered name, so that a call allocates none.
 			st = s.tools.items[string(name[1:len(name)-1])]
@@ -851,6 +882,11 @@ func (s *Server) findTool(params json.RawMessage, info *RequestInfo) (*toolCall,
 		s.mu.RUnlock()
 		if st == nil && p.Name == "" {
 			p.Name = methodName(name)
+		}
+		if st != nil && appOnlyHidden != nil {
+			if hidden := appOnlyHidden(info); hidden != nil && hidden(st.tool) {
+				st = nil // unknown to this client, as tools/list says
+			}
 		}
 	}
 	if st == nil {
@@ -1062,7 +1098,7 @@ func (s *Server) RemovePrompts(names ...string) {
 }
 
 func (s *Server) listPrompts(params json.RawMessage) (any, error) {
-	return listPage(s, &s.prompts, "prompts", params, func(sp *serverPrompt) *Prompt { return sp.prompt },
+	return listPage(s, &s.prompts, "prompts", params, nil, func(sp *serverPrompt) *Prompt { return sp.prompt },
 		func(items []*Prompt, next string) any { return &ListPromptsResult{Prompts: items, NextCursor: next} })
 }
 

@@ -24,7 +24,8 @@ import (
 // the string "…" matches any value, an object with the member "…" may have
 // members it does not list, and a string "$name" matches any value the
 // first time, which it captures, and that value afterwards. Client lines
-// put a captured value where they say "$name". The Streamable HTTP
+// put a captured value where they say "$name". The apps-*.txt transcripts
+// talk to newAppsTestServer (apps_test.go) instead. The Streamable HTTP
 // transcripts, testdata/wire/http, have a format and a test of their own
 // (http_wire_test.go).
 
@@ -73,7 +74,11 @@ func TestWireTranscripts(t *testing.T) {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
 			t.Parallel()
 			steps := readTranscript(t, path)
-			p := rawServer(t, newTestServer())
+			srv := newTestServer()
+			if strings.HasPrefix(filepath.Base(path), "apps-") {
+				srv = newAppsTestServer()
+			}
+			p := rawServer(t, srv)
 			captured := map[string]json.RawMessage{}
 			for _, s := range steps {
 				if s.client {
