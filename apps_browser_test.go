@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -56,13 +55,16 @@ func browserTooling(t *testing.T) (node, dir string) {
 
 // browserStep is one step of a driver job (see driver.mjs).
 type browserStep struct {
-	Frame      string `json:"frame,omitempty"`
-	Host       string `json:"host,omitempty"`
-	Match      string `json:"match,omitempty"`
-	Differs    bool   `json:"differs,omitempty"`
-	Click      string `json:"click,omitempty"`
-	Goto       string `json:"goto,omitempty"`
-	Screenshot string `json:"screenshot,omitempty"`
+	Frame      string         `json:"frame,omitempty"`
+	Host       string         `json:"host,omitempty"`
+	Match      string         `json:"match,omitempty"`
+	Differs    bool           `json:"differs,omitempty"`
+	Click      string         `json:"click,omitempty"`
+	Type       string         `json:"type,omitempty"`
+	Text       string         `json:"text,omitempty"`
+	Goto       string         `json:"goto,omitempty"`
+	Screenshot string         `json:"screenshot,omitempty"`
+	Clip       map[string]int `json:"clip,omitempty"` // x, y, width, height
 }
 
 // browserOutcome is what the driver reports.
@@ -202,29 +204,102 @@ func checkPNG(t *testing.T, path string) {
 
 // TestAppsBrowserBridgeShowsGoView: the official AppBridge of
 // @modelcontextprotocol/ext-apps, in a host page of the driver's, renders
-// the view of our server (over Streamable HTTP, through the official
-// client); the tool result shows in the view, and the view's call of an
-// app-only tool reaches our server.
+// the view of our example server (examples/apps/server, over Streamable
+// HTTP, through the official client): the tool result the bridge forwards
+// shows in the view, and the view's call of the app-only greet tool reaches
+// our server and its answer shows too.
 func TestAppsBrowserBridgeShowsGoView(t *testing.T) {
 	browserTooling(t)
-	srv, counted := newAppHostTestServer(t)
-	ts := httptest.NewServer(NewHTTPHandler(srv))
-	defer ts.Close()
+	_, server, _ := strings.Cut(startGoExample(t, "server", "-addr", "127.0.0.1:0"), " at ")
 	shot := screenshotPath(t, "bridge-view.png")
 	out := runBrowser(t, "bridge", map[string]any{
-		"server": ts.URL, "tool": "show", "args": map[string]any{"name": "Ada"},
+		"server": server, "tool": "open_greeter", "args": map[string]any{"name": "Ada"},
 		"steps": []browserStep{
-			{Frame: "#result", Match: "^Hello, Ada!$"},
-			{Click: "#call"},
-			{Frame: "#result", Match: `^count 1$`},
+			{Frame: "#result", Match: "^Hello, Ada!$"}, // from ui/notifications/tool-result
+			{Type: "#name", Text: "Grace"},
+			{Click: "#greet"},
+			{Frame: "#result", Match: "^Hello, Grace!$"}, // the view's tools/call of greet
 			{Screenshot: shot},
 		},
 	})
 	t.Logf("view texts: %q", out.Texts)
-	if n := counted.Load(); n != 1 {
-		t.Errorf("the server counted %d calls of the app-only tool, want 1", n)
-	}
 	checkPNG(t, shot)
+}
+
+// TestAppsBrowserExamples: the example host (examples/apps/host) shows the
+// example server's view (examples/apps/server) in Chromium, the tool's
+// result in it, and the view's own call answered; the screenshot is the
+// README's picture (docs/apps-host.png, with MCP_APPS_SCREENSHOTS=docs).
+func TestAppsBrowserExamples(t *testing.T) {
+	browserTooling(t)
+	_, server, _ := strings.Cut(startGoExample(t, "server", "-addr", "127.0.0.1:0"), " at ")
+	_, host, _ := strings.Cut(startGoExample(t, "host", "-server", server), " at ")
+	shot := screenshotPath(t, "apps-host.png")
+	runBrowser(t, "page", map[string]any{
+		"url": host,
+		"steps": []browserStep{
+			{Host: "li a", Match: "Greeter|open_greeter"},
+			{Goto: "app?tool=open_greeter&args=" + url.QueryEscape(`{"name":"Ada"}`)},
+			{Frame: "#result", Match: "^Hello, Ada!$"},
+			{Host: "#status", Match: "^done$"},
+			{Type: "#name", Text: "Grace"},
+			{Click: "#greet"},
+			{Frame: "#result", Match: "^Hello, Grace!$"},
+			{Screenshot: shot, Clip: map[string]int{"x": 0, "y": 0, "width": 820, "height": 300}},
+		},
+	})
+	checkPNG(t, shot)
+}
+
+// startGoExample builds and starts examples/apps/<name> with args and
+// returns the first line it prints; it is interrupted when the test ends.
+func startGoExample(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", bin, "./examples/apps/"+name).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		for sc.Scan() {
+		}
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			t.Fatalf("%s printed nothing", name)
+		}
+		return strings.TrimSpace(line)
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not start", name)
+	}
+	return ""
 }
 
 // TestAppsBrowserHostRefusesBadViews: our host in Chromium with views that
@@ -279,5 +354,3 @@ func connectAppHostClient(t *testing.T, srv *Server, opts ...ClientOption) *Clie
 	t.Cleanup(func() { c.Close(); cancel(); <-done })
 	return c
 }
-
-var _ = http.StatusOK

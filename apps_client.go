@@ -118,7 +118,7 @@ func appViewFromContents(uri string, contents []ResourceContents, limit int) (*A
 // extension's restrictive default, with the directives it leaves to
 // default-src spelled out.
 const appDefaultCSP = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; " +
-	"img-src 'self' data:; media-src 'self' data:; connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'self'"
+	"img-src 'self' data:; media-src 'self' data:; connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'self'; form-action 'none'"
 
 // maxCSPOrigins bounds each list of a view's CSP.
 const maxCSPOrigins = 64
@@ -175,6 +175,7 @@ func AppCSPHeader(csp AppCSP) (string, error) {
 		"frame-src " + join("", csp.FrameDomains, "'none'"),
 		"object-src 'none'",
 		"base-uri " + join("", csp.BaseURIDomains, "'self'"),
+		"form-action 'none'",
 	}, "; "), nil
 }
 

@@ -19,7 +19,7 @@ func TestAppCSPHeader(t *testing.T) {
 	})
 	want := "default-src 'none'; script-src 'self' 'unsafe-inline' https://*.cdn.example; style-src 'self' 'unsafe-inline' https://*.cdn.example; " +
 		"img-src 'self' data: https://*.cdn.example; font-src 'self' https://*.cdn.example; media-src 'self' data: https://*.cdn.example; " +
-		"connect-src https://api.example.com wss://rt.example.com:8443; frame-src 'none'; object-src 'none'; base-uri 'self'"
+		"connect-src https://api.example.com wss://rt.example.com:8443; frame-src 'none'; object-src 'none'; base-uri 'self'; form-action 'none'"
 	if err != nil || got != want {
 		t.Errorf("declared:\n got %q, %v\nwant %q", got, err, want)
 	}

@@ -99,10 +99,12 @@ type appHost struct {
 //	POST ./run?tool=T         the host page's call of T (the model's call)
 //	POST ./rpc?tool=T         one JSON-RPC message of T's view, from the host page
 //
-// The host page embeds the view in an iframe with sandbox="allow-scripts"
-// and without allow-same-origin, so the view runs in an opaque origin apart
-// from the host's, and an allow attribute granting the permissions it asks
-// for. The view's HTML is served by ./view with the Content-Security-Policy
+// The host page embeds the view in an iframe with sandbox="allow-scripts
+// allow-forms" and without allow-same-origin, so the view runs in an opaque
+// origin apart from the host's, and an allow attribute granting the
+// permissions it asks for. allow-forms lets a view's form fire its submit
+// event (a sandbox without it drops the submission before the event); the
+// view's CSP has form-action 'none', so no form is sent anywhere. The view's HTML is served by ./view with the Content-Security-Policy
 // header AppCSPHeader builds from its metadata (the extension asks hosts to
 // construct CSP headers) and with the CSP sandbox directive, so it is
 // sandboxed even when opened on its own. The extension describes web hosts
@@ -260,7 +262,7 @@ func (h *appHost) serveView(w http.ResponseWriter, r *http.Request) {
 	csp, _ := AppCSPHeader(v.Meta.CSP) // checked by ReadAppView
 	h.log.Debug("app view served", "tool", name, "uri", v.URI, "csp", csp)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", csp+"; sandbox allow-scripts")
+	w.Header().Set("Content-Security-Policy", csp+"; sandbox allow-scripts allow-forms")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "no-referrer")
@@ -564,7 +566,7 @@ iframe.border{border:1px solid #d0d4da;border-radius:8px}
 </style></head>
 <body><header><h1>{{if .Title}}{{.Title}}{{else}}{{.Tool}}{{end}}</h1><span id="status">{{if .Error}}error{{else}}loading the view…{{end}}</span><a href="./">all tools</a></header>
 {{if .Error}}<p id="error" class="error">{{.Error}}</p>{{else}}
-<iframe id="view" title="view of {{.Tool}}" sandbox="allow-scripts" {{if .Allow}}allow="{{.Allow}}"{{end}} {{if .Border}}class="border"{{end}} src="{{.ViewURL}}"></iframe>
+<iframe id="view" title="view of {{.Tool}}" sandbox="allow-scripts allow-forms" {{if .Allow}}allow="{{.Allow}}"{{end}} {{if .Border}}class="border"{{end}} src="{{.ViewURL}}"></iframe>
 <details><summary>tool result (text)</summary><div id="fallback"></div></details>
 <script type="application/json" id="config">{{.Config}}</script>
 <script>

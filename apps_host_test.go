@@ -232,12 +232,12 @@ func TestAppHostPages(t *testing.T) {
 		t.Errorf("index lists %s", body)
 	}
 	resp, body := get("/app?tool=show&args=" + url.QueryEscape(`{"name":"Fa"}`))
-	if resp.StatusCode != 200 || !strings.Contains(body, `sandbox="allow-scripts"`) || strings.Contains(body, "allow-same-origin") ||
+	if resp.StatusCode != 200 || !strings.Contains(body, `sandbox="allow-scripts allow-forms"`) || strings.Contains(body, "allow-same-origin") ||
 		!strings.Contains(body, `src="view?tool=show"`) || !strings.Contains(body, `"args":{"name":"Fa"}`) {
 		t.Errorf("host page: %d %s", resp.StatusCode, body)
 	}
 	resp, body = get("/view?tool=show")
-	if csp := resp.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none';") || !strings.HasSuffix(csp, "; sandbox allow-scripts") ||
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none';") || !strings.HasSuffix(csp, "; form-action 'none'; sandbox allow-scripts allow-forms") ||
 		!strings.Contains(csp, "connect-src 'none'") || body != appTestViewHTML {
 		t.Errorf("view: CSP %q, %d bytes", csp, len(body))
 	}

@@ -13,8 +13,9 @@
 // Steps: {frame|host: selector, match: regexp, differs?: true} waits for the
 // element's text (in the view's frame or the host page) to match (and to
 // differ from the last text read); {click: selector} clicks in the frame;
+// {type: selector, text} types text into a field of the frame;
 // {goto: url} opens another page (relative to the current one);
-// {screenshot: path}. Chromium is Debian's (CHROMIUM, else
+// {screenshot: path, clip?: {x, y, width, height}}. Chromium is Debian's (CHROMIUM, else
 // /usr/bin/chromium), headless, on a fresh profile, with no network beyond
 // loopback; nothing here downloads a browser.
 import http from "node:http";
@@ -116,10 +117,14 @@ async function runSteps(page, steps, log) {
     } else if (step.goto) {
       await page.goto(new URL(step.goto, page.url()).href, { timeout });
       last = null;
+    } else if (step.type) {
+      const f = await frame();
+      await f.click(step.type, { count: 3 });
+      await f.type(step.type, step.text);
     } else if (step.click) {
       await (await frame()).click(step.click);
     } else if (step.screenshot) {
-      await page.screenshot({ path: step.screenshot });
+      await page.screenshot({ path: step.screenshot, clip: step.clip });
     }
   }
   return texts;
@@ -152,7 +157,7 @@ async function pageJob() {
 // way the extension describes; the restrictive default without one.
 function cspOf(csp) {
   if (!csp) {
-    return "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; media-src 'self' data:; connect-src 'none'";
+    return "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; media-src 'self' data:; connect-src 'none'; form-action 'none'";
   }
   const r = (csp.resourceDomains || []).join(" ");
   return [
@@ -160,7 +165,7 @@ function cspOf(csp) {
     `img-src 'self' data: ${r}`, `font-src 'self' ${r}`, `media-src 'self' data: ${r}`,
     `connect-src ${(csp.connectDomains || []).join(" ") || "'none'"}`,
     `frame-src ${(csp.frameDomains || []).join(" ") || "'none'"}`, "object-src 'none'",
-    `base-uri ${(csp.baseUriDomains || []).join(" ") || "'self'"}`,
+    `base-uri ${(csp.baseUriDomains || []).join(" ") || "'self'"}`, "form-action 'none'",
   ].join("; ");
 }
 
@@ -187,7 +192,7 @@ async function bridgeJob() {
     const files = {
       "/": ["text/html", fs.readFileSync(path.join(here, "bridge-host.html"))],
       "/bridge.js": ["text/javascript", bundle.outputFiles[0].contents],
-      "/view": ["text/html", html, cspOf(content._meta?.ui?.csp) + "; sandbox allow-scripts"],
+      "/view": ["text/html", html, cspOf(content._meta?.ui?.csp) + "; sandbox allow-scripts allow-forms"],
     };
     srv = http.createServer((req, res) => {
       const f = files[new URL(req.url, "http://x").pathname];

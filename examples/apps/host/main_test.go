@@ -102,7 +102,7 @@ func TestHost(t *testing.T) {
 			if _, body := get(""); !strings.Contains(body, `href="app?tool=look"`) {
 				t.Errorf("index: %s", body)
 			}
-			if resp, body := get("app?tool=look"); resp.StatusCode != 200 || !strings.Contains(body, `<iframe id="view"`) || !strings.Contains(body, `sandbox="allow-scripts"`) {
+			if resp, body := get("app?tool=look"); resp.StatusCode != 200 || !strings.Contains(body, `<iframe id="view"`) || !strings.Contains(body, `sandbox="allow-scripts allow-forms"`) {
 				t.Errorf("host page: %d %s", resp.StatusCode, body)
 			}
 			if resp, body := get("view?tool=look"); body != viewHTML || !strings.HasPrefix(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
