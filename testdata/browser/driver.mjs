@@ -12,7 +12,7 @@
 //
 // Steps: {frame|host: selector, match: regexp, differs?: true} waits for the
 // element's text (in the view's frame or the host page) to match (and to
-// differ from the last text read); {click: selector} clicks in the frame;
+// differ from the text an earlier step read of the same element); {click: selector} clicks in the frame;
 // {type: selector, text} types text into a field of the frame;
 // {goto: url} opens another page (relative to the current one);
 // {screenshot: path, clip?: {x, y, width, height}}. Chromium is Debian's (CHROMIUM, else
@@ -86,7 +86,8 @@ async function launch() {
 // runSteps runs the steps on page; the view is the page's first iframe.
 async function runSteps(page, steps, log) {
   const texts = [];
-  let last = null;
+  const last = new Map(); // the last text read of each element
+
   const frame = async () => {
     const el = await page.waitForSelector("iframe", { timeout });
     for (let i = 0; i < 100; i++) {
@@ -101,7 +102,8 @@ async function runSteps(page, steps, log) {
       const where = step.frame ? await frame() : page;
       const sel = step.frame || step.host;
       const re = step.match;
-      const before = last;
+      const key = (step.frame ? "frame " : "host ") + sel;
+      const before = last.get(key) ?? null;
       try {
         await where.waitForFunction((sel, re, differs, before) => {
           const el = document.querySelector(sel);
@@ -112,11 +114,12 @@ async function runSteps(page, steps, log) {
         const now = await where.evaluate((sel) => document.querySelector(sel)?.textContent ?? null, sel).catch(() => null);
         throw new Error(`waiting for ${sel} to match /${re}/${step.differs ? " and change" : ""}: ${e.message}; its text: ${JSON.stringify(now)}`);
       }
-      last = await where.evaluate((sel) => document.querySelector(sel).textContent.trim(), sel);
-      texts.push(last);
+      const now = await where.evaluate((sel) => document.querySelector(sel).textContent.trim(), sel);
+      last.set(key, now);
+      texts.push(now);
     } else if (step.goto) {
       await page.goto(new URL(step.goto, page.url()).href, { timeout });
-      last = null;
+      last.clear();
     } else if (step.type) {
       const f = await frame();
       await f.click(step.type, { count: 3 });
