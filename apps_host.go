@@ -17,7 +17,8 @@ import (
 	"sync"
 )
 
-// The limits of an app host; see the AppHostOptions.
+// The default limits of NewAppHost: a view's message, a page's calls in
+// flight, the pages with calls in flight. Client side.
 const (
 	DefaultAppMaxMessageSize = 1 << 20
 	DefaultAppMaxInFlight    = 4
@@ -304,7 +305,7 @@ func (h *appHost) servePost(w http.ResponseWriter, r *http.Request, name string)
 	}
 	var reply []byte
 	if err != nil {
-		reply = appRPCError(nil, CodeInvalidRequest, fmt.Sprintf("message larger than %d bytes", h.maxMessage))
+		reply = encodeError(ID{}, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("invalid request: message larger than %d bytes", h.maxMessage)})
 	} else {
 		reply = h.handleViewMessage(r.Context(), page, tool, body)
 	}
@@ -354,59 +355,47 @@ func (h *appHost) release(page string) {
 	}
 }
 
-// appMessage is a message from a view, as far as the host reads it.
-type appMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
-}
-
 // handleViewMessage answers one message of a view: the JSON-RPC response
-// to send back to it, nil for none.
+// to send back to it, nil for none. The message is read as the engine reads
+// a peer's.
 func (h *appHost) handleViewMessage(ctx context.Context, page, tool string, body []byte) []byte {
-	body = bytes.TrimSpace(body)
-	if !json.Valid(body) {
-		return appRPCError(nil, CodeParseError, "parse error: the message is not JSON")
-	}
-	var m appMessage
-	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &m) != nil || m.JSONRPC != "2.0" {
-		return appRPCError(nil, CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
-	}
-	id := m.ID
-	if len(id) > 0 && !validAppID(id) {
-		return appRPCError(nil, CodeInvalidRequest, "invalid request: the id must be a string or a number")
-	}
-	if m.Method == "" {
-		if m.Result != nil || m.Error != nil {
-			return nil // an answer to a request of the host's; the host sends none it waits for
+	var m wireMessage
+	if err := decodeOwnedEnvelope(body, &m); err != nil {
+		if errors.Is(err, errEnvelopeShape) {
+			return encodeError(ID{}, &Error{Code: CodeInvalidRequest, Message: "invalid request: not a JSON-RPC message object"})
 		}
-		return appRPCError(id, CodeInvalidRequest, "invalid request: no method")
+		return encodeError(ID{}, &Error{Code: CodeParseError, Message: "parse error: " + err.Error()})
 	}
-	if len(id) == 0 {
+	kind, why := m.kind()
+	id, idOK := parseID(m.ID)
+	switch {
+	case kind == kindInvalid || kind == kindRequest && !idOK:
+		if why == "" {
+			why = "the id must be a string or an integer"
+		}
+		if !idOK {
+			id = ID{}
+		}
+		return encodeError(id, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + why})
+	case kind == kindResponse:
+		return nil // an answer to a request of the host's; the host sends none it waits for
+	case kind == kindNotification:
 		h.viewNotification(tool, m.Method, m.Params)
 		return nil
 	}
 	if !h.acquire(page) {
-		return appRPCError(id, -32000, fmt.Sprintf("too many calls in flight (at most %d a page)", h.maxInFlight))
+		return encodeError(id, &Error{Code: -32000, Message: fmt.Sprintf("too many calls in flight (at most %d a page)", h.maxInFlight)})
 	}
 	defer h.release(page)
 	res, err := h.viewRequest(ctx, tool, m.Method, m.Params)
 	if err != nil {
 		var e *Error
-		if errors.As(err, &e) {
-			return appRPCErrorData(id, e.Code, e.Message, e.Data)
+		if !errors.As(err, &e) {
+			e = &Error{Code: CodeInternalError, Message: err.Error()}
 		}
-		return appRPCError(id, CodeInternalError, err.Error())
+		return encodeError(id, e)
 	}
-	out, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  json.RawMessage `json:"result"`
-	}{"2.0", id, res})
-	return out
+	return encodeResult(id, res)
 }
 
 // viewRequest serves one request of a view.
@@ -489,43 +478,10 @@ func (h *appHost) viewNotification(tool, method string, params json.RawMessage) 
 	}
 }
 
-// validAppID reports whether a JSON-RPC id is a string or a number.
-func validAppID(id json.RawMessage) bool {
-	var v any
-	if json.Unmarshal(id, &v) != nil {
-		return false
-	}
-	switch v.(type) {
-	case string, float64:
-		return true
-	}
-	return false
-}
-
 // isJSONObject reports whether b is one JSON object.
 func isJSONObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
 	return len(b) > 0 && b[0] == '{' && json.Valid(b)
-}
-
-func appRPCError(id json.RawMessage, code int, msg string) []byte {
-	return appRPCErrorData(id, code, msg, nil)
-}
-
-func appRPCErrorData(id json.RawMessage, code int, msg string, data json.RawMessage) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	out, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   any             `json:"error"`
-	}{"2.0", id, struct {
-		Code    int             `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data,omitempty"`
-	}{code, msg, data}})
-	return out
 }
 
 // appTemplates parses the host's pages on first use: a template parsed in
