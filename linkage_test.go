@@ -72,8 +72,8 @@ func TestStdioServerLinksOnlyTheCore(t *testing.T) {
 }
 
 // TestHTTPServerLinksHTTP is the other side of the same check: the server
-// that calls NewHTTPHandler links net/http and the HTTP rooms, so the
-// counting above sees what it looks for.
+// that calls NewHTTPHandler and AddAppView links net/http, the HTTP rooms
+// and apps.go, so the counting above sees what it looks for.
 func TestHTTPServerLinksHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program")
@@ -89,6 +89,9 @@ import (
 
 func main() {
 	srv := mcp.NewServer(mcp.Implementation{Name: "greeter", Version: "1.0.0"})
+	if err := srv.AddAppView(mcp.AppView{URI: "ui://greeter/view", Name: "view", HTML: "<p>hi</p>"}); err != nil {
+		log.Fatal(err)
+	}
 	log.Fatal(http.ListenAndServe("127.0.0.1:0", mcp.NewHTTPHandler(srv)))
 }
 `)
@@ -97,8 +100,10 @@ func main() {
 		t.Errorf("the HTTP server links only %d symbols of net/http; the count is not seeing the linker's output", counts["net/http"])
 	}
 	rooms := strings.Join(linkedRooms(t, bin), "\n")
-	if !strings.Contains(rooms, "http_server.go") {
-		t.Errorf("the HTTP server links no code of http_server.go; linked rooms:\n%s", rooms)
+	for _, room := range []string{"http_server.go", "apps.go"} {
+		if !strings.Contains(rooms, room) {
+			t.Errorf("the HTTP server links no code of %s; linked rooms:\n%s", room, rooms)
+		}
 	}
 }
 

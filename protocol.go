@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 )
 
@@ -173,6 +174,15 @@ type ServerCapabilities struct {
 	// sides: a server declares it, a client reads it.
 	Tasks      json.RawMessage            `json:"tasks,omitempty"`
 	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
+}
+
+// addExtension declares the extension id, with no settings, in a copy of
+// the extensions c shares with the server's configuration.
+func (c *ServerCapabilities) addExtension(id string) {
+	ext := make(map[string]json.RawMessage, len(c.Extensions)+1)
+	maps.Copy(ext, c.Extensions)
+	ext[id] = json.RawMessage("{}")
+	c.Extensions = ext
 }
 
 // ListChangedCapability declares a feature and whether its list_changed

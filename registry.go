@@ -154,3 +154,37 @@ func decodeCursor(kind, cursor string) (last uint64, ok bool) {
 	last, err = strconv.ParseUint(text, 10, 64)
 	return last, err == nil && last < math.MaxUint64 // a page starts at last+1
 }
+
+// listPage serves one page of a list method: the page of reg that the
+// request's cursor names, without the items keep rejects (nil keeps all),
+// each item as the result lists it, in the result that result builds.
+func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, keep func(T) bool, item func(T) R, result func(items []R, next string) any) (any, error) {
+	var p listParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	page, next, err := reg.page(kind, p.Cursor, s.cfg.server.pageSize, keep)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]R, len(page))
+	for i, x := range page {
+		items[i] = item(x)
+	}
+	return result(items, next), nil
+}
+
+// hiddenTools returns what says which tools the request's client may not
+// see, or nil when it may see them all: the app-only tools of MCP Apps are
+// hidden from a client that did not declare the extension (AddAppView).
+func (s *Server) hiddenTools(info *RequestInfo) func(*Tool) bool {
+	s.mu.RLock()
+	hide := s.appOnlyHidden
+	s.mu.RUnlock()
+	if hide == nil {
+		return nil
+	}
+	return hide(info)
+}

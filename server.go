@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -353,15 +352,6 @@ func (s *Server) capabilities(version string) ServerCapabilities {
 		caps.addExtension(AppsExtension)
 	}
 	return caps
-}
-
-// addExtension declares the extension id, with no settings, in a copy of
-// the extensions c shares with the server's configuration.
-func (c *ServerCapabilities) addExtension(id string) {
-	ext := make(map[string]json.RawMessage, len(c.Extensions)+1)
-	maps.Copy(ext, c.Extensions)
-	ext[id] = json.RawMessage("{}")
-	c.Extensions = ext
 }
 
 // serverSession is one connection's state on the server side. Legacy
@@ -771,27 +761,6 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 	return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method}
 }
 
-// listPage serves one page of a list method: the page of reg that the
-// request's cursor names, each item as the result lists it, in the result
-// that result builds.
-func listPage[T, R any](s *Server, reg *registry[T], kind string, params json.RawMessage, keep func(T) bool, item func(T) R, result func(items []R, next string) any) (any, error) {
-	var p listParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	page, next, err := reg.page(kind, p.Cursor, s.cfg.server.pageSize, keep)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]R, len(page))
-	for i, x := range page {
-		items[i] = item(x)
-	}
-	return result(items, next), nil
-}
-
 func (s *Server) listTools(params json.RawMessage, info *RequestInfo) (any, error) {
 	var keep func(*serverTool) bool
 	if hidden := s.hiddenTools(info); hidden != nil {
@@ -799,19 +768,6 @@ func (s *Server) listTools(params json.RawMessage, info *RequestInfo) (any, erro
 	}
 	return listPage(s, &s.tools, "tools", params, keep, func(st *serverTool) *Tool { return st.tool },
 		func(items []*Tool, next string) any { return &ListToolsResult{Tools: items, NextCursor: next} })
-}
-
-// hiddenTools returns what says which tools the request's client may not
-// see, or nil when it may see them all: the app-only tools of MCP Apps are
-// hidden from a client that did not declare the extension (AddAppView).
-func (s *Server) hiddenTools(info *RequestInfo) func(*Tool) bool {
-	s.mu.RLock()
-	hide := s.appOnlyHidden
-	s.mu.RUnlock()
-	if hide == nil {
-		return nil
-	}
-	return hide(info)
 }
 
 func (s *Server) callTool(ctx context.Context, params json.RawMessage, info *RequestInfo) (any, error) {
