@@ -23,32 +23,16 @@ import (
 // directory, or skips (fails under CI) when something is missing.
 func browserTooling(t *testing.T) (node, dir string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts node and Chromium")
-	}
-	missing := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("in CI the browser tests must run: "+format, args...)
-		}
-		t.Skipf(format, args...)
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "browser"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "puppeteer-core", "package.json")); err != nil {
-		missing("the browser driver is not installed (npm ci in testdata/browser): %v", err)
-	}
+	node, dir = testNode(t, "the browser tests", "browser", "puppeteer-core")
 	chromium := os.Getenv("CHROMIUM")
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		missing("chromium is not installed: %v", err)
-	}
-	if node, err = exec.LookPath("node"); err != nil {
-		missing("node is not installed: %v", err)
+		if os.Getenv("CI") != "" {
+			t.Fatalf("in CI the browser tests must run: chromium is not installed: %v", err)
+		}
+		t.Skipf("chromium is not installed: %v", err)
 	}
 	return node, dir
 }
