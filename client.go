@@ -28,6 +28,7 @@ type clientConfig struct {
 	discoverTimeout time.Duration
 	maxInputRounds  int
 	maxBarrenPages  int // WithMaxBarrenPages
+	maxAppView      int // WithMaxAppViewSize; 0: DefaultMaxAppViewSize
 
 	elicitation     ElicitationHandler
 	elicitURL       bool

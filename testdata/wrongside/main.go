@@ -36,6 +36,8 @@ func main() {
 	mcp.NewServer(info, mcp.WithDiscoverTimeout(time.Second))           // ERROR
 	mcp.NewServer(info, mcp.WithMaxInputRounds(3))                      // ERROR
 	mcp.NewServer(info, mcp.WithMaxBarrenPages(3))                      // ERROR
+	mcp.NewServer(info, mcp.WithApps())                                 // ERROR
+	mcp.NewServer(info, mcp.WithMaxAppViewSize(4096))                   // ERROR
 	mcp.NewServer(info, mcp.WithListenGapHandler(nil))                  // ERROR
 	mcp.NewServer(info, mcp.WithListenResumeAttempts(3))                // ERROR
 	mcp.NewServer(info, mcp.WithTaskPolling(time.Second, 0))            // ERROR
