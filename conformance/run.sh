@@ -9,8 +9,11 @@
 #   0.2.0-alpha.12  server + client: the frozen 2026-07-28 requirement set
 #                   (`list --requirements 2026-07-28`), the tasks extension's
 #                   scenarios (tasks-*) and the OAuth client credentials
-#                   extension's (auth/client-credentials-*) and the two of
-#                   2025-03-26 auth discovery, run at the 2026-07-28 wire
+#                   extension's (auth/client-credentials-*), the two of
+#                   2025-03-26 auth discovery, and the client side of the
+#                   auth extensions (auth/enterprise-managed-authorization,
+#                   auth/wif-jwt-bearer, auth/dpop, auth/dpop-nonce), run
+#                   at the 2026-07-28 wire
 #
 # Every scenario runs on its own (one CLI invocation per scenario), and its
 # outcome is compared with conformance/expected-failures.txt:
@@ -160,14 +163,16 @@ list_scenarios() { # list_scenarios <version> <role>
         /^Client scenarios/ { s = "client"; next }
         /^[^ ]/             { s = "" }
         s == want && /^  - tasks-/ && /\[extension\]/ { print $2 }'
-    # The OAuth client credentials extension's scenarios, likewise, and
-    # the two auth scenarios of 2025-03-26 discovery.
+    # The OAuth client credentials extension's scenarios, likewise, the
+    # two auth scenarios of 2025-03-26 discovery, and the extensions'
+    # enterprise-managed authorization, workload identity and DPoP.
     suite "$v" list |
       awk -v want="$role" '
         /^Server scenarios/ { s = "server"; next }
         /^Client scenarios/ { s = "client"; next }
         /^[^ ]/             { s = "" }
         s == want && /^  - auth\/client-credentials-/ && /\[extension\]/ { print $2 }
+        s == want && /^  - auth\/(enterprise-managed-authorization|wif-jwt-bearer|dpop|dpop-nonce) / && /\[extension\]/ { print $2 }
         s == want && /^  - auth\/2025-03-26-/ { print $2 }'
   fi
 }
