@@ -37,7 +37,8 @@ type authContext struct {
 	PrivateKeyPEM string `json:"private_key_pem"`
 	Algorithm     string `json:"signing_algorithm"`
 
-	// auth/enterprise-managed-authorization: the enterprise identity
+	// auth/enterprise-managed-authorization (suite 0.1.16:
+	// auth/cross-app-access-complete-flow): the enterprise identity
 	// provider and the user's ID token from it.
 	IdPClientID      string `json:"idp_client_id"`
 	IdPIDToken       string `json:"idp_id_token"`
@@ -81,7 +82,7 @@ func oauthOption(name string) (mcp.HTTPTransportOption, error) {
 		ClientSecret:        ac.ClientSecret,
 	}
 	switch name {
-	case "auth/enterprise-managed-authorization":
+	case "auth/enterprise-managed-authorization", "auth/cross-app-access-complete-flow":
 		idToken := ac.IdPIDToken
 		cfg.Enterprise = &mcp.EnterpriseAuthorization{
 			TokenEndpoint: ac.IdPTokenEndpoint,
