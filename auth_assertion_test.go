@@ -246,3 +246,32 @@ func TestAssertionFileIsBounded(t *testing.T) {
 		t.Fatal("a missing file was read")
 	}
 }
+
+// TestOAuthEnterpriseStepUp: a 403 insufficient_scope is answered by a
+// new exchange at the identity provider and a new JWT bearer grant, both
+// asking for the union of the scopes.
+func TestOAuthEnterpriseStepUp(t *testing.T) {
+	t.Parallel()
+	idp := newFakeIdP(t, issueJAG)
+	rig := newOAuthRig(t, okHandler)
+	rig.res.require("read")
+	rig.cfg = OAuthConfig{ClientID: "c", Enterprise: &EnterpriseAuthorization{TokenEndpoint: idp.srv.URL,
+		Identity: AssertionFunc(func(context.Context) (string, error) { return "id", nil })}}
+	o := rig.transport()
+	if _, err := get(t.Context(), o, rig.res.url); err != nil {
+		t.Fatal(err)
+	}
+	rig.res.require("read", "write")
+	if _, err := get(t.Context(), o, rig.res.url); err != nil {
+		t.Fatal(err)
+	}
+	if idp.requests() != 2 || rig.as.tokenRequests() != 2 {
+		t.Fatalf("%d exchanges, %d grants", idp.requests(), rig.as.tokenRequests())
+	}
+	if f, _ := idp.form(1); f.Get("scope") != "read write" {
+		t.Errorf("second exchange's scope %q", f.Get("scope"))
+	}
+	if f := rig.as.tokenForm(1); f.Get("scope") != "read write" {
+		t.Errorf("second grant's scope %q", f.Get("scope"))
+	}
+}

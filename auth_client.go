@@ -126,9 +126,9 @@ type OAuthConfig struct {
 // WithOAuth makes the client transport an OAuth 2.1 client of the server:
 // on 401 it discovers the server's authorization server, obtains a token
 // (authorization code with PKCE through cfg.Handler, client credentials,
-// or the JWT bearer grant), and sends the request again with it; it refreshes tokens,
-// one refresh at a time, and re-authorizes with more scopes on 403
-// insufficient_scope. Every request of the transport goes through it, in
+// or the JWT bearer grant), and sends the request again with it; it
+// refreshes tokens, one refresh at a time, and re-authorizes with more
+// scopes on 403 insufficient_scope. Every request of the transport goes through it, in
 // front of the Transport of the [WithHTTPClient] client, whichever option
 // comes first. See [OAuthConfig]. Client only.
 //

@@ -396,44 +396,31 @@ func TestOAuthDPoPNonce(t *testing.T) {
 // or malformed to repeat gets none.
 func TestOAuthDPoPNonceIsRetriedOnce(t *testing.T) {
 	t.Parallel()
-	t.Run("token endpoint", func(t *testing.T) {
-		t.Parallel()
-		d := newDPoPRig(t)
-		d.asNonce, d.rotate = "n", true
-		o := newOAuthTransport(d.url, nil, OAuthConfig{DPoP: true, Grant: GrantClientCredentials, ClientID: "c"})
-		_, err := get(t.Context(), o, d.url)
-		if ae := authErrorOf(t, err); ae.Field != "error" || ae.Reason != "use_dpop_nonce" {
-			t.Errorf("%v", ae)
-		}
-		if n, _ := d.counts(); n != 2 {
-			t.Errorf("%d token requests, want 2", n)
-		}
-	})
-	t.Run("resource", func(t *testing.T) {
-		t.Parallel()
-		d := newDPoPRig(t)
-		d.rsNonce, d.rotate = "n", true
-		o := newOAuthTransport(d.url, nil, OAuthConfig{DPoP: true, Grant: GrantClientCredentials, ClientID: "c"})
-		_, err := get(t.Context(), o, d.url)
-		if ae := authErrorOf(t, err); ae.Step != "dpop" || ae.Status != http.StatusUnauthorized {
-			t.Errorf("%v", ae)
-		}
-		if _, n := d.counts(); n != 2 {
-			t.Errorf("%d resource requests, want 2", n)
-		}
-	})
-	t.Run("hostile nonce", func(t *testing.T) {
-		t.Parallel()
-		d := newDPoPRig(t)
-		d.asNonce = strings.Repeat("n", maxDPoPNonceBytes+1)
-		o := newOAuthTransport(d.url, nil, OAuthConfig{DPoP: true, Grant: GrantClientCredentials, ClientID: "c"})
-		if _, err := get(t.Context(), o, d.url); err == nil {
-			t.Fatal("no error")
-		}
-		if n, _ := d.counts(); n != 1 {
-			t.Errorf("%d token requests, want 1: the nonce cannot be repeated", n)
-		}
-	})
+	cases := []struct {
+		name              string
+		setup             func(d *dpopRig)
+		tokenReqs, rsReqs int
+		step              string // of the *AuthError
+	}{
+		{"token endpoint", func(d *dpopRig) { d.asNonce, d.rotate = "n", true }, 2, 0, "token"},
+		{"resource", func(d *dpopRig) { d.rsNonce, d.rotate = "n", true }, 1, 2, "dpop"},
+		{"hostile nonce", func(d *dpopRig) { d.asNonce = strings.Repeat("n", maxDPoPNonceBytes+1) }, 1, 0, "token"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDPoPRig(t)
+			tc.setup(d)
+			o := newOAuthTransport(d.url, nil, OAuthConfig{DPoP: true, Grant: GrantClientCredentials, ClientID: "c"})
+			_, err := get(t.Context(), o, d.url)
+			if ae := authErrorOf(t, err); ae.Step != tc.step {
+				t.Errorf("%v", ae)
+			}
+			if tokenReqs, rsReqs := d.counts(); tokenReqs != tc.tokenReqs || rsReqs != tc.rsReqs {
+				t.Errorf("%d token requests, %d resource requests; want %d, %d", tokenReqs, rsReqs, tc.tokenReqs, tc.rsReqs)
+			}
+		})
+	}
 }
 
 // TestOAuthDPoPStoredTokenKeepsItsKey: a stored token bound to a key is
