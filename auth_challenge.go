@@ -15,11 +15,24 @@ type challenge struct {
 func (c *challenge) param(name string) string { return c.params[name] }
 
 // bearerChallenge returns the first Bearer challenge of the header values,
-// or nil when there is none.
+// else the first DPoP one (RFC 9449 section 7.1: a server that takes
+// DPoP-bound tokens challenges with that scheme, with the same
+// parameters), or nil when there is neither.
 func bearerChallenge(header []string) *challenge {
+	if c := findChallenge(header, "bearer"); c != nil {
+		return c
+	}
+	return findChallenge(header, "dpop")
+}
+
+// findChallenge returns the first challenge of the header values whose
+// scheme is one of schemes (lower case), or nil.
+func findChallenge(header []string, schemes ...string) *challenge {
 	for _, c := range parseChallenges(header) {
-		if c.scheme == "bearer" {
-			return &c
+		for _, s := range schemes {
+			if c.scheme == s {
+				return &c
+			}
 		}
 	}
 	return nil

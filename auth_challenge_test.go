@@ -56,6 +56,11 @@ func TestBearerChallenge(t *testing.T) {
 	if bearerChallenge([]string{`Basic realm="x"`}) != nil {
 		t.Fatal("found a Bearer challenge in a Basic one")
 	}
+	// A server that takes only DPoP-bound tokens challenges with DPoP.
+	c = bearerChallenge([]string{`DPoP resource_metadata="https://r/m", error="use_dpop_nonce"`})
+	if c == nil || c.param("resource_metadata") != "https://r/m" || c.param("error") != "use_dpop_nonce" {
+		t.Fatalf("%+v", c)
+	}
 }
 
 // renderChallenges writes challenges as a server would, with every value

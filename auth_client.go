@@ -86,9 +86,29 @@ type OAuthConfig struct {
 	// MaxStepUps bounds the re-authorizations of one request after 403
 	// insufficient_scope (0: DefaultMaxStepUps; negative: none).
 	MaxStepUps int
-	// Grant is "" for the authorization code grant, or
+	// Grant is "" for the authorization code grant (or the JWT bearer
+	// grant, when Assertion or Enterprise is set), or
 	// GrantClientCredentials.
 	Grant string
+	// Assertion, when set, makes the client obtain tokens with the JWT
+	// bearer grant (RFC 7523) and the JWT it returns, read again for
+	// every new token: a workload's own identity token (workload identity
+	// federation; see AssertionFile, AssertionEnv). No user signs in.
+	// Without ClientID the client does not name itself.
+	Assertion AssertionSource
+	// Enterprise, when set, makes the client obtain tokens by
+	// enterprise-managed authorization: the user's identity assertion
+	// exchanged at the enterprise identity provider, then the JWT bearer
+	// grant. See EnterpriseAuthorization.
+	Enterprise *EnterpriseAuthorization
+	// DPoP binds the tokens to a key of the client (RFC 9449): every
+	// token request and every request to the server carries a fresh
+	// proof signed by it, and a bound token is sent as "Authorization:
+	// DPoP". The key is DPoPKey, or one generated for the transport.
+	DPoP bool
+	// DPoPKey is the DPoP key, an ECDSA P-256 key (ES256); set, it
+	// turns DPoP on. A stored token bound to another key is not used.
+	DPoPKey crypto.Signer
 	// PrivateKey signs the client assertion of private_key_jwt (RFC
 	// 7523), named KeyID in its header when KeyID is not empty.
 	PrivateKey crypto.Signer
@@ -105,12 +125,15 @@ type OAuthConfig struct {
 
 // WithOAuth makes the client transport an OAuth 2.1 client of the server:
 // on 401 it discovers the server's authorization server, obtains a token
-// (authorization code with PKCE through cfg.Handler, or client
-// credentials), and sends the request again with it; it refreshes tokens,
-// one refresh at a time, and re-authorizes with more scopes on 403
-// insufficient_scope. Every request of the transport goes through it, in
+// (authorization code with PKCE through cfg.Handler, client credentials,
+// or the JWT bearer grant), and sends the request again with it; it
+// refreshes tokens, one refresh at a time, and re-authorizes with more
+// scopes on 403 insufficient_scope. Every request of the transport goes through it, in
 // front of the Transport of the [WithHTTPClient] client, whichever option
 // comes first. See [OAuthConfig]. Client only.
+//
+// With DPoP (cfg.DPoP or cfg.DPoPKey), a key that is not ECDSA P-256 makes
+// every request fail with an *AuthError.
 func WithOAuth(cfg OAuthConfig) HTTPTransportOption {
 	return httpTransportOption(func(c *httpConfig) { c.oauth = &cfg })
 }
@@ -157,6 +180,11 @@ func newOAuthTransport(resource string, base http.RoundTripper, cfg OAuthConfig)
 	if o.store == nil {
 		o.store = NewMemoryTokenStore()
 	}
+	if cfg.DPoP || cfg.DPoPKey != nil {
+		if o.dpop, o.dpopErr = newDPoPKey(cfg.DPoPKey); o.dpopErr != nil {
+			o.dpopErr = &AuthError{Step: "dpop", URL: resource, Field: "DPoPKey", Reason: "unusable (OAuthConfig.DPoPKey)", Err: o.dpopErr}
+		}
+	}
 	switch {
 	case cfg.MaxStepUps == 0:
 		o.maxStepUps = DefaultMaxStepUps
@@ -179,6 +207,9 @@ type oauthTransport struct {
 	maxStepUps int
 	now        func() time.Time
 	life       context.Context // ends renewals under way; nil: none does
+	dpop       *dpopKey        // nil: no DPoP
+	dpopErr    error           // why DPoP was asked for and cannot be
+	nonces     dpopNonces      // the latest DPoP nonce of each origin
 
 	mu     sync.Mutex
 	state  *authState  // the current token set; nil before the first
@@ -229,12 +260,20 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	if o.dpopErr != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, o.dpopErr
+	}
 	o.mu.Lock()
 	st, gen := o.state, o.gen
 	o.mu.Unlock()
 	var err error
-	if st != nil && st.token.RefreshToken != "" && st.token.stale(o.now()) {
-		if st, gen, err = o.renew(ctx, gen, renewal{refresh: true}); err != nil {
+	// A stale token is refreshed, or, from a grant that needs no one
+	// (client credentials, an assertion), replaced.
+	if st != nil && st.token.stale(o.now()) && (st.token.RefreshToken != "" || o.unattended()) {
+		if st, gen, err = o.renew(ctx, gen, renewal{refresh: st.token.RefreshToken != ""}); err != nil {
 			if req.Body != nil {
 				req.Body.Close() // a RoundTripper closes the body, even on errors
 			}
@@ -243,6 +282,7 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	stepUps, unauthorized := 0, 0
 	renewed := false // st came from a renewal for this request
+	nonceRetried := false
 	for attempt := 0; ; attempt++ {
 		r := req.Clone(ctx)
 		if attempt > 0 && req.GetBody != nil {
@@ -250,16 +290,34 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 		}
+		bound := false // a DPoP proof goes with this attempt
 		if st != nil {
-			r.Header.Set("Authorization", "Bearer "+st.token.AccessToken)
+			if bound, err = o.setAuthorization(r, st.token); err != nil {
+				if r.Body != nil {
+					r.Body.Close()
+				}
+				return nil, err
+			}
 		}
 		resp, err := o.base.RoundTrip(r)
 		if err != nil {
 			return nil, err
 		}
+		fresh := o.dpop != nil && o.nonces.remember(req.URL, resp.Header.Get("DPoP-Nonce"))
 		var why renewal
 		switch resp.StatusCode {
 		case http.StatusUnauthorized:
+			if bound && useDPoPNonce(resp) {
+				// RFC 9449 section 9: once more with the server's nonce;
+				// a second demand is a refusal, not a loop.
+				drain(resp.Body)
+				if !fresh || nonceRetried || !replayable {
+					return nil, &AuthError{Step: "dpop", URL: req.URL.String(), Status: resp.StatusCode, Field: "error=use_dpop_nonce",
+						Reason: "the server asks for a DPoP nonce again, or gave none, or the request's body cannot be sent again"}
+				}
+				nonceRetried = true
+				continue
+			}
 			why.challenge = bearerChallenge(resp.Header.Values("WWW-Authenticate"))
 			unauthorized++
 			// A stored or refreshed token that is refused earns a new
@@ -296,6 +354,37 @@ func (o *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		renewed = true
 	}
+}
+
+// setAuthorization puts token t on request r: as a DPoP token with a
+// fresh proof for r, naming the latest nonce of its origin, when t is
+// bound to the key, else as a bearer token. It reports whether a proof
+// went with it.
+func (o *oauthTransport) setAuthorization(r *http.Request, t *Token) (bool, error) {
+	if o.dpop == nil || t.TokenType != tokenTypeDPoP {
+		r.Header.Set("Authorization", "Bearer "+t.AccessToken)
+		return false, nil
+	}
+	proof, err := o.dpop.proof(r.Method, r.URL, t.AccessToken, o.nonces.get(r.URL), o.now())
+	if err != nil {
+		return false, &AuthError{Step: "dpop", URL: r.URL.String(), Reason: "signing the DPoP proof", Err: err}
+	}
+	r.Header.Set("Authorization", "DPoP "+t.AccessToken)
+	r.Header.Set("DPoP", proof)
+	return true, nil
+}
+
+// useDPoPNonce reports whether a 401 is the resource's demand for a DPoP
+// nonce: a DPoP challenge with error use_dpop_nonce.
+func useDPoPNonce(resp *http.Response) bool {
+	c := findChallenge(resp.Header.Values("WWW-Authenticate"), "dpop")
+	return c != nil && c.param("error") == "use_dpop_nonce"
+}
+
+// unattended reports whether new tokens come without a user: client
+// credentials or an assertion.
+func (o *oauthTransport) unattended() bool {
+	return o.cfg.Grant == GrantClientCredentials || o.assertionGrant()
 }
 
 // sameOrigin reports whether u is on the resource's scheme, host and port.
@@ -384,6 +473,11 @@ func (o *oauthTransport) refresh(ctx context.Context, prev *authState) (*authSta
 	if t.RefreshToken == "" {
 		t.RefreshToken = prev.token.RefreshToken // RFC 6749 section 6: the old one stays valid
 	}
+	if prev.token.TokenType == tokenTypeDPoP && t.TokenType != tokenTypeDPoP {
+		// RFC 9449 section 5: a refresh keeps the binding; an unbound
+		// token in its place is not what was granted.
+		return nil, &AuthError{Step: "refresh", URL: prev.endpoint, Field: "token_type", Reason: "a DPoP-bound token was refreshed into an unbound one"}
+	}
 	st := *prev
 	st.token, st.how = t, tokenRefreshed
 	return &st, o.keep(ctx, &st)
@@ -435,13 +529,18 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 	}
 	st.scopes = union(st.scopes, o.cfg.Scopes)
 
-	if st.client, err = o.clientFor(ctx, as); err != nil {
+	if o.assertionGrant() && o.cfg.ClientID == "" {
+		st.client = tokenClient{method: authMethodNone} // a workload need not name itself
+	} else if st.client, err = o.clientFor(ctx, as); err != nil {
 		return nil, err
 	}
 	if prev == nil && !why.stepUp {
 		// A token kept from an earlier run of the program, refreshed if
 		// it has expired.
 		t, err := o.store.LoadToken(ctx, st.key)
+		if err == nil && !t.usableWith(o.dpop) {
+			err = ErrNoToken // bound to a key this client does not hold
+		}
 		switch {
 		case err == nil && !t.stale(o.now()):
 			st.token, st.how = t, tokenStored
@@ -462,6 +561,13 @@ func (o *oauthTransport) authorize(ctx context.Context, prev *authState, why ren
 			form.Set("scope", strings.Join(st.scopes, " "))
 		}
 		if st.token, err = o.requestToken(ctx, "token", as.TokenEndpoint, form, st.client); err != nil {
+			return nil, err
+		}
+		st.how = tokenGranted
+		return st, o.keep(ctx, st)
+	}
+	if o.assertionGrant() {
+		if st.token, err = o.jwtBearer(ctx, as, st); err != nil {
 			return nil, err
 		}
 		st.how = tokenGranted

@@ -47,3 +47,42 @@ func ExampleOAuthConfig_clientCredentials() {
 	}
 	defer c.Close()
 }
+
+// A workload authenticates with the identity token its platform mounts
+// (workload identity federation), read again whenever a new access token
+// is needed, and binds its tokens to a key of its own (DPoP), so that a
+// token copied out of it is useless elsewhere.
+func ExampleOAuthConfig_workloadIdentity() {
+	transport := mcp.NewHTTPTransport("https://mcp.example.com/mcp", mcp.WithOAuth(mcp.OAuthConfig{
+		Assertion: mcp.AssertionFile("/var/run/secrets/tokens/mcp-token"),
+		DPoP:      true,
+	}))
+	c := mcp.NewClient(mcp.Implementation{Name: "indexer", Version: "1.0.0"})
+	if err := c.Connect(context.Background(), transport); err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+}
+
+// A desktop application whose users sign in to their company's identity
+// provider gets MCP tokens without a browser step: the user's ID token is
+// exchanged at the identity provider for an identity assertion grant for
+// the MCP server, which its authorization server takes (enterprise-managed
+// authorization).
+func ExampleEnterpriseAuthorization() {
+	var idToken string // from the application's own single sign-on
+	transport := mcp.NewHTTPTransport("https://mcp.example.com/mcp", mcp.WithOAuth(mcp.OAuthConfig{
+		ClientID:     "desktop-assistant",
+		ClientSecret: os.Getenv("ASSISTANT_CLIENT_SECRET"),
+		Enterprise: &mcp.EnterpriseAuthorization{
+			TokenEndpoint: "https://idp.example.com/oauth2/token",
+			ClientID:      "desktop-assistant-at-idp",
+			Identity:      mcp.AssertionFunc(func(context.Context) (string, error) { return idToken, nil }),
+		},
+	}))
+	c := mcp.NewClient(mcp.Implementation{Name: "desktop-assistant", Version: "1.0.0"})
+	if err := c.Connect(context.Background(), transport); err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+}

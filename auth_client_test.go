@@ -37,10 +37,11 @@ type fakeAS struct {
 	ttl        int  // expires_in of issued tokens (0: none)
 	refresh    bool // issue refresh tokens
 	clientAuth func(r *http.Request, form url.Values) error
-	holdToken  chan struct{} // when set, the token endpoint waits on it for refreshes
-	withhold   []string      // scopes never granted, whatever is asked
-	idPrefix   string        // of the client IDs it registers
-	noMetadata bool          // answer 404 at the metadata URL
+	holdToken  chan struct{}      // when set, the token endpoint waits on it for refreshes
+	withhold   []string           // scopes never granted, whatever is asked
+	idPrefix   string             // of the client IDs it registers
+	noMetadata bool               // answer 404 at the metadata URL
+	assertion  func(string) error // checks the JWT bearer grant's assertion
 
 	mu            sync.Mutex
 	codes         map[string]fakeGrant // code -> what it grants
@@ -179,6 +180,14 @@ func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 		}
 		g = c
 	case GrantClientCredentials:
+		g = fakeGrant{resource: form.Get("resource"), scopes: strings.Fields(form.Get("scope"))}
+	case grantJWTBearer:
+		if a.assertion != nil {
+			if err := a.assertion(form.Get("assertion")); err != nil {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": err.Error()})
+				return
+			}
+		}
 		g = fakeGrant{resource: form.Get("resource"), scopes: strings.Fields(form.Get("scope"))}
 	default:
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})

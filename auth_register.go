@@ -68,14 +68,18 @@ func (o *oauthTransport) register(ctx context.Context, as *AuthorizationServerMe
 	if name == "" {
 		name = "MCP client"
 	}
-	body, _ := json.Marshal(map[string]any{
+	meta := map[string]any{
 		"client_name":                name,
 		"redirect_uris":              []string{redirect},
 		"grant_types":                []string{"authorization_code", "refresh_token"},
 		"response_types":             []string{"code"},
 		"token_endpoint_auth_method": method,
 		"application_type":           applicationType(redirect),
-	})
+	}
+	if o.dpop != nil {
+		meta["dpop_bound_access_tokens"] = true // RFC 9449 section 5.2
+	}
+	body, _ := json.Marshal(meta)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, as.RegistrationEndpoint, strings.NewReader(string(body)))
 	if err != nil {
 		return nil, &AuthError{Step: step, URL: as.RegistrationEndpoint, Reason: "bad registration endpoint", Err: err}

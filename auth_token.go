@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -22,6 +23,10 @@ type Token struct {
 	RefreshToken string    `json:"refresh_token,omitempty"`
 	Scope        string    `json:"scope,omitempty"`
 	Expiry       time.Time `json:"expiry,omitzero"`
+	// KeyThumbprint names, for a token bound to a DPoP key (TokenType
+	// DPoP), the key's RFC 7638 thumbprint: such a token is sent only
+	// with proofs of that key.
+	KeyThumbprint string `json:"dpop_jkt,omitempty"`
 
 	lifetime time.Duration // the expires_in it came with; 0: not known
 }
@@ -121,6 +126,19 @@ func (s *MemoryTokenStore) StoreClient(_ context.Context, issuer string, c *Clie
 	return nil
 }
 
+// tokenTypeDPoP is the token_type of a token bound to a DPoP key.
+const tokenTypeDPoP = "DPoP"
+
+// usableWith reports whether a stored token may be sent by a client whose
+// DPoP key (nil: none) has the thumbprint jkt: a bound token only with its
+// key, an unbound one with any.
+func (t *Token) usableWith(key *dpopKey) bool {
+	if t.KeyThumbprint == "" && !strings.EqualFold(t.TokenType, tokenTypeDPoP) {
+		return true
+	}
+	return key != nil && t.KeyThumbprint == key.thumbprint
+}
+
 // tokenKey is the TokenStore key of the tokens issuer grants for resource.
 func tokenKey(issuer, resource string) string { return issuer + " " + resource }
 
@@ -179,12 +197,115 @@ func chooseAuthMethod(configured, registered string, hasSecret, hasKey bool, sup
 }
 
 // requestToken POSTs form to the token endpoint, authenticating as c, and
-// returns the token it grants. step names the step for errors.
+// returns the token it grants. step names the step for errors. With DPoP
+// the request carries a proof, and a token the server bound to the key
+// comes back as a DPoP token naming the key's thumbprint.
 func (o *oauthTransport) requestToken(ctx context.Context, step, endpoint string, form url.Values, c tokenClient) (*Token, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, nil)
+	tr, status, err := o.postToken(ctx, step, endpoint, form, c, o.dpop != nil)
 	if err != nil {
-		return nil, &AuthError{Step: step, URL: endpoint, Reason: "bad token endpoint", Err: err}
+		return nil, err
 	}
+	if tr.AccessToken == "" {
+		return nil, &AuthError{Step: step, URL: endpoint, Status: status, Field: "access_token", Reason: "missing"}
+	}
+	t := &Token{AccessToken: tr.AccessToken, TokenType: "Bearer", RefreshToken: tr.RefreshToken, Scope: tr.Scope}
+	switch {
+	case tr.TokenType == "" || strings.EqualFold(tr.TokenType, "bearer"):
+		// A server that does no DPoP ignores the proof (RFC 9449 section 5).
+	case strings.EqualFold(tr.TokenType, tokenTypeDPoP) && o.dpop != nil:
+		t.TokenType, t.KeyThumbprint = tokenTypeDPoP, o.dpop.thumbprint
+	default:
+		return nil, &AuthError{Step: step, URL: endpoint, Status: status, Field: "token_type", Reason: fmt.Sprintf("%q is not Bearer", clip(tr.TokenType))}
+	}
+	if tr.ExpiresIn != "" {
+		secs, err := tr.ExpiresIn.Int64()
+		if err != nil || secs < 0 {
+			return nil, &AuthError{Step: step, URL: endpoint, Status: status, Field: "expires_in", Reason: fmt.Sprintf("%q is not a number of seconds", clip(string(tr.ExpiresIn)))}
+		}
+		t.lifetime = peerDuration(secs, time.Second)
+		t.Expiry = o.now().Add(t.lifetime)
+	}
+	return t, nil
+}
+
+// tokenResponse is a token endpoint's answer (RFC 6749 section 5, RFC 8693
+// section 2.2).
+type tokenResponse struct {
+	AccessToken     string      `json:"access_token"`
+	TokenType       string      `json:"token_type"`
+	IssuedTokenType string      `json:"issued_token_type"`
+	RefreshToken    string      `json:"refresh_token"`
+	Scope           string      `json:"scope"`
+	ExpiresIn       json.Number `json:"expires_in"`
+	Error           string      `json:"error"`
+	Description     string      `json:"error_description"`
+}
+
+// postToken POSTs form to a token endpoint, authenticating as c, with a
+// DPoP proof when proof is set, and returns its successful answer and
+// status. A server that asks for a DPoP nonce (400 use_dpop_nonce with a
+// DPoP-Nonce header) gets the request once more with it, never twice.
+func (o *oauthTransport) postToken(ctx context.Context, step, endpoint string, form url.Values, c tokenClient, proof bool) (*tokenResponse, int, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, 0, &AuthError{Step: step, URL: endpoint, Reason: "bad token endpoint", Err: err}
+	}
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, nil)
+		if err != nil {
+			return nil, 0, &AuthError{Step: step, URL: endpoint, Reason: "bad token endpoint", Err: err}
+		}
+		f := maps.Clone(form)
+		if err := o.authenticateClient(req, f, c); err != nil {
+			return nil, 0, &AuthError{Step: step, URL: endpoint, Field: "token_endpoint_auth_method", Reason: err.Error()}
+		}
+		body := f.Encode()
+		req.Body = io.NopCloser(strings.NewReader(body))
+		req.ContentLength = int64(len(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		if proof {
+			p, err := o.dpop.proof(http.MethodPost, u, "", o.nonces.get(u), o.now())
+			if err != nil {
+				return nil, 0, &AuthError{Step: step, URL: endpoint, Reason: "signing the DPoP proof", Err: err}
+			}
+			req.Header.Set("DPoP", p)
+		}
+		resp, err := o.post.Do(req)
+		if err != nil {
+			return nil, 0, &AuthError{Step: step, URL: endpoint, Reason: "request failed", Err: err}
+		}
+		data, err := o.readBody(resp)
+		resp.Body.Close()
+		if err != nil {
+			return nil, 0, &AuthError{Step: step, URL: endpoint, Status: resp.StatusCode, Reason: "reading the response", Err: err}
+		}
+		fresh := proof && o.nonces.remember(u, resp.Header.Get("DPoP-Nonce"))
+		var tr tokenResponse
+		jerr := json.Unmarshal(data, &tr)
+		if resp.StatusCode != http.StatusOK {
+			if resp.StatusCode == http.StatusBadRequest && tr.Error == "use_dpop_nonce" && fresh && attempt == 0 {
+				continue // RFC 9449 section 8: once more, with the nonce
+			}
+			e := &AuthError{Step: step, URL: endpoint, Status: resp.StatusCode, Reason: "the token endpoint refused the request"}
+			if tr.Error != "" {
+				e.Field, e.Reason = "error", clip(tr.Error)
+				if tr.Description != "" {
+					e.Reason += ": " + clip(tr.Description)
+				}
+			}
+			return nil, resp.StatusCode, e
+		}
+		if jerr != nil {
+			return nil, resp.StatusCode, &AuthError{Step: step, URL: endpoint, Status: resp.StatusCode, Reason: "the token response is not JSON", Err: jerr}
+		}
+		return &tr, resp.StatusCode, nil
+	}
+}
+
+// authenticateClient adds c's credentials to a token request and its form.
+func (o *oauthTransport) authenticateClient(req *http.Request, form url.Values, c tokenClient) error {
 	switch c.method {
 	case authMethodBasic:
 		req.SetBasicAuth(url.QueryEscape(c.id), url.QueryEscape(c.secret))
@@ -193,7 +314,7 @@ func (o *oauthTransport) requestToken(ctx context.Context, step, endpoint string
 		form.Set("client_secret", c.secret)
 	case authMethodJWT:
 		if o.cfg.PrivateKey == nil {
-			return nil, &AuthError{Step: step, URL: endpoint, Field: "token_endpoint_auth_method", Reason: "private_key_jwt needs OAuthConfig.PrivateKey"}
+			return errors.New("private_key_jwt needs OAuthConfig.PrivateKey")
 		}
 		now := o.now()
 		claims := map[string]any{
@@ -202,68 +323,28 @@ func (o *oauthTransport) requestToken(ctx context.Context, step, endpoint string
 		}
 		assertion, err := signJWT(o.cfg.PrivateKey, o.cfg.KeyID, claims)
 		if err != nil {
-			return nil, &AuthError{Step: step, URL: endpoint, Reason: "signing the client assertion", Err: err}
+			return fmt.Errorf("signing the client assertion: %w", err)
 		}
 		form.Set("client_id", c.id)
 		form.Set("client_assertion_type", clientAssertionType)
 		form.Set("client_assertion", assertion)
 	default:
-		form.Set("client_id", c.id)
-	}
-	body := form.Encode()
-	req.Body = io.NopCloser(strings.NewReader(body))
-	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, err := o.post.Do(req)
-	if err != nil {
-		return nil, &AuthError{Step: step, URL: endpoint, Reason: "request failed", Err: err}
-	}
-	defer resp.Body.Close()
-	data, err := o.readBody(resp)
-	if err != nil {
-		return nil, &AuthError{Step: step, URL: endpoint, Status: resp.StatusCode, Reason: "reading the response", Err: err}
-	}
-	var tr struct {
-		AccessToken  string      `json:"access_token"`
-		TokenType    string      `json:"token_type"`
-		RefreshToken string      `json:"refresh_token"`
-		Scope        string      `json:"scope"`
-		ExpiresIn    json.Number `json:"expires_in"`
-		Error        string      `json:"error"`
-		Description  string      `json:"error_description"`
-	}
-	jerr := json.Unmarshal(data, &tr)
-	if resp.StatusCode != http.StatusOK {
-		e := &AuthError{Step: step, URL: endpoint, Status: resp.StatusCode, Reason: "the token endpoint refused the request"}
-		if tr.Error != "" {
-			e.Field, e.Reason = "error", tr.Error
-			if tr.Description != "" {
-				e.Reason += ": " + tr.Description
-			}
+		if c.id != "" {
+			form.Set("client_id", c.id)
 		}
-		return nil, e
 	}
-	if jerr != nil {
-		return nil, &AuthError{Step: step, URL: endpoint, Status: resp.StatusCode, Reason: "the token response is not JSON", Err: jerr}
+	return nil
+}
+
+// maxReasonBytes bounds what of a server's error text an AuthError repeats.
+const maxReasonBytes = 256
+
+// clip bounds a string a server sent before it goes into an error.
+func clip(s string) string {
+	if len(s) <= maxReasonBytes {
+		return s
 	}
-	if tr.AccessToken == "" {
-		return nil, &AuthError{Step: step, URL: endpoint, Status: resp.StatusCode, Field: "access_token", Reason: "missing"}
-	}
-	if tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "bearer") {
-		return nil, &AuthError{Step: step, URL: endpoint, Status: resp.StatusCode, Field: "token_type", Reason: fmt.Sprintf("%q is not Bearer", tr.TokenType)}
-	}
-	t := &Token{AccessToken: tr.AccessToken, TokenType: "Bearer", RefreshToken: tr.RefreshToken, Scope: tr.Scope}
-	if tr.ExpiresIn != "" {
-		secs, err := tr.ExpiresIn.Int64()
-		if err != nil || secs < 0 {
-			return nil, &AuthError{Step: step, URL: endpoint, Status: resp.StatusCode, Field: "expires_in", Reason: fmt.Sprintf("%q is not a number of seconds", tr.ExpiresIn)}
-		}
-		t.lifetime = peerDuration(secs, time.Second)
-		t.Expiry = o.now().Add(t.lifetime)
-	}
-	return t, nil
+	return strings.ToValidUTF8(s[:maxReasonBytes], "") + "..."
 }
 
 // readBody reads a response body up to the configured bound.

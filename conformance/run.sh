@@ -5,12 +5,16 @@
 #   0.1.16          server: the "active" suite (protocol 2025-06-18/2025-11-25)
 #                   client: every scenario tagged 2025-11-25
 #                   and the OAuth client credentials extension's two scenarios,
+#                   enterprise-managed authorization's (cross-app access),
 #                   and the two auth scenarios of 2025-03-26 (backcompat)
 #   0.2.0-alpha.12  server + client: the frozen 2026-07-28 requirement set
 #                   (`list --requirements 2026-07-28`), the tasks extension's
 #                   scenarios (tasks-*) and the OAuth client credentials
-#                   extension's (auth/client-credentials-*) and the two of
-#                   2025-03-26 auth discovery, run at the 2026-07-28 wire
+#                   extension's (auth/client-credentials-*), the two of
+#                   2025-03-26 auth discovery, and the client side of the
+#                   auth extensions (auth/enterprise-managed-authorization,
+#                   auth/wif-jwt-bearer, auth/dpop, auth/dpop-nonce), run
+#                   at the 2026-07-28 wire
 #
 # Every scenario runs on its own (one CLI invocation per scenario), and its
 # outcome is compared with conformance/expected-failures.txt:
@@ -139,10 +143,12 @@ list_scenarios() { # list_scenarios <version> <role>
       sed -n 's/^  - \([^ ]*\).*/\1/p' |
       if [[ $role == server ]]; then grep -vxF -f <(tr ' ' '\n' <<<"$PENDING_0116_SERVER"); else cat; fi
     # The OAuth client credentials extension's scenarios
-    # (io.modelcontextprotocol/oauth-client-credentials), and the two of
-    # 2025-03-26 discovery (no protected resource metadata).
+    # (io.modelcontextprotocol/oauth-client-credentials), enterprise-managed
+    # authorization's (cross-app access), and the two of 2025-03-26
+    # discovery (no protected resource metadata).
     if [[ $role == client ]]; then
       suite "$v" list --client | sed -n 's/^  - \(auth\/client-credentials-[^ ]*\) .*\[extension\].*/\1/p'
+      suite "$v" list --client | sed -n 's/^  - \(auth\/cross-app-access-complete-flow\) .*\[extension\].*/\1/p'
       suite "$v" list --client | sed -n 's/^  - \(auth\/2025-03-26-[^ ]*\) .*/\1/p'
     fi
   else
@@ -160,14 +166,16 @@ list_scenarios() { # list_scenarios <version> <role>
         /^Client scenarios/ { s = "client"; next }
         /^[^ ]/             { s = "" }
         s == want && /^  - tasks-/ && /\[extension\]/ { print $2 }'
-    # The OAuth client credentials extension's scenarios, likewise, and
-    # the two auth scenarios of 2025-03-26 discovery.
+    # The OAuth client credentials extension's scenarios, likewise, the
+    # two auth scenarios of 2025-03-26 discovery, and the extensions'
+    # enterprise-managed authorization, workload identity and DPoP.
     suite "$v" list |
       awk -v want="$role" '
         /^Server scenarios/ { s = "server"; next }
         /^Client scenarios/ { s = "client"; next }
         /^[^ ]/             { s = "" }
         s == want && /^  - auth\/client-credentials-/ && /\[extension\]/ { print $2 }
+        s == want && /^  - auth\/(enterprise-managed-authorization|wif-jwt-bearer|dpop|dpop-nonce) / && /\[extension\]/ { print $2 }
         s == want && /^  - auth\/2025-03-26-/ { print $2 }'
   fi
 }

@@ -36,6 +36,17 @@ type authContext struct {
 	ClientSecret  string `json:"client_secret"`
 	PrivateKeyPEM string `json:"private_key_pem"`
 	Algorithm     string `json:"signing_algorithm"`
+
+	// auth/enterprise-managed-authorization (suite 0.1.16:
+	// auth/cross-app-access-complete-flow): the enterprise identity
+	// provider and the user's ID token from it.
+	IdPClientID      string `json:"idp_client_id"`
+	IdPIDToken       string `json:"idp_id_token"`
+	IdPTokenEndpoint string `json:"idp_token_endpoint"`
+
+	// auth/wif-jwt-bearer: the workload's identity token (the context
+	// also has wrong_audience_jwt and expired_jwt, which it never uses).
+	ValidJWT string `json:"valid_jwt"`
 }
 
 // isAuthScenario reports whether the scenario is one of the OAuth ones.
@@ -69,6 +80,20 @@ func oauthOption(name string) (mcp.HTTPTransportOption, error) {
 		Handler:             followWithoutBrowser{},
 		ClientID:            ac.ClientID,
 		ClientSecret:        ac.ClientSecret,
+	}
+	switch name {
+	case "auth/enterprise-managed-authorization", "auth/cross-app-access-complete-flow":
+		idToken := ac.IdPIDToken
+		cfg.Enterprise = &mcp.EnterpriseAuthorization{
+			TokenEndpoint: ac.IdPTokenEndpoint,
+			ClientID:      ac.IdPClientID,
+			Identity:      mcp.AssertionFunc(func(context.Context) (string, error) { return idToken, nil }),
+		}
+	case "auth/wif-jwt-bearer":
+		jwt := ac.ValidJWT
+		cfg.Assertion = mcp.AssertionFunc(func(context.Context) (string, error) { return jwt, nil })
+	case "auth/dpop", "auth/dpop-nonce":
+		cfg.DPoP = true
 	}
 	if strings.HasPrefix(name, "auth/client-credentials-") {
 		cfg.Grant = mcp.GrantClientCredentials

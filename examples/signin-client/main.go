@@ -17,6 +17,28 @@
 // GET that follows redirects, for authorization servers that approve at
 // once (tests, a toy dev issuer). -token-file keeps the sign-in in a file,
 // so that the next run needs no browser.
+//
+// Which profile to use when:
+//
+//   - A person at the keyboard, no enterprise identity provider in between:
+//     the default, the browser sign-in.
+//   - A person whose company's identity provider decides which MCP servers
+//     they may use (enterprise-managed authorization): -enterprise-idp with
+//     the identity provider's token endpoint, -enterprise-idp-client-id,
+//     and -id-token-file, the ID token the user's single sign-on left. The
+//     client trades it at the identity provider for an identity assertion
+//     grant and that at the MCP server's authorization server for a token:
+//     no browser. -client-id (and $SIGNIN_CLIENT_SECRET) is how the
+//     authorization server knows this client; $SIGNIN_IDP_CLIENT_SECRET is
+//     the identity provider's secret, if it gave one.
+//   - A program with no person behind it, running where its platform hands
+//     it an identity token (a Kubernetes service account token, a cloud
+//     workload identity): -workload-token-file, the JWT bearer grant with
+//     that token, read again whenever a new access token is needed.
+//   - With any of them, when the server or its authorization server asks
+//     for tokens bound to the client (or a stolen token must be useless on
+//     its own): -dpop. The key is made for the run, so a token kept with
+//     -token-file is not reused by the next run, which obtains its own.
 package main
 
 import (
@@ -42,7 +64,16 @@ func main() {
 	httpGet := flag.Bool("open-with-http-get", os.Getenv("SIGNIN_OPEN_WITH_HTTP_GET") != "", "GET the authorization URL instead of starting a browser")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long the whole run, sign-in included, may take")
 	tokenFile := flag.String("token-file", "", "keep tokens and the client registration in this file")
+	var p profile
+	flag.StringVar(&p.clientID, "client-id", "", "the client's pre-registered ID at the authorization server (secret in $SIGNIN_CLIENT_SECRET)")
+	flag.StringVar(&p.idpTokenEndpoint, "enterprise-idp", "", "enterprise-managed authorization: the identity provider's token endpoint")
+	flag.StringVar(&p.idpClientID, "enterprise-idp-client-id", "", "enterprise-managed authorization: the client's ID at the identity provider (secret in $SIGNIN_IDP_CLIENT_SECRET)")
+	flag.StringVar(&p.idTokenFile, "id-token-file", "", "enterprise-managed authorization: a file holding the user's ID token from the identity provider")
+	flag.StringVar(&p.workloadTokenFile, "workload-token-file", "", "workload identity: a file holding the workload's identity token (JWT), re-read for every new token")
+	flag.BoolVar(&p.dpop, "dpop", false, "bind tokens to a key made for this run (DPoP, RFC 9449)")
 	flag.Parse()
+	p.clientSecret = os.Getenv("SIGNIN_CLIENT_SECRET")
+	p.idpClientSecret = os.Getenv("SIGNIN_IDP_CLIENT_SECRET")
 	open := openBrowser
 	if *httpGet {
 		open = getFollowingRedirects
@@ -53,7 +84,7 @@ func main() {
 	if *tokenFile != "" {
 		store = &fileStore{path: *tokenFile}
 	}
-	if err := run(ctx, *url, open, store, os.Stdout); err != nil {
+	if err := run(ctx, *url, open, store, p, os.Stdout); err != nil {
 		var ae *mcp.AuthError
 		if errors.As(err, &ae) {
 			fmt.Fprintf(os.Stderr, "signin-client: sign-in failed at step %q (URL %s, status %d, field %q): %s\n", ae.Step, ae.URL, ae.Status, ae.Field, ae.Reason)
@@ -63,8 +94,38 @@ func main() {
 	}
 }
 
+// profile is how the client obtains its tokens, from the flags; the zero
+// profile signs the user in through the browser.
+type profile struct {
+	clientID, clientSecret                         string
+	idpTokenEndpoint, idpClientID, idpClientSecret string
+	idTokenFile                                    string
+	workloadTokenFile                              string
+	dpop                                           bool
+}
+
+// apply puts the profile into cfg.
+func (p profile) apply(cfg *mcp.OAuthConfig) error {
+	cfg.ClientID, cfg.ClientSecret, cfg.DPoP = p.clientID, p.clientSecret, p.dpop
+	switch {
+	case p.idpTokenEndpoint != "" && p.workloadTokenFile != "":
+		return errors.New("-enterprise-idp and -workload-token-file are two profiles: pick one")
+	case p.idpTokenEndpoint != "":
+		if p.idTokenFile == "" {
+			return errors.New("-enterprise-idp needs -id-token-file, the user's ID token")
+		}
+		cfg.Enterprise = &mcp.EnterpriseAuthorization{
+			TokenEndpoint: p.idpTokenEndpoint, ClientID: p.idpClientID, ClientSecret: p.idpClientSecret,
+			Identity: mcp.AssertionFile(p.idTokenFile),
+		}
+	case p.workloadTokenFile != "":
+		cfg.Assertion = mcp.AssertionFile(p.workloadTokenFile)
+	}
+	return nil
+}
+
 // run signs in to the server at url, lists its tools and calls whoami.
-func run(ctx context.Context, url string, open func(string) error, store mcp.TokenStore, out io.Writer) error {
+func run(ctx context.Context, url string, open func(string) error, store mcp.TokenStore, p profile, out io.Writer) error {
 	redirect, err := mcp.NewLoopbackRedirect(func(authURL string) error {
 		fmt.Fprintln(out, "Sign in at:", authURL)
 		return open(authURL)
@@ -78,7 +139,11 @@ func run(ctx context.Context, url string, open func(string) error, store mcp.Tok
 	wait := time.Until(deadlineOf(ctx))
 	client := mcp.NewClient(mcp.Implementation{Name: "signin-client", Version: "1.0.0"},
 		mcp.WithDiscoverTimeout(wait), mcp.WithRequestTimeout(wait))
-	transport := mcp.NewHTTPTransport(url, mcp.WithOAuth(mcp.OAuthConfig{Handler: redirect, ClientName: "MCP signin-client", Store: store}))
+	cfg := mcp.OAuthConfig{Handler: redirect, ClientName: "MCP signin-client", Store: store}
+	if err := p.apply(&cfg); err != nil {
+		return err
+	}
+	transport := mcp.NewHTTPTransport(url, mcp.WithOAuth(cfg))
 	if err := client.Connect(ctx, transport); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,6 +37,11 @@ func toyIssuer(t *testing.T) *httptest.Server {
 		http.Redirect(w, r, back.String(), http.StatusFound)
 	})
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		if r.FormValue("grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer" && r.FormValue("assertion") != "workload-jwt" {
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]string{"error": "invalid_grant"})
+			return
+		}
 		json.NewEncoder(w).Encode(map[string]any{"access_token": "alice-token", "token_type": "Bearer", "expires_in": 3600})
 	})
 	return srv
@@ -73,7 +79,7 @@ func TestSignIn(t *testing.T) {
 	server := protectedServer(t, toyIssuer(t).URL)
 	store := &fileStore{path: filepath.Join(t.TempDir(), "tokens.json")}
 	var out strings.Builder
-	if err := run(t.Context(), server, getFollowingRedirects, store, &out); err != nil {
+	if err := run(t.Context(), server, getFollowingRedirects, store, profile{}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "Sign in at: ") || !strings.Contains(out.String(), "whoami: alice") {
@@ -81,10 +87,42 @@ func TestSignIn(t *testing.T) {
 	}
 	out.Reset()
 	noBrowser := func(string) error { return errors.New("asked to sign in again") }
-	if err := run(t.Context(), server, noBrowser, &fileStore{path: store.path}, &out); err != nil {
+	if err := run(t.Context(), server, noBrowser, &fileStore{path: store.path}, profile{}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "whoami: alice") {
 		t.Fatalf("second run's output:\n%s", out.String())
+	}
+}
+
+// TestWorkloadProfile: with -workload-token-file the client obtains its
+// token with the JWT bearer grant, the file's token as the assertion, and
+// never opens a browser.
+func TestWorkloadProfile(t *testing.T) {
+	server := protectedServer(t, toyIssuer(t).URL)
+	file := filepath.Join(t.TempDir(), "workload.jwt")
+	if err := os.WriteFile(file, []byte("workload-jwt\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	noBrowser := func(string) error { return errors.New("asked to sign in") }
+	if err := run(t.Context(), server, noBrowser, mcp.NewMemoryTokenStore(), profile{workloadTokenFile: file}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "whoami: alice") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}
+
+func TestProfileFlagsConflict(t *testing.T) {
+	var cfg mcp.OAuthConfig
+	if err := (profile{idpTokenEndpoint: "https://idp/token", workloadTokenFile: "f"}).apply(&cfg); err == nil {
+		t.Error("two profiles at once")
+	}
+	if err := (profile{idpTokenEndpoint: "https://idp/token"}).apply(&cfg); err == nil {
+		t.Error("enterprise without an ID token")
+	}
+	if err := (profile{idpTokenEndpoint: "https://idp/token", idTokenFile: "f", dpop: true}).apply(&cfg); err != nil || cfg.Enterprise == nil || !cfg.DPoP {
+		t.Errorf("enterprise with DPoP: %v %+v", err, cfg)
 	}
 }
