@@ -148,8 +148,9 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	}, nil
 }
 
-// VerifyToken asks the endpoint about token: it must be active, a bearer
-// access token (never a refresh token), for this audience, and not
+// VerifyToken asks the endpoint about token: it must be active, an
+// access token (never a refresh token; bound to a key only when
+// [BearerAuth] checks its DPoP proof), for this audience, and not
 // expired. A token the server calls inactive (or refuses) gets an error
 // wrapping ErrInvalidToken; a failure to ask gets another error, and so
 // does ctx ending first, which leaves the call to the requests still
@@ -162,7 +163,7 @@ func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (
 	v.mu.Lock()
 	if r, ok := v.cachedLocked(key, time.Now()); ok {
 		v.mu.Unlock()
-		return r.info, r.err
+		return checkedBinding(ctx, r.info, r.err)
 	}
 	c := v.calls[key]
 	if c == nil {
@@ -175,7 +176,7 @@ func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (
 	v.mu.Unlock()
 	select {
 	case <-c.done:
-		return c.info, c.err
+		return checkedBinding(ctx, c.info, c.err)
 	case <-ctx.Done():
 		v.mu.Lock()
 		if c.waiters--; c.waiters == 0 {
@@ -187,6 +188,18 @@ func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (
 		v.mu.Unlock()
 		return nil, errorf("token introspection: %w", context.Cause(ctx))
 	}
+}
+
+// checkedBinding refuses an answer for a token bound to a key unless
+// ctx says a DPoP proof came with it.
+func checkedBinding(ctx context.Context, info *TokenInfo, err error) (*TokenInfo, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseUnproved(ctx, info, "introspection field"); err != nil {
+		return nil, err
+	}
+	return info, nil
 }
 
 // call runs one call to the endpoint for its waiters, in a free slot, and
@@ -297,18 +310,16 @@ func (v *IntrospectionVerifier) check(claims map[string]any, now time.Time) (*To
 // access token, as the fields authorization servers use say it:
 // token_type (RFC 7662: Bearer; a refresh token's is refresh_token or
 // absent; DPoP is bound to a key), token_use (access_token or access), typ
-// (Bearer or at+jwt), and cnf, which binds the token to a key a bearer
-// request cannot prove. It reports whether a field said access token.
+// (Bearer or at+jwt). A token bound to a key (cnf, token_type DPoP) is
+// refused later unless a DPoP proof came with it. It reports whether a
+// field said access token.
 func accessTokenKind(claims map[string]any) (bool, error) {
-	if _, ok := claims["cnf"]; ok {
-		return false, fmt.Errorf("%w: introspection field cnf: the token is bound to a key, which a bearer request does not prove", ErrInvalidToken)
-	}
 	said := false
 	for _, f := range []struct {
 		name   string
 		accept []string
 	}{
-		{"token_type", []string{"bearer", "access_token", "urn:ietf:params:oauth:token-type:access_token"}},
+		{"token_type", []string{"bearer", "dpop", "access_token", "urn:ietf:params:oauth:token-type:access_token"}},
 		{"token_use", []string{"access_token", "access"}},
 		{"typ", []string{"bearer", "at+jwt", "application/at+jwt"}},
 	} {

@@ -302,8 +302,9 @@ func NewJWTVerifier(cfg JWTVerifierConfig) (*JWTVerifier, error) {
 
 // VerifyToken parses token, checks its type (typ at+jwt, see
 // JWTVerifierConfig.AllowGenericType), its signature with the issuer's key
-// it names and its claims: iss, aud, exp, nbf, iat. A token that fails any
-// check gets an error wrapping ErrInvalidToken; a failure to fetch the
+// it names and its claims: iss, aud, exp, nbf, iat; a token bound to a
+// key (cnf) only when [BearerAuth] checks its DPoP proof. A token that
+// fails any check gets an error wrapping ErrInvalidToken; a failure to fetch the
 // keys gets another error. Server side.
 func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*TokenInfo, error) {
 	t, err := parseJWT(token, v.maxTokenBytes)
@@ -320,7 +321,11 @@ func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*TokenInfo
 	if err := t.verifySignature(key); err != nil {
 		return nil, err
 	}
-	return v.checkClaims(t.claims, time.Now())
+	info, err := v.checkClaims(t.claims, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return info, refuseUnproved(ctx, info, "claim")
 }
 
 // checkType accepts the typ of an access token (RFC 9068 §2.1): at+jwt,

@@ -30,6 +30,13 @@ type ProtectedResourceMetadata struct {
 	// terms of service pages.
 	ResourcePolicyURI string `json:"resource_policy_uri,omitempty"`
 	ResourceTOSURI    string `json:"resource_tos_uri,omitempty"`
+	// DPoPSigningAlgValuesSupported lists the algorithms the resource
+	// accepts DPoP proofs signed with (RFC 9449); see
+	// [DPoPVerifier.Advertise].
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported,omitempty"`
+	// DPoPBoundAccessTokensRequired says the resource accepts only
+	// access tokens bound to a key with DPoP.
+	DPoPBoundAccessTokensRequired bool `json:"dpop_bound_access_tokens_required,omitempty"`
 }
 
 // AuthorizationServerMetadata is the part of an authorization server's

@@ -48,7 +48,8 @@ type TokenVerifier interface {
 // needed for the request, or for a message of it (see MethodScopes and
 // ToolScopes; a batch is refused whole), gets 403 with
 // error="insufficient_scope" and the scopes to ask for. A verifier's
-// failure other than ErrInvalidToken gets 503. The token's principal owns
+// failure other than ErrInvalidToken gets 503. With DPoP set it also
+// takes tokens bound to a key, with a proof of possession. The token's principal owns
 // the sessions and tasks it creates; handlers read the token through
 // RequestInfo.Token. Server side.
 type BearerAuth struct {
@@ -66,6 +67,14 @@ type BearerAuth struct {
 	// ToolScopes are required, besides those, of a tools/call of the
 	// named tool.
 	ToolScopes map[string][]string
+	// DPoP, when set, also accepts access tokens bound to a key (RFC
+	// 9449): "Authorization: DPoP <token>" with a proof in the DPoP
+	// header, checked by DPoP, signed by the key the token's cnf.jkt
+	// names. Refusals then get DPoP challenges (error="invalid_dpop_proof",
+	// "invalid_token" or "use_dpop_nonce", algs naming what is accepted)
+	// beside the Bearer one. A token bound to a key is refused as a
+	// Bearer token, with or without DPoP.
+	DPoP *DPoPVerifier
 }
 
 // Authorize checks the request's bearer token and Scopes and returns the
@@ -76,7 +85,7 @@ func (a BearerAuth) Authorize(r *http.Request) (principal string, err error) {
 	if a.Verifier == nil {
 		return "", &authRefusal{status: http.StatusInternalServerError, reason: "BearerAuth has no Verifier"}
 	}
-	principal, _, err = a.authenticate(r)
+	principal, _, err = a.authenticate(nil, r)
 	return principal, err
 }
 
@@ -91,19 +100,23 @@ func (r *RequestInfo) Token() *TokenInfo {
 }
 
 // authRefusal is how a request's authorization failed: its status and
-// challenge, and the reason given in the body.
+// challenges, and the reason given in the body.
 type authRefusal struct {
-	status    int
-	challenge string // WWW-Authenticate; empty: none
-	reason    string
+	status     int
+	challenges []string // WWW-Authenticate, one header each
+	nonce      string   // DPoP-Nonce; empty: none
+	reason     string
 }
 
 func (e *authRefusal) Error() string { return e.reason }
 
 // write answers the request with the refusal.
 func (e *authRefusal) write(w http.ResponseWriter) {
-	if e.challenge != "" {
-		w.Header().Set("WWW-Authenticate", e.challenge)
+	for _, c := range e.challenges {
+		w.Header().Add("WWW-Authenticate", c)
+	}
+	if e.nonce != "" {
+		w.Header().Set("DPoP-Nonce", e.nonce)
 	}
 	text := http.StatusText(e.status)
 	code := CodeInvalidRequest
@@ -113,31 +126,70 @@ func (e *authRefusal) write(w http.ResponseWriter) {
 	writeHTTPError(w, e.status, code, ID{}, text+": "+e.reason)
 }
 
-// authenticate checks the request's bearer token and its Scopes.
-func (b *BearerAuth) authenticate(r *http.Request) (string, *TokenInfo, error) {
+// authenticate checks the request's access token, its DPoP proof if it
+// is one, and its Scopes. w, when not nil, gets the next DPoP nonce.
+func (b *BearerAuth) authenticate(w http.ResponseWriter, r *http.Request) (string, *TokenInfo, error) {
 	values := r.Header.Values("Authorization")
 	if len(values) == 0 {
-		return "", nil, b.refuse(http.StatusUnauthorized, "", "a bearer token is required", b.Scopes)
+		return "", nil, b.refuse(http.StatusUnauthorized, false, "", "a bearer token is required", b.Scopes)
 	}
 	scheme, token, _ := strings.Cut(values[0], " ")
-	if len(values) > 1 || !strings.EqualFold(scheme, "Bearer") {
-		return "", nil, b.refuse(http.StatusUnauthorized, "", "a bearer token is required in one Authorization header", b.Scopes)
+	dpop := b.DPoP != nil && strings.EqualFold(scheme, "DPoP")
+	if len(values) > 1 || (!dpop && !strings.EqualFold(scheme, "Bearer")) {
+		return "", nil, b.refuse(http.StatusUnauthorized, false, "", "a bearer token is required in one Authorization header", b.Scopes)
+	}
+	if !dpop && b.DPoP != nil && b.DPoP.required {
+		return "", nil, b.refuse(http.StatusUnauthorized, true, "", "this resource takes only tokens bound to a key, with a DPoP proof", b.Scopes)
 	}
 	token = strings.TrimLeft(token, " ")
-	if !isToken68(token) {
-		return "", nil, b.refuse(http.StatusUnauthorized, "invalid_token", "the bearer token is malformed", b.Scopes)
+	what := "the bearer token"
+	if dpop {
+		what = "the access token"
 	}
-	info, err := b.Verifier.VerifyToken(r.Context(), token)
+	if !isToken68(token) {
+		return "", nil, b.refuse(http.StatusUnauthorized, dpop, "invalid_token", what+" is malformed", b.Scopes)
+	}
+	ctx := r.Context()
+	var proof *dpopProof
+	if dpop {
+		var why *dpopRefusal
+		if proof, why = b.DPoP.check(r, token); why != nil {
+			return "", nil, b.refuse(http.StatusUnauthorized, true, why.code, why.reason, b.Scopes)
+		}
+		ctx = context.WithValue(ctx, dpopProved{}, true)
+	}
+	info, err := b.Verifier.VerifyToken(ctx, token)
 	switch {
 	case errors.Is(err, ErrInvalidToken):
-		return "", nil, b.refuse(http.StatusUnauthorized, "invalid_token", err.Error(), b.Scopes)
+		return "", nil, b.refuse(http.StatusUnauthorized, dpop, "invalid_token", err.Error(), b.Scopes)
 	case err != nil:
-		return "", nil, &authRefusal{status: http.StatusServiceUnavailable, reason: "the bearer token cannot be checked now: " + err.Error()}
+		return "", nil, &authRefusal{status: http.StatusServiceUnavailable, reason: what + " cannot be checked now: " + err.Error()}
 	case info == nil || info.Principal == "":
 		return "", nil, &authRefusal{status: http.StatusInternalServerError, reason: "the token verifier named no principal"}
 	}
+	jkt, bound := tokenThumbprint(info)
+	switch {
+	case !dpop && bound:
+		return "", nil, b.refuse(http.StatusUnauthorized, false, "invalid_token", "the token is bound to a key (cnf): a bearer request does not prove it", b.Scopes)
+	case dpop && jkt == "":
+		return "", nil, b.refuse(http.StatusUnauthorized, true, "invalid_token", "the token is not bound to a DPoP key (cnf.jkt)", b.Scopes)
+	case dpop && jkt != proof.jkt:
+		return "", nil, b.refuse(http.StatusUnauthorized, true, "invalid_token", "the DPoP proof's key is not the one the token is bound to", b.Scopes)
+	}
 	if missing := missingScope(info, b.Scopes); missing != "" {
-		return "", nil, b.refuse(http.StatusForbidden, "insufficient_scope", "the token lacks scope '"+missing+"'", b.Scopes)
+		return "", nil, b.refuse(http.StatusForbidden, dpop, "insufficient_scope", "the token lacks scope '"+missing+"'", b.Scopes)
+	}
+	if dpop {
+		first, err := b.DPoP.replay.FirstUse(r.Context(), proof.replay, proof.until)
+		switch {
+		case err != nil:
+			return "", nil, &authRefusal{status: http.StatusServiceUnavailable, reason: "the DPoP proof cannot be checked now: " + err.Error()}
+		case !first:
+			return "", nil, b.refuse(http.StatusUnauthorized, true, "invalid_dpop_proof", "DPoP proof: claim jti: the proof was used before", b.Scopes)
+		}
+		if proof.renonce && w != nil {
+			w.Header().Set("DPoP-Nonce", b.DPoP.currentNonce(b.DPoP.now()))
+		}
 	}
 	return info.Principal, info, nil
 }
@@ -175,7 +227,8 @@ func (b *BearerAuth) checkMessages(info *TokenInfo, msgs []*httpMessage) *authRe
 	if why == "" {
 		return nil
 	}
-	return b.refuse(http.StatusForbidden, "insufficient_scope", why, need)
+	_, bound := tokenThumbprint(info)
+	return b.refuse(http.StatusForbidden, bound && b.DPoP != nil, "insufficient_scope", why, need)
 }
 
 // missingScope returns the first of need that info does not grant.
@@ -190,26 +243,51 @@ func missingScope(info *TokenInfo, need []string) string {
 
 // refuse makes a refusal with a Bearer challenge (RFC 6750 §3): the error
 // code, when there is one, its description, the resource metadata URL
-// (RFC 9728 §5.1) and the scopes to ask for.
-func (b *BearerAuth) refuse(status int, code, reason string, scopes []string) *authRefusal {
-	var c strings.Builder
-	c.WriteString("Bearer")
-	sep := " "
-	param := func(name, value string) {
-		c.WriteString(sep + name + `="` + value + `"`)
-		sep = ", "
+// (RFC 9728 §5.1) and the scopes to ask for. With DPoP on it also has a
+// DPoP challenge (RFC 9449 §7.1), with algs, and the Bearer one only
+// while bearer tokens are accepted; the error goes in the DPoP challenge
+// when dpop is set, which then comes first.
+func (b *BearerAuth) refuse(status int, dpop bool, code, reason string, scopes []string) *authRefusal {
+	challenge := func(scheme string, withError bool) string {
+		var c strings.Builder
+		c.WriteString(scheme)
+		sep := " "
+		param := func(name, value string) {
+			c.WriteString(sep + name + `="` + value + `"`)
+			sep = ", "
+		}
+		if code != "" && withError {
+			param("error", code)
+			param("error_description", challengeText(reason))
+		}
+		if scheme == "DPoP" {
+			param("algs", b.DPoP.algsJoined)
+		}
+		if b.ResourceMetadataURL != "" {
+			param("resource_metadata", challengeText(b.ResourceMetadataURL))
+		}
+		if len(scopes) > 0 {
+			param("scope", challengeText(strings.Join(scopes, " ")))
+		}
+		return c.String()
 	}
-	if code != "" {
-		param("error", code)
-		param("error_description", challengeText(reason))
+	e := &authRefusal{status: status, reason: reason}
+	if b.DPoP == nil {
+		e.challenges = []string{challenge("Bearer", true)}
+		return e
 	}
-	if b.ResourceMetadataURL != "" {
-		param("resource_metadata", challengeText(b.ResourceMetadataURL))
+	if b.DPoP.nonceKey != nil {
+		e.nonce = b.DPoP.currentNonce(b.DPoP.now())
 	}
-	if len(scopes) > 0 {
-		param("scope", challengeText(strings.Join(scopes, " ")))
+	e.challenges = []string{challenge("DPoP", dpop)}
+	if !b.DPoP.required {
+		if dpop {
+			e.challenges = append(e.challenges, challenge("Bearer", false))
+		} else {
+			e.challenges = append([]string{challenge("Bearer", true)}, e.challenges...)
+		}
 	}
-	return &authRefusal{status: status, challenge: c.String(), reason: reason}
+	return e
 }
 
 // challengeText keeps what a challenge's quoted value may hold (RFC 6750

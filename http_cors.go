@@ -11,14 +11,15 @@ import (
 const corsMaxAge = 7200
 
 // corsAllowHeaders are the request headers a browser client may send: the
-// body's type, a bearer token, and the MCP headers the handler reads of
-// every revision. The Mcp-Param- headers of a tool are allowed as the
-// preflight names them.
-const corsAllowHeaders = "Content-Type, Authorization, " + headerSessionID + ", " + headerProtocolVersion + ", " + headerLastEventID + ", " + headerMethod + ", " + headerName
+// body's type, an access token and its DPoP proof, and the MCP headers the
+// handler reads of every revision. The Mcp-Param- headers of a tool are
+// allowed as the preflight names them.
+const corsAllowHeaders = "Content-Type, Authorization, DPoP, " + headerSessionID + ", " + headerProtocolVersion + ", " + headerLastEventID + ", " + headerMethod + ", " + headerName
 
 // corsExposeHeaders are the response headers a browser client must read:
-// the session id, the challenge of a 401 and the wait of a 503.
-const corsExposeHeaders = headerSessionID + ", WWW-Authenticate, Retry-After"
+// the session id, the challenge of a 401, the next DPoP nonce and the wait
+// of a 503.
+const corsExposeHeaders = headerSessionID + ", WWW-Authenticate, DPoP-Nonce, Retry-After"
 
 // corsOrigin reports whether WithAllowedOrigins lists origin.
 func corsOrigin(cfg *httpConfig, origin string) bool {

@@ -115,7 +115,7 @@ func admitRequest(cfg *httpConfig, w http.ResponseWriter, r *http.Request, stopp
 			return "", nil, false
 		}
 		var err error
-		if principal, token, err = cfg.authorize(r); err != nil {
+		if principal, token, err = cfg.authorize(w, r); err != nil {
 			var refusal *authRefusal
 			if errors.As(err, &refusal) {
 				refusal.write(w)

@@ -97,7 +97,7 @@ type httpConfig struct {
 	// *authRefusal error says how to answer, any other gets 401 with a
 	// bare Bearer challenge. scopes, set when the Authorizer is a
 	// BearerAuth, checks the scopes each message of a POST needs.
-	authorize    func(r *http.Request) (principal string, token *TokenInfo, err error)
+	authorize    func(w http.ResponseWriter, r *http.Request) (principal string, token *TokenInfo, err error)
 	scopes       *BearerAuth
 	maxSessions  int
 	maxPerUser   int
@@ -275,7 +275,7 @@ func WithAuthorizer(a Authorizer) HTTPHandlerOption {
 		return httpHandlerOption(func(c *httpConfig) { c.authorize, c.scopes = b.authenticate, &b })
 	}
 	return httpHandlerOption(func(c *httpConfig) {
-		c.authorize = func(r *http.Request) (string, *TokenInfo, error) {
+		c.authorize = func(_ http.ResponseWriter, r *http.Request) (string, *TokenInfo, error) {
 			p, err := a.Authorize(r)
 			return p, nil, err
 		}

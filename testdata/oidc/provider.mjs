@@ -2,6 +2,9 @@
 // on 127.0.0.1 at a free port. Development settings only: its built-in
 // login and consent pages (any login passes), dynamic registration open,
 // and JWT access tokens for the one resource given as the first argument.
+// For the DPoP test (auth_dpop_server_test.go) it also has one
+// confidential client, dpop-m2m, of the client credentials grant, and
+// binds a token to the key of the DPoP proof its request carries.
 // It prints {"issuer": ...} on a line once it listens, and stops when its
 // standard input closes (the test's end).
 import http from 'node:http';
@@ -20,6 +23,8 @@ server.listen(0, '127.0.0.1', () => {
     features: {
       devInteractions: { enabled: true },
       registration: { enabled: true },
+      clientCredentials: { enabled: true },
+      dPoP: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => resource,
@@ -30,6 +35,13 @@ server.listen(0, '127.0.0.1', () => {
         },
       },
     },
+    clients: [{
+      client_id: 'dpop-m2m',
+      client_secret: 'dpop-m2m-secret',
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+    }],
     scopes: ['openid', 'offline_access', 'mcp'],
     cookies: { keys: ['only-for-tests'] },
   });
