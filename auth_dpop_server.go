@@ -318,12 +318,6 @@ func (v *DPoPVerifier) check(r *http.Request, token string) (*dpopProof, *dpopRe
 	return proof, nil
 }
 
-// accessTokenHash is a proof's ath for token: its SHA-256, base64url.
-func accessTokenHash(token string) string {
-	h := sha256.Sum256([]byte(token))
-	return b64.EncodeToString(h[:])
-}
-
 // proofKey reads a proof's jwk: a public key of the type alg uses, and
 // its RFC 7638 thumbprint; or why it is refused.
 func proofKey(data json.RawMessage, alg string) (crypto.PublicKey, string, string) {
