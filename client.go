@@ -29,6 +29,7 @@ type clientConfig struct {
 	maxInputRounds  int
 	maxBarrenPages  int // WithMaxBarrenPages
 	maxAppView      int // WithMaxAppViewSize; 0: DefaultMaxAppViewSize
+	cacheBytes      int // WithResultCache; 0: no cache
 
 	elicitation     ElicitationHandler
 	elicitURL       bool
@@ -195,6 +196,7 @@ type Client struct {
 	toolTasks    map[string]TaskSupport      // each listed tool's task support
 	taskWatchers map[*ToolTask]chan struct{} // waits that take status notifications
 	recv         *taskReceiver               // the tasks the server asked of us; nil unless declared
+	cache        *resultCache                // WithResultCache; nil when off
 }
 
 // NewClient returns a client that introduces itself as info.
@@ -214,7 +216,7 @@ func NewClient(info Implementation, opts ...ClientOption) *Client {
 	for _, o := range opts {
 		o.applyClient(cfg)
 	}
-	return &Client{info: info, cfg: cfg}
+	return &Client{info: info, cfg: cfg, cache: newResultCache(cfg.client.cacheBytes)}
 }
 
 // ErrNotConnected is returned by calls on a Client that is not connected.
@@ -236,6 +238,7 @@ func (c *Client) Connect(ctx context.Context, t Transport) error {
 	c.conn = conn
 	c.tasks, c.taskEnv, c.toolsListed, c.toolTasks = serverTasks{}, nil, false, nil
 	c.recv = nil
+	c.cache.drop("", "") // a new connection may be another session, or another server
 	if c.tasksCapability() != nil {
 		c.recv = &taskReceiver{c: c, conn: conn}
 	}
@@ -472,6 +475,9 @@ func (c *Client) requestWith(ctx context.Context, conn *conn, method string, par
 		if params, err = withInputResponses(params, responses, ir.RequestState); err != nil {
 			return nil, err
 		}
+		if o.answered != nil {
+			*o.answered = true
+		}
 		// The server answered, so it is not silent: the time the handlers
 		// took (a person answering, say) counts against the ceiling only.
 		o.dl.extend()
@@ -572,7 +578,7 @@ func toolCallParams(name string, args any) ([]byte, error) {
 // The client remembers each listed tool's Execution.TaskSupport, so that
 // CallTool calls a tool that requires a task as one.
 func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
-	res, err := requestAs[ListToolsResult](ctx, c, "tools/list", cursorParams(cursor), opts)
+	res, err := cachedAs[ListToolsResult](ctx, c, "tools/list", cursor, cursorParams(cursor), opts)
 	if err == nil {
 		c.learnTools(res.Tools)
 	}
@@ -782,27 +788,27 @@ func WithLoggingMessageHandler(h func(ctx context.Context, msg *LoggingMessagePa
 // ListResources returns one page of the server's resources; pass the
 // previous page's NextCursor to get the next, "" for the first.
 func (c *Client) ListResources(ctx context.Context, cursor string, opts ...CallOption) (*ListResourcesResult, error) {
-	return requestAs[ListResourcesResult](ctx, c, "resources/list", cursorParams(cursor), opts)
+	return cachedAs[ListResourcesResult](ctx, c, "resources/list", cursor, cursorParams(cursor), opts)
 }
 
 // ListResourceTemplates returns one page of the server's resource
 // templates; pass the previous page's NextCursor to get the next, "" for
 // the first.
 func (c *Client) ListResourceTemplates(ctx context.Context, cursor string, opts ...CallOption) (*ListResourceTemplatesResult, error) {
-	return requestAs[ListResourceTemplatesResult](ctx, c, "resources/templates/list", cursorParams(cursor), opts)
+	return cachedAs[ListResourceTemplatesResult](ctx, c, "resources/templates/list", cursor, cursorParams(cursor), opts)
 }
 
 // ReadResource reads the resource at uri. A resource the server does not
 // have is an *Error: code -32002 from servers of the older revisions,
 // -32602 from 2026-07-28 ones.
 func (c *Client) ReadResource(ctx context.Context, uri string, opts ...CallOption) (*ReadResourceResult, error) {
-	return requestAs[ReadResourceResult](ctx, c, "resources/read", &ReadResourceParams{URI: uri}, opts)
+	return cachedAs[ReadResourceResult](ctx, c, "resources/read", uri, &ReadResourceParams{URI: uri}, opts)
 }
 
 // ListPrompts returns one page of the server's prompts; pass the previous
 // page's NextCursor to get the next, "" for the first.
 func (c *Client) ListPrompts(ctx context.Context, cursor string, opts ...CallOption) (*ListPromptsResult, error) {
-	return requestAs[ListPromptsResult](ctx, c, "prompts/list", cursorParams(cursor), opts)
+	return cachedAs[ListPromptsResult](ctx, c, "prompts/list", cursor, cursorParams(cursor), opts)
 }
 
 // GetPrompt gets the prompt name with its arguments filled in from args.

@@ -246,6 +246,7 @@ func (c *Client) acceptNotification(method string, params json.RawMessage) bool 
 		return true
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
 		"notifications/resources/list_changed", "notifications/resources/updated":
+		c.cache.changed(method, params)
 	default:
 		return true
 	}

@@ -137,6 +137,7 @@ func (c *Client) relisten(conn *conn, gen uint64) (SubscriptionFilter, bool, err
 // tellGap hands gap to the application's handler, unless the connection
 // ended meanwhile.
 func (c *Client) tellGap(conn *conn, gap ListenGap) {
+	c.cache.drop("", "") // changes announced meanwhile are lost
 	h := c.cfg.client.listenGap
 	if h == nil || conn.baseCtx.Err() != nil {
 		return

@@ -39,6 +39,12 @@ type callOptions struct {
 	// drain: an abandoned call's exchange (HTTP stream) is still read
 	// this long, what it carries handled, unless the peer ends it first.
 	drain time.Duration
+
+	// The client's result cache (client_cache.go): WithoutCache,
+	// WithCachePrincipal, and whether the call answered the server's input.
+	noCache   bool
+	principal string
+	answered  *bool
 }
 
 // WithProgress asks the peer to report progress on this call and delivers

@@ -36,6 +36,7 @@ func main() {
 	mcp.NewServer(info, mcp.WithDiscoverTimeout(time.Second))           // ERROR
 	mcp.NewServer(info, mcp.WithMaxInputRounds(3))                      // ERROR
 	mcp.NewServer(info, mcp.WithMaxBarrenPages(3))                      // ERROR
+	mcp.NewServer(info, mcp.WithResultCache(1<<20))                     // ERROR
 	mcp.NewServer(info, mcp.WithApps())                                 // ERROR
 	mcp.NewServer(info, mcp.WithMaxAppViewSize(4096))                   // ERROR
 	mcp.NewServer(info, mcp.WithListenGapHandler(nil))                  // ERROR
