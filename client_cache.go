@@ -41,8 +41,8 @@ const maxCacheTTL = 24 * time.Hour
 // [WithToolListChangedHandler]); without one the TTL alone bounds how stale
 // a result gets.
 //
-// maxBytes bounds the bytes kept, counted as the results' JSON and their
-// keys; 0 or less means DefaultResultCacheSize. Past it the results used
+// maxBytes bounds the bytes kept, counted as the results' JSON, their keys
+// and a little for each; 0 or less means DefaultResultCacheSize. Past it the results used
 // least recently go first; a result larger than the bound is not kept.
 // Pass [WithoutCache] to a call to ask the server regardless.
 // It configures a client (NewClient).
@@ -99,7 +99,13 @@ type cacheEntry struct {
 	expires time.Time
 }
 
-func (e *cacheEntry) bytes() int { return len(e.raw) + len(e.key.arg) + len(e.key.principal) }
+// entryOverhead is what an entry costs beyond its bytes (the element, the
+// map's slot), counted so that many tiny results cannot outgrow the bound.
+const entryOverhead = 128
+
+func (e *cacheEntry) bytes() int {
+	return len(e.raw) + len(e.key.arg) + len(e.key.principal) + entryOverhead
+}
 
 func newResultCache(max int) *resultCache {
 	if max <= 0 {

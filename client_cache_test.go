@@ -346,3 +346,45 @@ func TestResultCacheOff(t *testing.T) {
 		t.Errorf("negotiated %s", cl.ProtocolVersion())
 	}
 }
+
+// TestResultCacheNotAfterInput: a 2026-07-28 read that needed the client's
+// input is not kept, even should the server mark its final result
+// cacheable.
+func TestResultCacheNotAfterInput(t *testing.T) {
+	t.Parallel()
+	hint := func(next MethodHandler) MethodHandler {
+		return func(ctx context.Context, r *Request) (json.RawMessage, error) {
+			res, err := next(ctx, r)
+			if err == nil && r.Method == "resources/read" && !bytes.Contains(res, []byte(`"ttlMs"`)) && !bytes.Contains(res, []byte(resultInputRequired)) {
+				res = append([]byte(`{"ttlMs":3600000,"cacheScope":"public",`), bytes.TrimSpace(res)[1:]...)
+			}
+			return res, err
+		}
+	}
+	srv := NewServer(Implementation{Name: "s", Version: "1"}, WithCacheHints(time.Hour, CacheScopePublic), WithInboundMiddleware(hint))
+	var mu sync.Mutex
+	asked := 0
+	srv.AddResource(Resource{URI: "test://ask", Name: "ask"}, func(ctx context.Context, req *ReadResourceRequest) (*ReadResourceResult, error) {
+		res, err := req.Gateway().Elicit(ctx, "sure?", json.RawMessage(`{"type":"object","properties":{}}`))
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		return &ReadResourceResult{Contents: []ResourceContents{{URI: "test://ask", Text: res.Action}}}, nil
+	})
+	cl := cacheClient(t, srv, Version20260728, WithElicitationHandler(func(context.Context, *ElicitParams) (*ElicitResult, error) {
+		return &ElicitResult{Action: ActionAccept}, nil
+	}))
+	for range 2 {
+		if _, err := cl.ReadResource(context.Background(), "test://ask"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 2 {
+		t.Errorf("the handler completed %d times, want 2: a result after input was cached", asked)
+	}
+}
