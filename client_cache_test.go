@@ -29,6 +29,14 @@ func (rc *requestCounter) get(method string) int {
 	return rc.n[method]
 }
 
+// expect fails t unless the server served want requests of method.
+func (rc *requestCounter) expect(t *testing.T, method string, want int, when string) {
+	t.Helper()
+	if got := rc.get(method); got != want {
+		t.Errorf("%s: the server served %d %s, want %d", when, got, method, want)
+	}
+}
+
 // cacheServer returns a server with two tools (one a page), a prompt and
 // two resources, whose results carry ttl and scope on version, and the
 // counter of the requests it serves.
@@ -125,29 +133,18 @@ func TestResultCacheTTL(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				for _, m := range []string{"tools/list", "resources/read", "prompts/list", "resources/list"} {
-					want := map[string]int{"tools/list": 2}[m]
-					if want == 0 {
-						want = 1
-					}
-					if got := count.get(m); got != want {
-						t.Errorf("%s: the server served %d, want %d", m, got, want)
-					}
+				count.expect(t, "tools/list", 2, "two pages, twice")
+				for _, m := range []string{"resources/read", "prompts/list", "resources/list"} {
+					count.expect(t, m, 1, "twice")
 				}
 				mustRead(t, cl, "test://one", WithoutCache())
-				if got := count.get("resources/read"); got != 2 {
-					t.Errorf("WithoutCache: the server served %d reads, want 2", got)
-				}
+				count.expect(t, "resources/read", 2, "WithoutCache")
 				time.Sleep(time.Minute - time.Millisecond)
 				countTools(t, cl)
-				if got := count.get("tools/list"); got != 2 {
-					t.Errorf("within the TTL: %d tools/list, want 2", got)
-				}
+				count.expect(t, "tools/list", 2, "within the TTL")
 				time.Sleep(time.Minute)
 				countTools(t, cl)
-				if got := count.get("tools/list"); got != 4 {
-					t.Errorf("after the TTL: %d tools/list, want 4", got)
-				}
+				count.expect(t, "tools/list", 4, "after the TTL")
 				cl.Close()
 				if _, err := cl.ReadResource(ctx, "test://one"); !isClosedErr(err) {
 					t.Errorf("a read after Close = %v, want ErrClosed", err)
@@ -170,12 +167,8 @@ func TestResultCacheNoHints(t *testing.T) {
 				countTools(t, cl)
 				mustRead(t, cl, "test://one")
 			}
-			if got := count.get("tools/list"); got != 4 {
-				t.Errorf("%d tools/list, want 4", got)
-			}
-			if got := count.get("resources/read"); got != 2 {
-				t.Errorf("%d reads, want 2", got)
-			}
+			count.expect(t, "tools/list", 4, "ttlMs 0")
+			count.expect(t, "resources/read", 2, "ttlMs 0")
 			if cl.cache.size != 0 {
 				t.Errorf("the cache holds %d bytes", cl.cache.size)
 			}
@@ -204,12 +197,8 @@ func TestResultCacheListChanged(t *testing.T) {
 				t.Errorf("after list_changed Tools yielded %d, want 3", n)
 			}
 			cl.ListPrompts(context.Background(), "")
-			if got := count.get("tools/list"); got != 2+3 {
-				t.Errorf("%d tools/list, want 5", got)
-			}
-			if got := count.get("prompts/list"); got != 1 {
-				t.Errorf("%d prompts/list, want 1", got)
-			}
+			count.expect(t, "tools/list", 2+3, "tools/list_changed")
+			count.expect(t, "prompts/list", 1, "tools/list_changed")
 		})
 	}
 }
@@ -234,9 +223,7 @@ func TestResultCacheResourceUpdated(t *testing.T) {
 			}
 			mustRead(t, cl, "test://one")
 			mustRead(t, cl, "test://two")
-			if got := count.get("resources/read"); got != 3 {
-				t.Errorf("%d reads, want 3 (one again, two cached)", got)
-			}
+			count.expect(t, "resources/read", 3, "one read again, two cached")
 		})
 	}
 }
@@ -259,9 +246,7 @@ func TestResultCachePrincipals(t *testing.T) {
 			if scope == CacheScopePublic {
 				want = 1
 			}
-			if got := count.get("resources/read"); got != want {
-				t.Errorf("%d reads, want %d", got, want)
-			}
+			count.expect(t, "resources/read", want, "alice, bob and no one, twice")
 		})
 	}
 }
@@ -285,9 +270,7 @@ func TestResultCacheBound(t *testing.T) {
 		cl := cacheClient(t, srv, Version20260728, WithResultCache(c.bound))
 		mustRead(t, cl, "test://one")
 		mustRead(t, cl, "test://one")
-		if got := count.get("resources/read"); got != c.reads {
-			t.Errorf("bound %d for a result of %d bytes: %d reads, want %d", c.bound, size, got, c.reads)
-		}
+		count.expect(t, "resources/read", c.reads, fmt.Sprintf("bound %d for a result of %d bytes", c.bound, size))
 		if cl.cache.size > c.bound {
 			t.Errorf("bound %d: the cache holds %d", c.bound, cl.cache.size)
 		}
@@ -295,9 +278,7 @@ func TestResultCacheBound(t *testing.T) {
 			mustRead(t, cl, "test://two") // the same size: one goes
 			mustRead(t, cl, "test://two")
 			mustRead(t, cl, "test://one")
-			if got := count.get("resources/read"); got != 3 {
-				t.Errorf("%d reads, want 3: two kept, one pushed out", got)
-			}
+			count.expect(t, "resources/read", 3, "two kept, one pushed out")
 		}
 	}
 }
