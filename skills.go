@@ -26,12 +26,17 @@ const SkillsExtension = "io.modelcontextprotocol/skills"
 // resources/directory/read lists a subdirectory. Both sides.
 const SkillDirectoryMIMEType = "inode/directory"
 
-// The default bounds of AddSkills, which are also what a client accepts:
-// the SEP's ceilings on one skill (512 files, 16 MiB), and at most 4 MiB
-// in any one file.
+// The bounds on one skill: AddSkills refuses a skill beyond them (options
+// change them), and a client refuses an entry or file beyond them. Both
+// sides.
 const (
-	DefaultMaxSkillFiles     = 512
-	DefaultMaxSkillBytes     = 16 << 20
+	// DefaultMaxSkillFiles is how many files a skill may hold, SKILL.md
+	// included (the SEP's ceiling).
+	DefaultMaxSkillFiles = 512
+	// DefaultMaxSkillBytes is the total size of a skill's files (the
+	// SEP's ceiling, 16 MiB).
+	DefaultMaxSkillBytes = 16 << 20
+	// DefaultMaxSkillFileBytes is the size of any one file of a skill.
 	DefaultMaxSkillFileBytes = 4 << 20
 )
 
@@ -59,7 +64,7 @@ type SkillFile struct {
 }
 
 // MarshalJSON writes the entry with "resources" as the array of files, or
-// as "dynamic".
+// as "dynamic". Both sides.
 func (s Skill) MarshalJSON() ([]byte, error) {
 	type plain Skill
 	var res any = s.Resources
@@ -80,7 +85,7 @@ func (s Skill) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads an entry whose "resources" is an array of files or
-// "dynamic"; an entry with neither is an error.
+// "dynamic"; an entry with neither is an error. Both sides.
 func (s *Skill) UnmarshalJSON(data []byte) error {
 	var raw struct {
 		URI         string          `json:"uri"`
@@ -191,13 +196,19 @@ type skillFileData struct {
 // skipped. Register skills before serving: capabilities, once sent, are
 // not sent again. Server side.
 //
+// The frontmatter is read as the subset of YAML skills use: "key: value"
+// lines whose values are plain, 'single' or "double" quoted strings, and
+// under a key with no value one level of indented "key: value" lines or
+// "- item" lines. A plain value YAML would read as other than a string
+// (true, 1.0, null, a date) must be quoted; block scalars (| and >), flow
+// collections, anchors and tags are refused.
+//
 // AddSkills returns an error, and registers nothing, when fsys holds no
 // SKILL.md, a file lies in no skill directory, a SKILL.md's frontmatter is
-// missing, malformed (beyond the subset of YAML skills use: see the
-// package's frontmatter rules in the README) or lacks a valid name equal
-// to its directory's name or a description, a path has characters that
-// would need escaping in a URI, a file is not regular, or a skill exceeds
-// the bounds the options set.
+// missing or outside that subset, or lacks a description or a valid name
+// equal to its directory's name, a path has characters other than letters,
+// digits and -._~+,=@ (which a URI would need to escape), a file is not
+// regular, or a skill exceeds the bounds the options set.
 func (s *Server) AddSkills(fsys fs.FS, opts ...SkillsOption) error {
 	cfg := skillsConfig{maxFiles: DefaultMaxSkillFiles, maxBytes: DefaultMaxSkillBytes, maxFileBytes: DefaultMaxSkillFileBytes}
 	for _, o := range opts {

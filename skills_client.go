@@ -43,6 +43,7 @@ type SkillVerificationError struct {
 	Detail string     // what differed
 }
 
+// Error says which file of which skill failed which check. Client side.
 func (e *SkillVerificationError) Error() string {
 	return fmt.Sprintf("mcp: skill %s: %s fails %s verification: %s", e.Skill, e.URI, e.Check, e.Detail)
 }

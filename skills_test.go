@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -282,4 +283,33 @@ func TestReadSkillFileHostileSize(t *testing.T) {
 	if _, err := small.ReadSkillFile(ctx, entry, "skill://s/big.md", WithTimeout(300*time.Millisecond)); err == nil {
 		t.Error("a 4 MiB answer over a 1 MiB message limit was read")
 	}
+}
+
+// FuzzParseFrontmatter: any bytes are refused or parsed into a frontmatter
+// that names and describes a skill, and the server's JSON of it reads back
+// the same.
+func FuzzParseFrontmatter(f *testing.F) {
+	f.Add([]byte(skillsTestMD))
+	f.Add([]byte("---\nname: a\ndescription: \"x\\u00e9\"\ntags:\n  - 'a''b'\n---\n"))
+	f.Add([]byte("---\nname: a\ndescription: d # c\nmetadata:\n  k: v\n\n  j: w\n---"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		fm, err := parseFrontmatter(doc)
+		if err != nil {
+			return
+		}
+		if checkSkillFrontmatter(fm) != nil {
+			t.Fatalf("accepted %q without a valid name and description", doc)
+		}
+		raw, err := json.Marshal(Skill{URI: "skill://a/SKILL.md", Frontmatter: fm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Skill
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		if field, ok := sameFrontmatter(fm, back.Frontmatter); !ok {
+			t.Fatalf("field %q changed through JSON", field)
+		}
+	})
 }
