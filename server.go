@@ -150,6 +150,9 @@ type Server struct {
 	// client may not see (nil: all of them).
 	offersApps    bool
 	appOnlyHidden func(*RequestInfo) func(*Tool) bool
+	// skills: what AddSkills serves (skills.go), which answers the
+	// extension's methods; nil: no skills.
+	skills skillsServer
 
 	tasks     taskTable     // the tasks running here
 	store     TaskStore     // every task, running or ended, until its TTL
@@ -273,7 +276,18 @@ func (s *Server) capabilities(version string) ServerCapabilities {
 	if s.offersApps {
 		caps.addExtension(AppsExtension)
 	}
+	if s.skills != nil {
+		caps.addExtension(SkillsExtension)
+		caps.Extensions[SkillsExtension] = json.RawMessage(`{"directoryRead":true}`)
+	}
 	return caps
+}
+
+// skillsServer answers the methods of the Skills extension; AddSkills
+// (skills.go) makes the one there is, so that a server without skills
+// links none of it.
+type skillsServer interface {
+	serve(s *Server, method string, params json.RawMessage, info *RequestInfo) (any, error)
 }
 
 // serverSession is one connection's state on the server side. Legacy
@@ -654,6 +668,7 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 	s := ss.srv
 	s.mu.RLock()
 	tools, resources, prompts := s.offersTools, s.offersResources, s.offersPrompts
+	skills := s.skills
 	s.mu.RUnlock()
 	switch {
 	case req.method == "ping":
@@ -680,6 +695,8 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 		return s.complete(ctx, req.params, info)
 	case len(req.method) > 6 && req.method[:6] == "tasks/" && !info.modern && info.version == Version20251125 && s.offersTasksNow():
 		return s.cfg.server.tasks.serveLegacy(ss, ctx, req, info)
+	case skills != nil && (req.method == "skills/list" || req.method == "skills/get" || req.method == "resources/directory/read"):
+		return skills.serve(s, req.method, req.params, info)
 	case req.method == "subscriptions/listen" && info.modern && (tools || resources || prompts):
 		return s.listen(ctx, info)
 	}

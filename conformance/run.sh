@@ -9,7 +9,8 @@
 #                   and the two auth scenarios of 2025-03-26 (backcompat)
 #   0.2.0-alpha.12  server + client: the frozen 2026-07-28 requirement set
 #                   (`list --requirements 2026-07-28`), the tasks extension's
-#                   scenarios (tasks-*) and the OAuth client credentials
+#                   scenarios (tasks-*), the Skills extension's (sep-2640-*)
+#                   and the OAuth client credentials
 #                   extension's (auth/client-credentials-*), the two of
 #                   2025-03-26 auth discovery, and the client side of the
 #                   auth extensions (auth/enterprise-managed-authorization,
@@ -158,14 +159,16 @@ list_scenarios() { # list_scenarios <version> <role>
         /^Client scenarios/ { s = "client"; next }
         /^[^ ]/             { s = "" }
         s == want && /^  - / { print $2 }'
-    # The tasks extension's scenarios (io.modelcontextprotocol/tasks), which
-    # the requirement set leaves out as an extension's.
+    # The tasks extension's scenarios (io.modelcontextprotocol/tasks) and
+    # the Skills extension's (io.modelcontextprotocol/skills, SEP-2640),
+    # which the requirement set leaves out as extensions'.
     suite "$v" list |
       awk -v want="$role" '
         /^Server scenarios/ { s = "server"; next }
         /^Client scenarios/ { s = "client"; next }
         /^[^ ]/             { s = "" }
-        s == want && /^  - tasks-/ && /\[extension\]/ { print $2 }'
+        s == want && /^  - tasks-/ && /\[extension\]/ { print $2 }
+        s == want && /^  - sep-2640-/ && /\[extension\]/ { print $2 }'
     # The OAuth client credentials extension's scenarios, likewise, the
     # two auth scenarios of 2025-03-26 discovery, and the extensions'
     # enterprise-managed authorization, workload identity and DPoP.

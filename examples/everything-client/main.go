@@ -61,6 +61,11 @@ var scenarios = map[string]scenario{
 	"http-custom-headers":           callContextTools,
 	"http-invalid-tool-headers":     callEveryTool,
 	"json-schema-ref-no-deref":      listTools,
+	// the Skills extension (SEP-2640, suite 0.2.0)
+	"sep-2640-client-no-prefetch":        listSkills,
+	"sep-2640-client-verify-digest":      loadFirstSkill,
+	"sep-2640-client-verify-size":        loadFirstSkill,
+	"sep-2640-client-verify-frontmatter": loadFirstSkill,
 	// not in run.sh's sets (added after the 2026-07-28 release)
 	"json-schema-2020-12-preservation": echoSchema,
 }

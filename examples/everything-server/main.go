@@ -79,6 +79,7 @@ func newServer() *mcp.Server {
 	addTaskTools(srv)
 	addResources(srv)
 	addPrompts(srv)
+	addSkills(srv)
 	return srv
 }
 
