@@ -31,8 +31,9 @@ var budgetedPackages = []string{"net/http", "crypto/tls", "crypto/x509", "crypto
 // options must not link: HTTP and SSE, OAuth and verifiers, tasks, the
 // shared-state stores, the many-instance wing (cluster_), CORS and MCP
 // Apps (apps: reached only from AddAppView on a server, NewAppHost and
-// Client.ReadAppView on a client).
-var optionalRooms = []string{"http_", "transport_http", "transport_sse", "sse.go", "auth_", "tasks", "task_store", "eventstore", "cluster_", "apps"}
+// Client.ReadAppView on a client) and Events (events: reached only from
+// AddEventType on a server, the events calls on a client).
+var optionalRooms = []string{"http_", "transport_http", "transport_sse", "sse.go", "auth_", "tasks", "task_store", "eventstore", "cluster_", "apps", "events"}
 
 // stdioServerMaxBytes is the quick-start server's size ceiling, a guard
 // against a capability leaking back into every binary (bench/RESULTS.md has

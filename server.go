@@ -35,6 +35,7 @@ type serverConfig struct {
 	maxTasksPerOwner int
 	broadcaster      Broadcaster
 	cluster          func(*Server) clusterSeam // WithBroadcaster's wing; nil: one instance
+	events           EventOptions              // WithEvents
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
@@ -150,6 +151,10 @@ type Server struct {
 	// client may not see (nil: all of them).
 	offersApps    bool
 	appOnlyHidden func(*RequestInfo) func(*Tool) bool
+	// events are the declared event types (AddEventType), which also set
+	// serveEvents, the hook that serves events/* (nil: not offered).
+	events      *serverEvents
+	serveEvents func(context.Context, *serverSession, *inboundRequest, *RequestInfo) (any, error)
 
 	tasks     taskTable     // the tasks running here
 	store     TaskStore     // every task, running or ended, until its TTL
@@ -272,6 +277,9 @@ func (s *Server) capabilities(version string) ServerCapabilities {
 	}
 	if s.offersApps {
 		caps.addExtension(AppsExtension)
+	}
+	if s.serveEvents != nil {
+		caps.addExtension(EventsExtension)
 	}
 	return caps
 }
@@ -654,6 +662,7 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 	s := ss.srv
 	s.mu.RLock()
 	tools, resources, prompts := s.offersTools, s.offersResources, s.offersPrompts
+	serveEvents := s.serveEvents
 	s.mu.RUnlock()
 	switch {
 	case req.method == "ping":
@@ -682,6 +691,8 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 		return s.cfg.server.tasks.serveLegacy(ss, ctx, req, info)
 	case req.method == "subscriptions/listen" && info.modern && (tools || resources || prompts):
 		return s.listen(ctx, info)
+	case len(req.method) > 7 && req.method[:7] == "events/" && serveEvents != nil:
+		return serveEvents(ctx, ss, req, info)
 	}
 	return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method}
 }
