@@ -88,7 +88,7 @@ func (ev *serverEvents) stream(ctx context.Context, info *RequestInfo) (any, err
 	// Once the client ended the stream, sending stops.
 	heartbeat := time.NewTicker(ev.opts.Heartbeat)
 	defer heartbeat.Stop()
-	first := true
+	first, beat := true, false
 	for {
 		if !first {
 			page, err = ev.log.Read(ctx, sub.query(cursor, eventStreamBatch, time.Time{}))
@@ -106,34 +106,42 @@ func (ev *serverEvents) stream(ctx context.Context, info *RequestInfo) (any, err
 			}
 		}
 		first = false
-		sent := true
-		for _, e := range page.Events {
-			if ctx.Err() != nil || send("notifications/events/event", e) != nil {
-				sent = false
-				break
-			}
-		}
-		if !sent {
+		if !ev.deliver(ctx, send, page.Events) {
 			break
 		}
 		cursor = page.Cursor
 		if page.HasMore {
 			continue
 		}
+		if beat {
+			// Read up to now first: the cursor moves on in quiet times.
+			beat = false
+			c := cursor
+			if send("notifications/events/heartbeat", eventStreamNote{Cursor: &c}) != nil {
+				break
+			}
+		}
 		select {
 		case <-ctx.Done():
 		case <-st.wake:
 			continue
 		case <-heartbeat.C:
-			c := cursor
-			if send("notifications/events/heartbeat", eventStreamNote{Cursor: &c}) != nil {
-				break
-			}
+			beat = true
 			continue
 		}
 		break
 	}
 	return withMeta(json.RawMessage("{}"), meta), nil
+}
+
+// deliver sends events in order; it reports whether all went out.
+func (ev *serverEvents) deliver(ctx context.Context, send func(string, any) error, events []EventOccurrence) bool {
+	for _, e := range events {
+		if ctx.Err() != nil || send("notifications/events/event", e) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // sendError tells the stream of a read that failed; it stays open and
