@@ -59,11 +59,13 @@ const (
 )
 
 // DefaultEventPollInterval is the nextPollMs a server suggests when a poll
-// leaves nothing more to read; see [EventOptions].
+// leaves nothing more to read; see [EventOptions]. Server only.
 const DefaultEventPollInterval = 5 * time.Second
 
 // DefaultEventHeartbeat is how often a push stream carries a heartbeat; see
-// [EventOptions].
+// [EventOptions]. Both sides: a server sends them this often, and a client's
+// [Client.StreamEvents] by default waits twice this long before it reopens
+// a quiet stream.
 const DefaultEventHeartbeat = 30 * time.Second
 
 // EventType describes an event type, as events/list lists it. Both sides: a
@@ -337,6 +339,23 @@ type eventSubscription struct {
 	MaxEvents *int64          `json:"maxEvents,omitempty"`
 }
 
+// subscription decodes the params of events/poll or events/stream and
+// checks them against the declared types; it returns the cursor given, ""
+// for none.
+func (ev *serverEvents) subscription(params json.RawMessage) (*eventSubscription, string, error) {
+	var sub eventSubscription
+	if err := decodeParams(params, &sub); err != nil {
+		return nil, "", err
+	}
+	if err := ev.check(&sub); err != nil {
+		return nil, "", err
+	}
+	if sub.Cursor == nil {
+		return &sub, "", nil
+	}
+	return &sub, *sub.Cursor, nil
+}
+
 // check checks a subscription against the declared types: -32602 for a
 // bad request, CodeNotFound for an unknown type.
 func (ev *serverEvents) check(sub *eventSubscription) error {
@@ -364,8 +383,8 @@ func (sub *eventSubscription) query(cursor string, max int, now time.Time) Event
 	return q
 }
 
-// EventPollResult is the result of events/poll. Client: [Client.PollEvents]
-// returns it.
+// EventPollResult is the result of events/poll. Both sides: a server
+// answers it; [Client.PollEvents] returns it.
 type EventPollResult struct {
 	Events []EventOccurrence `json:"events"`
 	// Cursor is where the next poll starts; empty (null on the wire) when
@@ -382,20 +401,13 @@ type EventPollResult struct {
 
 // poll serves events/poll: one Read of the log.
 func (ev *serverEvents) poll(ctx context.Context, params json.RawMessage) (any, error) {
-	var sub eventSubscription
-	if err := decodeParams(params, &sub); err != nil {
-		return nil, err
-	}
-	if err := ev.check(&sub); err != nil {
+	sub, cursor, err := ev.subscription(params)
+	if err != nil {
 		return nil, err
 	}
 	limit := defaultPollEvents
 	if sub.MaxEvents != nil {
 		limit = int(min(max(*sub.MaxEvents, 1), maxPollEvents))
-	}
-	cursor := ""
-	if sub.Cursor != nil {
-		cursor = *sub.Cursor
 	}
 	page, err := ev.log.Read(ctx, sub.query(cursor, limit, time.Now()))
 	if err != nil {

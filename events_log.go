@@ -59,7 +59,7 @@ type EventPage struct {
 // the log did not mint; the server answers it with -32602. Server only.
 var ErrInvalidEventCursor = errors.New("mcp: invalid event cursor")
 
-// Defaults of [NewMemoryEventLog].
+// Defaults of [NewMemoryEventLog]. Server only.
 const (
 	DefaultEventLogEvents = 10_000
 	DefaultEventLogBytes  = 16 << 20

@@ -47,11 +47,8 @@ type eventStreamNote struct {
 
 // stream serves events/stream until the client ends it.
 func (ev *serverEvents) stream(ctx context.Context, info *RequestInfo) (any, error) {
-	var sub eventSubscription
-	if err := decodeParams(info.params, &sub); err != nil {
-		return nil, err
-	}
-	if err := ev.check(&sub); err != nil {
+	sub, cursor, err := ev.subscription(info.params)
+	if err != nil {
 		return nil, err
 	}
 	st := &eventStream{name: sub.Name, wake: make(chan struct{}, 1)}
@@ -70,10 +67,6 @@ func (ev *serverEvents) stream(ctx context.Context, info *RequestInfo) (any, err
 			return err
 		}
 		return info.conn.notify(method, withMeta(raw, meta), info.id, info.route)
-	}
-	cursor := ""
-	if sub.Cursor != nil {
-		cursor = *sub.Cursor
 	}
 	// The first read says where the stream starts, and whether that is
 	// later than the client asked.
