@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -189,6 +191,10 @@ type Client struct {
 	instructions string
 	envelope     []metaEntry // the 2026-07-28 _meta members every request carries
 	subs         clientSubscriptions
+	// eventStreams are the open events/stream calls (StreamEvents), which
+	// also set eventNotes, the hook that routes their notifications.
+	eventStreams *clientEventStreams
+	eventNotes   atomic.Pointer[func(method string) NotificationHandler]
 
 	tasks        serverTasks                 // what the server said of tasks
 	taskEnv      []metaEntry                 // envelope with the tasks extension declared; built when needed
@@ -719,6 +725,9 @@ func (c *Client) isClient() bool { return true }
 func (c *Client) notificationHandler(method string) NotificationHandler {
 	if method == "notifications/subscriptions/acknowledged" {
 		return c.acknowledged
+	}
+	if h := c.eventNotes.Load(); h != nil && strings.HasPrefix(method, "notifications/events/") {
+		return (*h)(method)
 	}
 	return nil
 }

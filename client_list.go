@@ -60,6 +60,8 @@ func listKey(item any) (string, bool) {
 		return v.URITemplate, v != nil
 	case Task:
 		return v.ID, true
+	case *EventType:
+		return v.Name, v != nil
 	}
 	return "", false
 }

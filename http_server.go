@@ -470,7 +470,7 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 	// after this returns, when m is back in its pool: it keeps the id.)
 	id := m.id
 	gone := func() { c.cancelInbound(id, "the client closed the HTTP stream") }
-	complete := h.serveMessages(w, r, c, body, msgs, false, one, st, streamMode{sse: m.method == "subscriptions/listen", modern: true}, gone)
+	complete := h.serveMessages(w, r, c, body, msgs, false, one, st, streamMode{sse: m.method == "subscriptions/listen" || m.method == "events/stream", modern: true}, gone)
 	if !complete {
 		gone()
 	}

@@ -31,9 +31,11 @@ var budgetedPackages = []string{"net/http", "crypto/tls", "crypto/x509", "crypto
 // options must not link: HTTP and SSE, OAuth and verifiers, tasks, the
 // shared-state stores, the many-instance wing (cluster_), CORS, MCP
 // Apps (apps: reached only from AddAppView on a server, NewAppHost and
-// Client.ReadAppView on a client) and Skills (skills: reached only from
-// AddSkills on a server and the Client's skill methods).
-var optionalRooms = []string{"http_", "transport_http", "transport_sse", "sse.go", "auth_", "tasks", "task_store", "eventstore", "cluster_", "apps", "skills"}
+// Client.ReadAppView on a client), Skills (skills: reached only from
+// AddSkills on a server and the Client's skill methods) and Events
+// (events: reached only from AddEventType on a server, the events calls on
+// a client).
+var optionalRooms = []string{"http_", "transport_http", "transport_sse", "sse.go", "auth_", "tasks", "task_store", "eventstore", "cluster_", "apps", "skills", "events"}
 
 // stdioServerMaxBytes is the quick-start server's size ceiling, a guard
 // against a capability leaking back into every binary (bench/RESULTS.md has

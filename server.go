@@ -35,6 +35,7 @@ type serverConfig struct {
 	maxTasksPerOwner int
 	broadcaster      Broadcaster
 	cluster          func(*Server) clusterSeam // WithBroadcaster's wing; nil: one instance
+	events           EventOptions              // WithEvents
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
@@ -153,6 +154,10 @@ type Server struct {
 	// skills: what AddSkills serves (skills.go), which answers the
 	// extension's methods; nil: no skills.
 	skills skillsServer
+	// events are the declared event types (AddEventType), which also set
+	// serveEvents, the hook that serves events/* (nil: not offered).
+	events      *serverEvents
+	serveEvents func(context.Context, *serverSession, *inboundRequest, *RequestInfo) (any, error)
 
 	tasks     taskTable     // the tasks running here
 	store     TaskStore     // every task, running or ended, until its TTL
@@ -279,6 +284,9 @@ func (s *Server) capabilities(version string) ServerCapabilities {
 	if s.skills != nil {
 		caps.addExtension(SkillsExtension)
 		caps.Extensions[SkillsExtension] = json.RawMessage(`{"directoryRead":true}`)
+	}
+	if s.serveEvents != nil {
+		caps.addExtension(EventsExtension)
 	}
 	return caps
 }
@@ -669,6 +677,7 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 	s.mu.RLock()
 	tools, resources, prompts := s.offersTools, s.offersResources, s.offersPrompts
 	skills := s.skills
+	serveEvents := s.serveEvents
 	s.mu.RUnlock()
 	switch {
 	case req.method == "ping":
@@ -699,6 +708,8 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 		return skills.serve(s, req.method, req.params, info)
 	case req.method == "subscriptions/listen" && info.modern && (tools || resources || prompts):
 		return s.listen(ctx, info)
+	case len(req.method) > 7 && req.method[:7] == "events/" && serveEvents != nil:
+		return serveEvents(ctx, ss, req, info)
 	}
 	return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method}
 }
