@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -31,16 +30,8 @@ func (p *proofRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // a fresh proof, and the tool sees the provider's client as its principal.
 func TestDPoPClientServerAndOpenIDProvider(t *testing.T) {
 	t.Parallel()
-	mux := http.NewServeMux()
-	ts := httptest.NewServer(mux)
-	defer ts.Close()
+	mux, ts, op, verifier := oidcResource(t)
 	resource := ts.URL + "/mcp"
-	op := startOIDCProvider(t, resource)
-
-	verifier, err := NewJWTVerifier(JWTVerifierConfig{Issuer: op.issuer, Audience: resource})
-	if err != nil {
-		t.Fatal(err)
-	}
 	metadata := ProtectedResourceMetadataURL(resource)
 	dpop := NewDPoPVerifier(WithDPoPRequired())
 	rec := &proofRecorder{inner: NewHTTPHandler(bearerTools(nil), WithAuthorizer(BearerAuth{

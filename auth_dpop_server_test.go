@@ -571,16 +571,8 @@ func TestIntrospectedDPoPToken(t *testing.T) {
 // replayed, a proof of another key, and the token as a Bearer token.
 func TestDPoPAgainstOpenIDProvider(t *testing.T) {
 	t.Parallel()
-	mux := http.NewServeMux()
-	ts := httptest.NewServer(mux)
-	defer ts.Close()
+	mux, ts, op, verifier := oidcResource(t)
 	resource := ts.URL + "/mcp"
-	op := startOIDCProvider(t, resource)
-
-	verifier, err := NewJWTVerifier(JWTVerifierConfig{Issuer: op.issuer, Audience: resource})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mux.Handle("/mcp", NewHTTPHandler(bearerTools(nil), WithAuthorizer(BearerAuth{
 		Verifier: verifier, Scopes: []string{"mcp"}, DPoP: NewDPoPVerifier(WithDPoPRequired()),
 	})))

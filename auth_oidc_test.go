@@ -188,18 +188,26 @@ func (g *grantRecorder) list() []string {
 // server's JWTVerifier checks), receives a refresh token because it asks
 // for offline_access with prompt=consent, and once its token is due it
 // refreshes without a second sign-in.
-func TestOAuthAgainstOpenIDProvider(t *testing.T) {
-	t.Parallel()
+// oidcResource serves a mux on 127.0.0.1 whose /mcp is the resource the
+// OpenID provider it starts issues tokens for, with a verifier of those
+// tokens; the server ends with the test.
+func oidcResource(t *testing.T) (*http.ServeMux, *httptest.Server, *oidcProvider, *JWTVerifier) {
+	t.Helper()
 	mux := http.NewServeMux()
 	ts := httptest.NewServer(mux)
-	defer ts.Close()
-	resource := ts.URL + "/mcp"
-	op := startOIDCProvider(t, resource)
-
-	verifier, err := NewJWTVerifier(JWTVerifierConfig{Issuer: op.issuer, Audience: resource})
+	t.Cleanup(ts.Close)
+	op := startOIDCProvider(t, ts.URL+"/mcp")
+	verifier, err := NewJWTVerifier(JWTVerifierConfig{Issuer: op.issuer, Audience: ts.URL + "/mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mux, ts, op, verifier
+}
+
+func TestOAuthAgainstOpenIDProvider(t *testing.T) {
+	t.Parallel()
+	mux, ts, op, verifier := oidcResource(t)
+	resource := ts.URL + "/mcp"
 	metadata := ProtectedResourceMetadataURL(resource)
 	mux.Handle("/mcp", NewHTTPHandler(newTestServer(), WithAuthorizer(BearerAuth{
 		Verifier: verifier, ResourceMetadataURL: metadata, Scopes: []string{"mcp"},
