@@ -244,7 +244,9 @@ async function main() {
 
   await run('resources-list', async () => {
     const res = await client.listResources(undefined, opts);
-    expect('resources', res.resources.map(r => ({ uri: r.uri, name: r.name, mimeType: r.mimeType })), [
+    // The everything-server also lists its skills' files (skill://...).
+    expect('skill resources', res.resources.some(r => r.uri === 'skill://pdf-processing/SKILL.md'), true);
+    expect('resources', res.resources.filter(r => r.uri.startsWith('test://')).map(r => ({ uri: r.uri, name: r.name, mimeType: r.mimeType })), [
       { uri: 'test://static-text', name: 'static-text', mimeType: 'text/plain' },
       { uri: 'test://static-binary', name: 'static-binary', mimeType: 'image/png' },
       { uri: 'test://watched-resource', name: 'watched-resource', mimeType: 'text/plain' },
