@@ -98,7 +98,9 @@ func (c stateCodec) seal(s *sealedState) string {
 // rebound states are not told apart.
 func (c stateCodec) open(state, binding string) (*sealedState, error) {
 	dot := strings.LastIndexByte(state, '.')
-	if dot < 0 {
+	// base64 decoding skips \r and \n: a state with one inserted is not
+	// the one minted, though it decodes to the same bytes.
+	if dot < 0 || strings.ContainsAny(state, "\r\n") {
 		return nil, errBadState
 	}
 	body, err1 := stateEncoding.DecodeString(state[:dot])
