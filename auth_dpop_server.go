@@ -344,7 +344,7 @@ func proofKey(data json.RawMessage, alg string) (crypto.PublicKey, string, strin
 	case key == nil:
 		return nil, "", "not a public key this server verifies (EC P-256, RSA of 2048 to 8192 bits, Ed25519)"
 	case key.alg() == algES256 && alg == algES256:
-		thumb = `{"crv":"P-256","kty":"EC","x":"` + raw.X + `","y":"` + raw.Y + `"}`
+		return key.pub, jwkThumbprint(dpopPublicJWK{Crv: "P-256", Kty: "EC", X: raw.X, Y: raw.Y}), ""
 	case key.alg() == algRS256 && (alg == algRS256 || alg == algPS256):
 		thumb = `{"e":"` + raw.E + `","kty":"RSA","n":"` + raw.N + `"}`
 	case key.alg() == algEdDSA && alg == algEdDSA:
