@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -152,7 +154,7 @@ type progressParams struct {
 // takes a dispatch slot: progress is never shed.
 func (c *conn) routeProgress(params json.RawMessage) bool {
 	var p progressParams
-	if json.Unmarshal(params, &p) != nil {
+	if !decodeProgressParams(params, &p) {
 		return false
 	}
 	token, ok := parseID(p.Token)
@@ -167,5 +169,59 @@ func (c *conn) routeProgress(params json.RawMessage) bool {
 	}
 	call.deadline.extend()
 	call.pushProgress(p.Progress)
+	return true
+}
+
+// decodeProgressParams decodes notifications/progress params, which the
+// engine has already checked are JSON, walking them with eachMember: a
+// stream of progress is mostly this decode. Anything unusual (a key in
+// another case, an escaped message, a number encoding/json would refuse)
+// falls back to encoding/json, so the result is always what it decodes.
+func decodeProgressParams(params []byte, p *progressParams) bool {
+	simple := eachMember(params, func(key, value []byte) bool {
+		null := string(value) == "null"
+		switch string(key) {
+		case "progressToken":
+			p.Token = value
+			return true
+		case "progress":
+			return null || jsonFloat(value, &p.Progress.Progress)
+		case "total":
+			return null || jsonFloat(value, &p.Total)
+		case "message":
+			if null {
+				return true
+			}
+			s, ok := jsonString(value)
+			p.Message = s
+			return ok
+		}
+		// encoding/json matches keys in any case.
+		return !strings.EqualFold(string(key), "progressToken") && !strings.EqualFold(string(key), "progress") &&
+			!strings.EqualFold(string(key), "total") && !strings.EqualFold(string(key), "message")
+	})
+	if simple {
+		return true
+	}
+	*p = progressParams{}
+	return json.Unmarshal(params, p) == nil
+}
+
+// jsonFloat decodes the JSON number raw into f as encoding/json would; false
+// for anything else, or a number a float64 cannot hold.
+func jsonFloat(raw []byte, f *float64) bool {
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return false
+	}
+	for _, c := range raw {
+		if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
+			return false
+		}
+	}
+	v, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return false
+	}
+	*f = v
 	return true
 }

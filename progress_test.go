@@ -432,3 +432,41 @@ func TestATaggedProgressNotificationKeepsItsOwnRoute(t *testing.T) {
 		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{"content":[]}}`, field(t, req, "id")))
 	})
 }
+
+// FuzzProgressParams: the walk that decodes progress notifications agrees
+// with encoding/json on every input that is JSON, which is all the engine
+// hands it.
+func FuzzProgressParams(f *testing.F) {
+	for _, s := range []string{
+		`{"progressToken":1,"progress":5,"total":10,"message":"half"}`,
+		`{"progressToken":"t","progress":0.5}`,
+		`{"progressToken":1,"progress":1e400}`,
+		`{"progressToken":1,"progress":"5"}`,
+		`{"progressToken":1,"PROGRESS":3,"Message":"a"}`,
+		`{"progressToken":1,"progress":null,"message":"\u00e9\n"}`,
+		`{"progressToken":1,"progress":-0.0,"total":2E-3,"extra":{"a":[1,2]}}`,
+		`{"progress":1,"progress":2}`,
+		`[1,2]`,
+		`null`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		var want progressParams
+		wantOK := json.Unmarshal(data, &want) == nil
+		var got progressParams
+		gotOK := decodeProgressParams(data, &got)
+		if gotOK != wantOK {
+			t.Fatalf("%s: decoded %v, encoding/json %v", data, gotOK, wantOK)
+		}
+		if !gotOK {
+			return
+		}
+		if string(got.Token) != string(want.Token) || got.Progress != want.Progress {
+			t.Fatalf("%s: got %s %+v, encoding/json %s %+v", data, got.Token, got.Progress, want.Token, want.Progress)
+		}
+	})
+}
