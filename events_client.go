@@ -328,3 +328,70 @@ func (c *Client) streamOnce(ctx context.Context, table *clientEventStreams, sub 
 		}
 	}
 }
+
+// Bounds on the pause between two polls of [Client.PolledEvents], whatever
+// nextPollMs the server suggests: a server cannot make the client spin, nor
+// leave it asleep for long.
+const (
+	minEventPollPause = 100 * time.Millisecond
+	maxEventPollPause = 5 * time.Minute
+)
+
+// PolledEvents polls sub until ctx ends or the loop stops, yielding each
+// occurrence in order: it polls again at once while the server has more,
+// else after the server's nextPollMs (clamped to 100 ms through 5 min). The
+// last occurrence of each poll carries in Cursor where the next poll
+// starts, the position to persist to resume after it; sub.OnTruncated, if
+// set, learns of occurrences dropped before they could be read. It ends
+// with the first error, which it yields (ctx's when ctx ends). Client only.
+func (c *Client) PolledEvents(ctx context.Context, sub EventSubscription, opts ...CallOption) iter.Seq2[EventOccurrence, error] {
+	return func(yield func(EventOccurrence, error) bool) {
+		var pause *time.Timer
+		defer func() {
+			if pause != nil {
+				pause.Stop()
+			}
+		}()
+		for {
+			res, err := c.PollEvents(ctx, sub, opts...)
+			if err != nil {
+				yield(EventOccurrence{}, err)
+				return
+			}
+			if res.Truncated && sub.OnTruncated != nil {
+				sub.OnTruncated(res.Cursor)
+			}
+			for i, e := range res.Events {
+				e.Cursor = ""
+				if i == len(res.Events)-1 {
+					e.Cursor = res.Cursor
+				}
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if res.Cursor != "" {
+				sub.Cursor = res.Cursor
+			}
+			wait := time.Duration(0)
+			if !res.HasMore || len(res.Events) == 0 {
+				// An empty page that claims more is paused on too.
+				wait = min(max(peerDuration(res.NextPollMs, time.Millisecond), minEventPollPause), maxEventPollPause)
+			}
+			if wait == 0 {
+				continue
+			}
+			if pause == nil {
+				pause = time.NewTimer(wait)
+			} else {
+				pause.Reset(wait)
+			}
+			select {
+			case <-pause.C:
+			case <-ctx.Done():
+				yield(EventOccurrence{}, ctx.Err())
+				return
+			}
+		}
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -321,6 +323,93 @@ func TestEventsPollTruncated(t *testing.T) {
 		}
 		if got := ticketIDs(t, page.Events); len(got) != 3 || got[0] != 1 {
 			t.Fatalf("one past the bound: %v", got)
+		}
+	})
+}
+
+// TestPolledEvents: the poll iterator reads page after page while the
+// server has more, pauses for nextPollMs when it has not, marks the last
+// occurrence of each poll with the cursor to resume from, and ends with
+// ctx.
+func TestPolledEvents(t *testing.T) {
+	t.Parallel()
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, topic := eventsServer(WithEvents(EventOptions{PollInterval: 2 * time.Second}))
+				cl := pair(t, s, WithProtocolVersion(v))
+				start, err := cl.PollEvents(context.Background(), EventSubscription{Name: "ticket.created"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				publishTickets(t, topic, 0, 5)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				go func() {
+					time.Sleep(time.Second)
+					publishTickets(t, topic, 5, 7)
+				}()
+				began := time.Now()
+				var ids []int
+				var marked []bool
+				for e, err := range cl.PolledEvents(ctx, EventSubscription{Name: "ticket.created", Cursor: start.Cursor, MaxEvents: 2}) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					ids = append(ids, ticketIDs(t, []EventOccurrence{e})...)
+					marked = append(marked, e.Cursor != "")
+					if len(ids) == 5 && time.Since(began) != 0 {
+						t.Fatalf("the first five took %v: pages with more follow at once", time.Since(began))
+					}
+					if len(ids) == 6 && time.Since(began) != 2*time.Second {
+						t.Fatalf("the sixth came after %v, want the 2s the server asked", time.Since(began))
+					}
+					if len(ids) == 7 {
+						break
+					}
+				}
+				if fmt.Sprint(ids) != "[0 1 2 3 4 5 6]" {
+					t.Fatalf("occurrences %v", ids)
+				}
+				// Pages of two: [0 1] [2 3] [4] [5 6].
+				if fmt.Sprint(marked) != "[false true false true true false true]" {
+					t.Fatalf("cursors on %v", marked)
+				}
+				cancel()
+				for _, err := range cl.PolledEvents(ctx, EventSubscription{Name: "ticket.created"}) {
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("after cancel: %v", err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestPolledEventsPauseIsBounded: a server that asks for polls a
+// millisecond apart gets them at most every 100 ms.
+func TestPolledEventsPauseIsBounded(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, topic := eventsServer(WithEvents(EventOptions{PollInterval: time.Millisecond}))
+		cl := pair(t, s)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			publishTickets(t, topic, 0, 1)
+		}()
+		began := time.Now()
+		start, err := cl.PollEvents(context.Background(), EventSubscription{Name: "ticket.created"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range cl.PolledEvents(context.Background(), EventSubscription{Name: "ticket.created", Cursor: start.Cursor}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if d := time.Since(began); d != minEventPollPause {
+			t.Fatalf("the occurrence came after %v, want %v", d, minEventPollPause)
 		}
 	})
 }
