@@ -116,6 +116,9 @@ type EventOptions struct {
 	// Heartbeat is how often a push stream carries a heartbeat with its
 	// cursor; 0: DefaultEventHeartbeat.
 	Heartbeat time.Duration
+	// MaxStreams bounds the push streams one principal (or session) holds
+	// open; 0: DefaultEventMaxStreams, negative: no bound. See events_watch.go.
+	MaxStreams int
 }
 
 // WithEvents configures the server's events (the log that keeps them, the
@@ -136,6 +139,7 @@ type serverEvents struct {
 	types   map[string]*eventTypeEntry
 	order   []string // names in declaration order, for events/list
 	streams map[*eventStream]struct{}
+	watch   eventWatch // wake-ups from other instances (events_watch.go)
 }
 
 // eventTypeEntry is a declared type with its compiled input schema.
