@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -173,5 +174,59 @@ func TestEventsStreamWokenByWatcher(t *testing.T) {
 	}
 	if n := log.watches.Load(); n != 1 {
 		t.Errorf("%d watches for two streams, want 1", n)
+	}
+}
+
+// deafLog is a shared log whose watch never wakes (its connection lost
+// every wake-up), or fails while fail is set.
+type deafLog struct {
+	EventLog
+	fail atomic.Bool
+}
+
+func (l *deafLog) Watch(ctx context.Context, woke func(string)) (func(), error) {
+	if l.fail.Load() {
+		return nil, errors.New("the watch failed")
+	}
+	return func() {}, nil
+}
+
+// TestEventsStreamWakeupLost: when the log's wake-ups are lost, a stream
+// on another server still delivers what was appended, at its next
+// heartbeat; a watch that fails refuses the stream with an internal error
+// (which StreamEvents takes as a break) until it works again.
+func TestEventsStreamWakeupLost(t *testing.T) {
+	t.Parallel()
+	log := &deafLog{EventLog: NewMemoryEventLog(0, 0)}
+	opts := WithEvents(EventOptions{Log: log, Heartbeat: 50 * time.Millisecond})
+	_, topic := eventsServer(opts)
+	b, _ := eventsServer(opts)
+	cl := pair(t, b, WithListenResumeAttempts(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start, err := cl.PollEvents(ctx, EventSubscription{Name: "ticket.created"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := EventSubscription{Name: "ticket.created", Cursor: start.Cursor}
+
+	log.fail.Store(true)
+	_, err = cl.StreamEvents(ctx, sub, 0, func(EventOccurrence) {})
+	var rpcErr *Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != CodeInternalError || !strings.Contains(err.Error(), "cannot reopen") {
+		t.Fatalf("a stream whose watch fails: %v", err)
+	}
+	log.fail.Store(false)
+
+	got, stop := streamInto(cl, sub)
+	defer stop()
+	// Published on b: the stream is open and waits once it arrived.
+	if _, err := b.PublishEvent(ctx, EventOccurrence{Name: "ticket.created", Data: []byte(`{"id":100}`)}); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, got, 1)
+	publishTickets(t, topic, 0, 3)
+	if ids := ticketIDs(t, receive(t, got, 3)); len(ids) != 3 || ids[0] != 0 || ids[2] != 2 {
+		t.Fatalf("delivered at the heartbeat: %v", ids)
 	}
 }
