@@ -36,8 +36,9 @@ type EventWatcher interface {
 	Watch(ctx context.Context, woke func(name string)) (stop func(), err error)
 }
 
-// DefaultEventMaxStreams is how many push streams one principal may hold
-// open on one server; see [EventOptions]. Server only.
+// DefaultEventMaxStreams is how many push streams one principal (or
+// session) may hold open on one server; see [EventOptions.MaxStreams].
+// Server only.
 const DefaultEventMaxStreams = 16
 
 // eventWatch is a server's one watch of its log, held by its open streams.
