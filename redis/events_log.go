@@ -186,8 +186,14 @@ func parseStreamID(s string) (streamID, bool) {
 // server bounds the names it declares.
 const maxNameBytes = 256
 
-// readBatch is how many entries one round trip reads at most.
-const readBatch = 1000
+// readBatch is how many entries one round trip reads at most, and
+// pageBytes about how many bytes of entries a page holds (it ends early,
+// with HasMore): a poll may ask for a thousand occurrences of up to
+// mcp.MaxEventBytes each.
+const (
+	readBatch = 100
+	pageBytes = 16 * mcp.MaxEventBytes
+)
 
 // Read implements mcp.EventLog.
 func (l *EventLog) Read(ctx context.Context, q mcp.EventQuery) (mcp.EventPage, error) {
@@ -207,6 +213,7 @@ func (l *EventLog) Read(ctx context.Context, q mcp.EventQuery) (mcp.EventPage, e
 	limit := max(q.MaxEvents, 1)
 	var page mcp.EventPage
 	var pos streamID // where the page has read to
+	size := 0        // the bytes of the entries read
 	for first := true; ; first = false {
 		start := ""
 		if q.Cursor != "" {
@@ -246,7 +253,7 @@ func (l *EventLog) Read(ctx context.Context, q mcp.EventQuery) (mcp.EventPage, e
 			pos = after
 		}
 		for _, en := range entries {
-			if len(page.Events) == limit {
+			if len(page.Events) == limit || len(page.Events) > 0 && size >= pageBytes {
 				page.HasMore = true
 				page.Cursor = cursor(pos)
 				return page, nil
@@ -256,6 +263,7 @@ func (l *EventLog) Read(ctx context.Context, q mcp.EventQuery) (mcp.EventPage, e
 			if !ok || !isString {
 				return mcp.EventPage{}, fail("EventLog.Read", key, fmt.Errorf("entry %q is not one this log made", en.ID))
 			}
+			size += len(raw)
 			var e mcp.EventOccurrence
 			if err := json.Unmarshal([]byte(raw), &e); err != nil {
 				return mcp.EventPage{}, fail("EventLog.Read", key, fmt.Errorf("entry %s: %w", en.ID, err))

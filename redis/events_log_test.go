@@ -243,3 +243,33 @@ func TestEventLogWatch(t *testing.T) {
 	default:
 	}
 }
+
+// TestEventLogPageBytes: a page ends early, with HasMore, once it holds
+// about pageBytes of occurrences; the next page goes on from there.
+func TestEventLogPageBytes(t *testing.T) {
+	r := startRedis(t)
+	l := NewEventLog(r.client())
+	start := read(t, l, mcp.EventQuery{Name: "big", MaxEvents: 1})
+	big := `{"pad":"` + strings.Repeat("x", mcp.MaxEventBytes-100) + `"}`
+	const n = 20
+	for i := range n {
+		e := mcp.EventOccurrence{EventID: fmt.Sprintf("e%d", i), Name: "big", Timestamp: time.Now(), Data: json.RawMessage(big)}
+		if err := l.Append(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := read(t, l, mcp.EventQuery{Name: "big", Cursor: start.Cursor, MaxEvents: 1000})
+	if !first.HasMore || len(first.Events) == 0 || len(first.Events) >= n {
+		t.Fatalf("the first page: %d occurrences, HasMore %v", len(first.Events), first.HasMore)
+	}
+	rest := read(t, l, mcp.EventQuery{Name: "big", Cursor: first.Cursor, MaxEvents: 1000})
+	if got := ids(first.Events) + "," + ids(rest.Events); got != ids(func() []mcp.EventOccurrence {
+		var all []mcp.EventOccurrence
+		for i := range n {
+			all = append(all, mcp.EventOccurrence{EventID: fmt.Sprintf("e%d", i)})
+		}
+		return all
+	}()) || rest.HasMore {
+		t.Fatalf("the pages: %s (HasMore %v)", got, rest.HasMore)
+	}
+}
