@@ -65,6 +65,9 @@ type inboundCall struct {
 	// until its holds (its handler, a user cancel handler) are done.
 	released bool
 	holds    int8
+	// detached: a long-lived request its own bound admitted, which gave
+	// its slot back (detachInbound) and holds none.
+	detached bool
 }
 
 // outgoing is one queued write.
@@ -551,7 +554,7 @@ func (c *conn) answerRequest(req *inboundRequest, result any, err error) error {
 	c.removeInboundLocked(req.id)
 	if in.released {
 		c.unlingerLocked(in)
-	} else {
+	} else if !in.detached {
 		c.occupied--
 	}
 	cancelled := in.cancelled

@@ -91,12 +91,31 @@ func (c *conn) cancelInboundLocked(id ID, reason string) bool {
 	}
 	in.cancelled = true
 	in.cancel(&CancelledError{Reason: reason})
-	if c.cfg.maxInFlight > 0 && c.lingering < c.lingerLimit() {
+	if !in.detached && c.cfg.maxInFlight > 0 && c.lingering < c.lingerLimit() {
 		in.released, in.holds = true, 1
 		c.occupied--
 		c.lingering++
 	}
 	return true
+}
+
+// detachInbound gives back the dispatch slot of inbound request id, a
+// long-lived request (events/stream) that a bound of its own admitted, so
+// that idle streams do not lock ordinary requests out of WithMaxInFlight;
+// a push transport is told too, for the bound it keeps in front of the
+// engine. The request is still in flight, and still cancellable.
+func (c *conn) detachInbound(id ID) {
+	c.mu.Lock()
+	in := c.inboundLocked(id)
+	ok := in != nil && !in.released && !in.detached
+	if ok {
+		in.detached = true
+		c.occupied--
+	}
+	c.mu.Unlock()
+	if ok && c.push != nil {
+		c.push.detached()
+	}
 }
 
 // lingerLimit is how many cancelled requests may hold no slot while their

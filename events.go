@@ -25,8 +25,7 @@ import (
 // Reads woken by PublishEvent on this instance. So a shared log (the redis/
 // module's, on a Redis stream per event type, cursors the stream's ids)
 // serves every instance as it is; what it adds is the wake-up of streams on
-// other instances, which it gets by publishing each append's name on the
-// Broadcaster those instances already share.
+// other instances, which the log offers as an EventWatcher (events_watch.go).
 
 // EventsExtension is the id of the Events extension under
 // capabilities.extensions. Both sides: a server that declared an event type
@@ -116,6 +115,12 @@ type EventOptions struct {
 	// Heartbeat is how often a push stream carries a heartbeat with its
 	// cursor; 0: DefaultEventHeartbeat.
 	Heartbeat time.Duration
+	// MaxStreams bounds the push streams one principal holds open on this
+	// server (without one: its session; anonymous 2026-07-28 requests
+	// share one bound), past which events/stream is refused with
+	// CodeOverloaded; open streams do not count against WithMaxInFlight.
+	// 0: DefaultEventMaxStreams, negative: no bound.
+	MaxStreams int
 }
 
 // WithEvents configures the server's events (the log that keeps them, the
@@ -136,6 +141,7 @@ type serverEvents struct {
 	types   map[string]*eventTypeEntry
 	order   []string // names in declaration order, for events/list
 	streams map[*eventStream]struct{}
+	watch   eventWatch // wake-ups from other instances (events_watch.go)
 }
 
 // eventTypeEntry is a declared type with its compiled input schema.

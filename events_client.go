@@ -170,7 +170,8 @@ var errEventStreamStalled = errors.New("mcp: the event stream stalled")
 // A stream that breaks (the connection, a handler that fell far behind, no
 // event or heartbeat for liveness) is reopened from that cursor, up to
 // [WithListenResumeAttempts] times in a row. liveness is how long the
-// stream may stay quiet (0: twice DefaultEventHeartbeat). Client only.
+// stream may stay quiet (0: twice DefaultEventHeartbeat). An internal
+// error (-32603) counts as a break, not a refusal. Client only.
 func (c *Client) StreamEvents(ctx context.Context, sub EventSubscription, liveness time.Duration, handle func(EventOccurrence)) (string, error) {
 	if liveness <= 0 {
 		liveness = 2 * DefaultEventHeartbeat
@@ -183,8 +184,11 @@ func (c *Client) StreamEvents(ctx context.Context, sub EventSubscription, livene
 		if ctx.Err() != nil {
 			return cursor, ctx.Err()
 		}
+		// The server's refusal ends it; an internal error may be the
+		// transport's word for a stream cut off (the instance that held it
+		// died) or a log that failed for a while: reopened, as a break.
 		var rpcErr *Error
-		if errors.As(err, &rpcErr) || errors.Is(err, ErrClosed) || errors.Is(err, ErrNotConnected) {
+		if errors.As(err, &rpcErr) && rpcErr.Code != CodeInternalError || errors.Is(err, ErrClosed) || errors.Is(err, ErrNotConnected) {
 			return cursor, err
 		}
 		if active {

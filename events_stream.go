@@ -19,8 +19,9 @@ const eventStreamBatch = 100
 
 // eventStream is one events/stream in progress.
 type eventStream struct {
-	name string
-	wake chan struct{} // holds a wake-up while one is pending
+	name  string
+	owner string        // whose bound it counts against (streamOwner)
+	wake  chan struct{} // holds a wake-up while one is pending
 }
 
 // wake wakes the streams of event type name.
@@ -51,15 +52,24 @@ func (ev *serverEvents) stream(ctx context.Context, info *RequestInfo) (any, err
 	if err != nil {
 		return nil, err
 	}
-	st := &eventStream{name: sub.Name, wake: make(chan struct{}, 1)}
-	ev.mu.Lock()
-	ev.streams[st] = struct{}{}
-	ev.mu.Unlock()
+	st := &eventStream{name: sub.Name, owner: info.streamOwner(), wake: make(chan struct{}, 1)}
+	if err := ev.admit(st); err != nil {
+		return nil, err
+	}
 	defer func() {
 		ev.mu.Lock()
 		delete(ev.streams, st)
 		ev.mu.Unlock()
 	}()
+	// Admitted under its own bound, the stream holds no in-flight slot.
+	info.conn.detachInbound(info.id)
+	// Wake-ups from other instances, before the first read: none is
+	// missed between the two.
+	release, err := ev.holdWatch(ctx)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	defer release()
 	meta := []metaEntry{{key: metaSubscriptionID, value: info.id.appendJSON(nil)}}
 	send := func(method string, params any) error {
 		raw, err := json.Marshal(params)

@@ -447,6 +447,9 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 		writeHTTPError(w, status, e.Code, m.id, e.Message)
 		return
 	}
+	// A long-lived request its own bound admitted gives its place back
+	// (streamTransport.detached), so idle streams lock no one out.
+	var release func()
 	if limit := int64(h.srv.cfg.maxInFlight); limit > 0 {
 		if h.modernInFlight.Add(1) > limit {
 			h.modernInFlight.Add(-1)
@@ -454,12 +457,14 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 			writeHTTPError(w, http.StatusServiceUnavailable, CodeOverloaded, m.id, "overloaded")
 			return
 		}
-		defer h.modernInFlight.Add(-1)
+		var once sync.Once
+		release = func() { once.Do(func() { h.modernInFlight.Add(-1) }) }
+		defer release()
 	}
 	st := newHTTPStream(nil, "", []ID{m.id}, h.log)
 	st.token = token
 	// The POST's one message (no batches on 2026-07-28).
-	_, c := h.srv.pushSession(&streamTransport{stream: st}, oneRequest, principal, "")
+	_, c := h.srv.pushSession(&streamTransport{stream: st, release: release}, oneRequest, principal, "")
 	if h.cfg.ctx != nil {
 		// At shutdown the handler is asked to finish, not cancelled: its
 		// answer (a listen's closing result) still goes out.
@@ -552,6 +557,17 @@ func (s *Server) modernVersions() []string {
 type streamTransport struct {
 	stream *httpStream
 	sess   *httpSession
+	// release gives back the POST's place under the handler-wide
+	// in-flight cap (2026-07-28); nil when it holds none.
+	release func()
+}
+
+// detached gives the POST's in-flight place back: its request, a
+// long-lived one, is bounded by its own limit now.
+func (t *streamTransport) detached() {
+	if t.release != nil {
+		t.release()
+	}
 }
 
 func (t *streamTransport) ReadMessage() ([]byte, error) { return nil, io.EOF }

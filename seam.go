@@ -48,6 +48,10 @@ type pushTransport interface {
 	// initialize). The method fails with its error, so that a change is
 	// never answered before it is kept.
 	sessionChanged(change sessionChange) error
+	// detached tells the transport that its request, a long-lived one
+	// admitted by its own bound, gave its in-flight slot back
+	// (conn.detachInbound).
+	detached()
 }
 
 // pushSession makes a server session over HTTP streams, ready for the

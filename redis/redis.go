@@ -1,8 +1,9 @@
 // Package mcpredis keeps the shared state of an MCP server that runs as
 // several instances on Redis: the event logs of legacy HTTP sessions
 // ([EventStore]), the sessions themselves ([SessionStore]), tasks
-// ([TaskStore]), the messages between instances ([Broadcaster]) and the
-// DPoP proofs a resource server accepted ([DPoPReplayStore]). Each
+// ([TaskStore]), the occurrences of Events ([EventLog]), the messages
+// between instances ([Broadcaster]) and the DPoP proofs a resource server
+// accepted ([DPoPReplayStore]). Each
 // implements the interface of the same name in github.com/e6ac58cb/mcp.
 // Server side.
 //
@@ -73,6 +74,7 @@ type config struct {
 	timeout      time.Duration
 	log          *slog.Logger
 	maxEvents    int64
+	maxEventAge  time.Duration // EventLog; 0: none
 	eventTTL     time.Duration
 	maxTaskBytes int
 	// maxTasks and maxStoreBytes bound a TaskStore as a whole.
@@ -124,8 +126,10 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithMaxStreamEvents bounds each event stream to about n events: older
-// ones are trimmed, and a resume that needs them is refused. Zero or less
-// takes the default, [DefaultMaxStreamEvents]. Server side; EventStore.
+// ones are trimmed, and a resume that needs them is refused (EventStore)
+// or told it was truncated (EventLog, whose streams are one per event
+// type). Zero or less takes the default, [DefaultMaxStreamEvents]. Server
+// side; EventStore, EventLog.
 func WithMaxStreamEvents(n int) Option {
 	return func(c *config) {
 		if n > 0 {

@@ -1,0 +1,296 @@
+package mcpredis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/e6ac58cb/mcp"
+	"github.com/redis/go-redis/v9"
+)
+
+// The fleet test of Events: three instances in this process, each its own
+// server and HTTP handler on loopback, sharing a Redis of the test's own
+// (sessions, the legacy sessions' event store, the broadcaster, and the
+// EventLog), behind the round-robin proxy of multi_test.go.
+
+// eventFleet is Redis, three in-process instances and the proxy.
+type eventFleet struct {
+	t       *testing.T
+	redis   *redisServer
+	servers []*mcp.Server
+	fronts  []*httptest.Server
+	stops   []context.CancelFunc // each instance's handler context
+	proxy   *rrProxy
+	front   *httptest.Server
+	http    *http.Client
+	closers []func()
+}
+
+// fleetEvent is the payload: which instance published it, its number.
+type fleetEvent struct {
+	P int `json:"p"`
+	N int `json:"n"`
+}
+
+// startEventFleet starts the fleet; everything ends with the test.
+func startEventFleet(t *testing.T, heartbeat time.Duration) *eventFleet {
+	t.Helper()
+	f := &eventFleet{t: t, redis: startRedis(t)}
+	key := make([]byte, 32)
+	rand.Read(key)
+	var backends []string
+	for i := range 3 {
+		rdb := redis.NewClient(&redis.Options{Addr: f.redis.addr(), ContextTimeoutEnabled: true, PoolSize: 32})
+		opts := []Option{WithKeyPrefix("fleet:"), WithTimeout(5 * time.Second)}
+		bc := NewBroadcaster(rdb, opts...)
+		srv := mcp.NewServer(mcp.Implementation{Name: fmt.Sprintf("i%d", i+1), Version: "1"},
+			mcp.WithStateKey(key), mcp.WithBroadcaster(bc),
+			mcp.WithEvents(mcp.EventOptions{Log: NewEventLog(rdb, opts...), Heartbeat: heartbeat}))
+		srv.AddEventType(mcp.EventType{Name: "seq", Description: "A numbered occurrence."})
+		ctx, stop := context.WithCancel(context.Background())
+		h := mcp.NewHTTPHandler(srv, mcp.WithContext(ctx),
+			mcp.WithSessionStore(NewSessionStore(rdb, opts...)),
+			mcp.WithEventStore(NewEventStore(rdb, opts...)))
+		hs := httptest.NewServer(h)
+		f.servers, f.fronts, f.stops = append(f.servers, srv), append(f.fronts, hs), append(f.stops, stop)
+		backends = append(backends, hs.URL)
+		f.closers = append(f.closers, func() { stop(); hs.CloseClientConnections(); hs.Close(); bc.Close(); rdb.Close() })
+	}
+	f.proxy = newProxy(backends)
+	f.front = httptest.NewServer(f.proxy)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	f.http = &http.Client{Transport: tr}
+	t.Cleanup(f.close)
+	return f
+}
+
+// kill cuts instance i off at once: its handler context, its clients'
+// connections and its listener; the proxy finds it refusing connections.
+// Its server stays in this process, so it can still publish: the
+// publishers stand for work that outlives the HTTP front.
+func (f *eventFleet) kill(i int) {
+	f.stops[i]()
+	f.fronts[i].CloseClientConnections()
+	done := make(chan struct{})
+	go func() { f.fronts[i].Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(waitBound):
+		f.t.Fatalf("instance %d did not close in %v", i+1, waitBound)
+	}
+}
+
+func (f *eventFleet) close() {
+	f.front.Close()
+	f.proxy.transport.CloseIdleConnections()
+	f.http.CloseIdleConnections()
+	for _, c := range f.closers {
+		c()
+	}
+	f.closers = nil
+}
+
+// TestEventsFleet: 10,000 occurrences published concurrently by three
+// instances, each its own numbered sequence, reach one StreamEvents
+// subscriber through the proxy exactly once and, per instance, in order;
+// midway the instance holding the stream is killed, and the stream resumes
+// by its cursor on another with nothing lost or repeated. On both eras
+// (the legacy one through shared sessions); goroutines settle after.
+func TestEventsFleet(t *testing.T) {
+	total := 10000
+	if testing.Short() {
+		total = 1500
+	}
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			start := time.Now()
+			f := startEventFleet(t, time.Minute)
+			runEventsFleet(t, f, v, total)
+			t.Logf("%s: %d occurrences through a kill in %v; the subscriber's requests: %s", v, total, time.Since(start).Round(time.Millisecond), f.proxy.routeOf("subscriber"))
+			f.close()
+			// The redis-server's two goroutines end with the test.
+			settle(t, before+2)
+		})
+	}
+}
+
+func runEventsFleet(t *testing.T, f *eventFleet, v string, total int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := mcp.NewClient(mcp.Implementation{Name: "fleet-subscriber", Version: "1"}, mcp.WithProtocolVersion(v))
+	if err := cl.Connect(ctx, mcp.NewHTTPTransport(f.front.URL, mcp.WithHTTPClient(f.http), mcp.WithHeader("X-Test-Client", "subscriber"))); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	first, err := cl.PollEvents(ctx, mcp.EventSubscription{Name: "seq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const publishers = 3
+	// Instance p publishes share(p) occurrences, total in all.
+	share := func(p int) int { return total/publishers + min(max(total%publishers-p, 0), 1) }
+	var (
+		mu       sync.Mutex
+		next     [publishers]int // the number each instance's next occurrence should carry
+		received atomic.Int64
+		seen     = make(map[string]bool, total)
+		failure  string
+	)
+	quarter, all := make(chan struct{}), make(chan struct{})
+	streamCtx, stopStream := context.WithCancel(ctx)
+	streamed := make(chan error, 1)
+	go func() {
+		_, err := cl.StreamEvents(streamCtx, mcp.EventSubscription{Name: "seq", Cursor: first.Cursor}, 3*time.Second, func(e mcp.EventOccurrence) {
+			var p fleetEvent
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case json.Unmarshal(e.Data, &p) != nil || p.P < 0 || p.P >= publishers:
+				failure = fmt.Sprintf("occurrence %s: payload %s", e.EventID, e.Data)
+			case seen[e.EventID]:
+				failure = fmt.Sprintf("occurrence %s (instance %d, number %d) twice", e.EventID, p.P+1, p.N)
+			case p.N != next[p.P]:
+				failure = fmt.Sprintf("instance %d: number %d after %d", p.P+1, p.N, next[p.P]-1)
+			}
+			if failure != "" {
+				stopStream()
+				return
+			}
+			seen[e.EventID] = true
+			next[p.P]++
+			switch received.Add(1) {
+			case int64(total / 4):
+				close(quarter)
+			case int64(total):
+				close(all)
+			}
+		})
+		streamed <- err
+	}()
+
+	// The publishers: each instance its own sequence, the first half now,
+	// the rest once the stream's instance was killed.
+	killed := make(chan struct{})
+	var wg sync.WaitGroup
+	for p := range publishers {
+		wg.Go(func() {
+			each := share(p)
+			for n := range each {
+				if n == each/2 {
+					select {
+					case <-killed:
+					case <-ctx.Done():
+						return
+					}
+				}
+				data, _ := json.Marshal(fleetEvent{P: p, N: n})
+				if _, err := f.servers[p].PublishEvent(ctx, mcp.EventOccurrence{Name: "seq", EventID: fmt.Sprintf("p%d-%d", p, n), Data: data}); err != nil {
+					t.Errorf("instance %d publishing %d: %v", p+1, n, err)
+					return
+				}
+			}
+		})
+	}
+
+	select {
+	case <-quarter:
+	case err := <-streamed:
+		t.Fatalf("the stream ended before a quarter arrived: %v (%s)", err, failure)
+	case <-ctx.Done():
+		t.Fatalf("a quarter did not arrive: %d of %d", received.Load(), total)
+	}
+	// The proxy records a request's answer when it ends: the stream's is
+	// the one events/stream without.
+	running := f.proxy.where(func(h hit) bool { return strings.Contains(h.body, `"events/stream"`) && h.status == 0 })
+	if len(running) != 1 {
+		t.Fatalf("%d events/stream requests in flight, want 1", len(running))
+	}
+	holder := running[0].backend
+	atKill := received.Load()
+	f.kill(holder)
+	close(killed)
+	t.Logf("killed instance %d, which held the stream, after %d occurrences", holder+1, atKill)
+
+	select {
+	case <-all:
+	case err := <-streamed:
+		t.Fatalf("the stream ended: %v (%s); %d of %d arrived", err, failure, received.Load(), total)
+	case <-ctx.Done():
+		t.Fatalf("%d of %d occurrences arrived; the subscriber's requests: %s", received.Load(), total, f.proxy.routeOf("subscriber"))
+	}
+	wg.Wait()
+	// The heartbeat is a minute away: what the instances that do not hold
+	// the stream publish now reaches it only by the log's wake-ups.
+	// (The killed instance's stays unanswered in the proxy's record: the
+	// proxy aborted it.)
+	running = f.proxy.where(func(h hit) bool {
+		return strings.Contains(h.body, `"events/stream"`) && h.status == 0 && h.backend != holder
+	})
+	if len(running) != 1 {
+		t.Fatalf("%d events/stream requests in flight after the kill, want 1", len(running))
+	}
+	now := running[0].backend
+	var tail []int
+	for p := range publishers {
+		if p != now && p != holder {
+			tail = append(tail, p)
+		}
+	}
+	want := received.Load() + int64(len(tail))
+	opened := len(f.proxy.find(`"events/stream"`))
+	for _, p := range tail {
+		data, _ := json.Marshal(fleetEvent{P: p, N: share(p)})
+		if _, err := f.servers[p].PublishEvent(ctx, mcp.EventOccurrence{Name: "seq", EventID: fmt.Sprintf("p%d-%d", p, share(p)), Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for received.Load() < want {
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			t.Fatalf("what instance %v published last did not arrive", tail)
+		}
+	}
+	// Had the wake-up not crossed instances, the quiet stream would have
+	// been reopened (its liveness is 3s), and the new one read them.
+	if n := len(f.proxy.find(`"events/stream"`)); n != opened {
+		t.Fatalf("what instance %v published last arrived on a stream opened again, not by a wake-up: %s", tail, f.proxy.routeOf("subscriber"))
+	}
+	stopStream()
+	if err := <-streamed; !errors.Is(err, context.Canceled) {
+		t.Errorf("StreamEvents returned %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if failure != "" {
+		t.Fatal(failure)
+	}
+	for p, n := range next {
+		want := share(p)
+		if slices.Contains(tail, p) {
+			want++
+		}
+		if n != want {
+			t.Errorf("instance %d: %d occurrences, want %d", p+1, n, want)
+		}
+	}
+	resumed := f.proxy.where(func(h hit) bool { return strings.Contains(h.body, `"events/stream"`) && h.backend != holder })
+	if len(resumed) == 0 {
+		t.Errorf("the stream was not resumed on another instance: %s", f.proxy.routeOf("subscriber"))
+	}
+}
