@@ -447,9 +447,7 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 		writeHTTPError(w, status, e.Code, m.id, e.Message)
 		return
 	}
-	// A long-lived request its own bound admitted gives its place back
-	// (streamTransport.detached), so idle streams lock no one out.
-	var release func()
+	held := false
 	if limit := int64(h.srv.cfg.maxInFlight); limit > 0 {
 		if h.modernInFlight.Add(1) > limit {
 			h.modernInFlight.Add(-1)
@@ -457,14 +455,20 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 			writeHTTPError(w, http.StatusServiceUnavailable, CodeOverloaded, m.id, "overloaded")
 			return
 		}
-		var once sync.Once
-		release = func() { once.Do(func() { h.modernInFlight.Add(-1) }) }
-		defer release()
+		held = true
 	}
 	st := newHTTPStream(nil, "", []ID{m.id}, h.log)
 	st.token = token
+	t := &streamTransport{stream: st}
+	if held {
+		// A long-lived request its own bound admitted gives its place
+		// back early (streamTransport.detached), so idle streams lock no
+		// one out.
+		t.inFlight = &h.modernInFlight
+		defer t.release()
+	}
 	// The POST's one message (no batches on 2026-07-28).
-	_, c := h.srv.pushSession(&streamTransport{stream: st, release: release}, oneRequest, principal, "")
+	_, c := h.srv.pushSession(t, oneRequest, principal, "")
 	if h.cfg.ctx != nil {
 		// At shutdown the handler is asked to finish, not cancelled: its
 		// answer (a listen's closing result) still goes out.
@@ -557,16 +561,21 @@ func (s *Server) modernVersions() []string {
 type streamTransport struct {
 	stream *httpStream
 	sess   *httpSession
-	// release gives back the POST's place under the handler-wide
-	// in-flight cap (2026-07-28); nil when it holds none.
-	release func()
+	// inFlight counts the 2026-07-28 POSTs under the handler-wide
+	// in-flight cap, in which this one holds a place until released; nil
+	// when it holds none.
+	inFlight *atomic.Int64
+	released atomic.Bool
 }
 
 // detached gives the POST's in-flight place back: its request, a
 // long-lived one, is bounded by its own limit now.
-func (t *streamTransport) detached() {
-	if t.release != nil {
-		t.release()
+func (t *streamTransport) detached() { t.release() }
+
+// release gives the POST's in-flight place back, once.
+func (t *streamTransport) release() {
+	if t.inFlight != nil && t.released.CompareAndSwap(false, true) {
+		t.inFlight.Add(-1)
 	}
 }
 
