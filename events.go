@@ -116,8 +116,8 @@ type EventOptions struct {
 	// cursor; 0: DefaultEventHeartbeat.
 	Heartbeat time.Duration
 	// MaxStreams bounds the push streams one principal holds open on this
-	// server (without one: its session; anonymous 2026-07-28 requests
-	// share one bound), past which events/stream is refused with
+	// server (without one: its session; anonymous 2026-07-28 requests,
+	// the host they came from), past which events/stream is refused with
 	// CodeOverloaded; open streams do not count against WithMaxInFlight.
 	// 0: DefaultEventMaxStreams, negative: no bound.
 	MaxStreams int

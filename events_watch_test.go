@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,6 +83,50 @@ func TestEventsStreamBound(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEventsStreamBoundPerHost: anonymous 2026-07-28 callers, which carry
+// nothing else that tells them apart, are bounded by the host they came
+// from, so one cannot hold every stream a server allows.
+func TestEventsStreamBoundPerHost(t *testing.T) {
+	t.Parallel()
+	s, topic := eventsServer(WithEvents(EventOptions{MaxStreams: 1}))
+	h := NewHTTPHandler(s)
+	// The test's hosts are all 127.0.0.1: a header says which to be.
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.RemoteAddr = r.Header.Get("X-Test-Host") + ":4242"
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	connect := func(host string) *Client {
+		cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(Version20260728))
+		if err := cl.Connect(context.Background(), NewHTTPTransport(ts.URL, WithHeader("X-Test-Host", host))); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	a, b := connect("192.0.2.1"), connect("192.0.2.2")
+	start, err := a.PollEvents(context.Background(), EventSubscription{Name: "ticket.created"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := EventSubscription{Name: "ticket.created", Cursor: start.Cursor}
+	gotA, stopA := streamInto(a, sub)
+	defer stopA()
+	publishTickets(t, topic, 0, 1)
+	receive(t, gotA, 1) // a's stream is open
+	gotB, stopB := streamInto(b, sub)
+	defer stopB()
+	publishTickets(t, topic, 1, 2)
+	receive(t, gotB, 1) // and b's beside it
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = a.StreamEvents(ctx, sub, 0, func(EventOccurrence) { t.Error("a's second stream delivered") })
+	var rpcErr *Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != CodeOverloaded {
+		t.Fatalf("a second stream from a's host: %v, want CodeOverloaded", err)
+	}
 }
 
 // watchLog is a memory EventLog that is an EventWatcher too, as a shared

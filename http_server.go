@@ -460,6 +460,12 @@ func (h *httpHandler) serveModernPOST(w http.ResponseWriter, r *http.Request, bo
 	st := newHTTPStream(nil, "", []ID{m.id}, h.log)
 	st.token = token
 	t := &streamTransport{stream: st}
+	if principal == "" {
+		t.peerHost = r.RemoteAddr
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+			t.peerHost = host
+		}
+	}
 	if held {
 		// A long-lived request its own bound admitted gives its place
 		// back early (streamTransport.detached), so idle streams lock no
@@ -566,7 +572,11 @@ type streamTransport struct {
 	// when it holds none.
 	inFlight *atomic.Int64
 	released atomic.Bool
+	// peerHost is where an anonymous 2026-07-28 POST came from (peer).
+	peerHost string
 }
+
+func (t *streamTransport) peer() string { return t.peerHost }
 
 // detached gives the POST's in-flight place back: its request, a
 // long-lived one, is bounded by its own limit now.

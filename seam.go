@@ -52,6 +52,10 @@ type pushTransport interface {
 	// admitted by its own bound, gave its in-flight slot back
 	// (conn.detachInbound).
 	detached()
+	// peer is the host an anonymous 2026-07-28 request came from, which
+	// alone tells such callers apart for the bounds kept per caller
+	// (behind a proxy, the proxy's); empty when unknown.
+	peer() string
 }
 
 // pushSession makes a server session over HTTP streams, ready for the
