@@ -410,16 +410,20 @@ func webhookSecretKey(secret string) ([]byte, error) {
 	return key, nil
 }
 
-// signWebhook is the Standard Webhooks signature of a message: base64 of
-// HMAC-SHA256(key, id "." timestamp "." body).
+// signWebhook is the Standard Webhooks signature of a message, base64.
 func signWebhook(key []byte, id, timestamp string, body []byte) string {
+	return base64.StdEncoding.EncodeToString(webhookMAC(key, id, timestamp, body))
+}
+
+// webhookMAC is HMAC-SHA256(key, id "." timestamp "." body).
+func webhookMAC(key []byte, id, timestamp string, body []byte) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(id))
 	m.Write([]byte{'.'})
 	m.Write([]byte(timestamp))
 	m.Write([]byte{'.'})
 	m.Write(body)
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+	return m.Sum(nil)
 }
 
 // isVerified reports whether principal verified url lately.
