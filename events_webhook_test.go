@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -379,4 +380,43 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 		r.status = http.StatusOK
 	}
 	return r.ResponseWriter.Write(b)
+}
+
+// TestEventsWithoutWebhooksLinksNone: a server that declares an event
+// type but is not made WithWebhooks links no code of the webhook rooms;
+// one made WithWebhooks does, so the check sees what it looks for.
+func TestEventsWithoutWebhooksLinksNone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds programs")
+	}
+	const program = `package main
+
+import (
+	"context"
+	"log"
+
+	"github.com/e6ac58cb/mcp"
+)
+
+func main() {
+	srv := mcp.NewServer(mcp.Implementation{Name: "events", Version: "1.0.0"}%s)
+	srv.AddEventType(mcp.EventType{Name: "ticket.created"})
+	log.Fatal(srv.Serve(context.Background(), mcp.StdioTransport()))
+}
+`
+	webhookRooms := func(bin string) []string {
+		var found []string
+		for _, r := range linkedRooms(t, bin) {
+			if strings.HasPrefix(r, "events_webhook") {
+				found = append(found, r)
+			}
+		}
+		return found
+	}
+	if rooms := webhookRooms(buildUserProgram(t, fmt.Sprintf(program, ""))); len(rooms) > 0 {
+		t.Errorf("a server without webhooks links:\n%s", strings.Join(rooms, "\n"))
+	}
+	if rooms := webhookRooms(buildUserProgram(t, fmt.Sprintf(program, ", mcp.WithWebhooks(mcp.WebhookOptions{})"))); len(rooms) == 0 {
+		t.Error("a server made WithWebhooks links no webhook code; the check sees nothing")
+	}
 }
