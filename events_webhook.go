@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -176,11 +177,13 @@ type webhookServer struct {
 	o     WebhookOptions
 	owner string // this instance, as leases name it
 
-	mu       sync.Mutex
-	running  bool          // the delivery loop runs
-	kick     chan struct{} // wakes the loop; holds one wake-up
-	workers  map[string]*webhookWorker
-	verified map[string]time.Time // principal "\x00" URL → until
+	mu        sync.Mutex
+	running   bool          // the delivery loop runs
+	lastStart time.Time     // when it last started
+	stops     uint64        // counts the workers stopped by unsubscribing
+	kick      chan struct{} // wakes the loop; holds one wake-up
+	workers   map[string]*webhookWorker
+	verified  map[string]time.Time // principal "\x00" URL → until
 }
 
 func newWebhookServer(s *Server, ev *serverEvents, o WebhookOptions) *webhookServer {
@@ -289,8 +292,12 @@ func (w *webhookServer) subscribe(ctx context.Context, principal string, params 
 	rec := WebhookRecord{
 		ID: id, Principal: principal, URL: p.Delivery.URL, Name: p.Name, Arguments: args,
 		Secret: p.Delivery.Secret, PreviousUntil: now.Add(webhookRotationGrace),
-		Expires: now.Add(w.grant(p.TTLMs)),
 	}
+	ttl, err := w.grant(p.TTLMs)
+	if err != nil {
+		return nil, err
+	}
+	rec.Expires = now.Add(ttl)
 	// Where delivery starts, if the subscription is new: the log says,
 	// and whether that is later than the client asked.
 	q := EventQuery{Name: p.Name, MaxEvents: 1}
@@ -334,16 +341,26 @@ func (w *webhookServer) subscribe(ctx context.Context, principal string, params 
 
 // grant is the TTL granted for a suggestion: absent, the default; null
 // (no expiry), the longest; else the suggestion clamped.
-func (w *webhookServer) grant(raw json.RawMessage) time.Duration {
+func (w *webhookServer) grant(raw json.RawMessage) (time.Duration, error) {
 	raw = trimJSONSpace(raw)
 	if len(raw) == 0 {
-		return w.o.TTL
+		return w.o.TTL, nil
 	}
-	var ms int64
-	if string(raw) == "null" || json.Unmarshal(raw, &ms) != nil {
-		return w.o.MaxTTL
+	if string(raw) == "null" {
+		return w.o.MaxTTL, nil
 	}
-	return min(max(peerDuration(ms, time.Millisecond), w.o.MinTTL), w.o.MaxTTL)
+	var ms json.Number
+	if json.Unmarshal(raw, &ms) != nil {
+		return 0, &Error{Code: CodeInvalidParams, Message: "Invalid params: ttlMs must be an integer or null"}
+	}
+	n, err := ms.Int64()
+	if err != nil {
+		if strings.ContainsAny(string(ms), ".eE") || ms[0] == '-' {
+			return 0, &Error{Code: CodeInvalidParams, Message: "Invalid params: ttlMs must be an integer or null"}
+		}
+		n = math.MaxInt64 // an integer too large: as long as may be
+	}
+	return min(max(peerDuration(n, time.Millisecond), w.o.MinTTL), w.o.MaxTTL), nil
 }
 
 // unsubscribe serves events/unsubscribe.

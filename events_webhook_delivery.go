@@ -59,7 +59,10 @@ func (wk *webhookWorker) poke() {
 	}
 }
 
-// wake wakes the workers of event type name: PublishEvent's hook.
+// wake wakes the workers of event type name: PublishEvent's hook. When
+// the loop does not run it starts it, at most once a Rescan, so that an
+// instance that shares its store delivers the subscriptions another
+// instance made (and takes over those whose lease lapsed).
 func (w *webhookServer) wake(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -67,6 +70,9 @@ func (w *webhookServer) wake(name string) {
 		if wk.name == name {
 			wk.poke()
 		}
+	}
+	if now := time.Now(); !w.running && now.Sub(w.lastStart) >= w.o.Rescan {
+		w.startLocked()
 	}
 }
 
@@ -89,7 +95,7 @@ func (w *webhookServer) startLocked() {
 		return
 	}
 	if !w.running {
-		w.running = true
+		w.running, w.lastStart = true, time.Now()
 		go w.loop()
 	}
 	select {
@@ -103,6 +109,7 @@ func (w *webhookServer) stopWorker(id string) {
 	w.mu.Lock()
 	wk := w.workers[id]
 	delete(w.workers, id)
+	w.stops++
 	w.mu.Unlock()
 	if wk != nil {
 		wk.stop()
@@ -121,6 +128,9 @@ func (w *webhookServer) loop() {
 	tick := time.NewTicker(min(w.o.Rescan, w.o.Lease/3))
 	defer tick.Stop()
 	for {
+		w.mu.Lock()
+		stops := w.stops
+		w.mu.Unlock()
 		now := time.Now()
 		sctx, scancel := context.WithTimeout(ctx, min(sharedCallTimeout, w.o.Lease/3))
 		held, total, err := w.o.Store.Claim(sctx, w.owner, now, now.Add(w.o.Lease), w.o.Concurrent)
@@ -128,7 +138,7 @@ func (w *webhookServer) loop() {
 		if err != nil && ctx.Err() == nil {
 			w.srv.cfg.logger.Warn("cannot claim webhook subscriptions", "err", err)
 		} else if err == nil {
-			w.adopt(ctx, held)
+			w.adopt(ctx, held, stops)
 		}
 		w.mu.Lock()
 		if ctx.Err() != nil || (err == nil && total == 0 && len(w.workers) == 0) {
@@ -159,11 +169,21 @@ func (w *webhookServer) loop() {
 }
 
 // adopt runs a worker for each record held and stops those of records no
-// longer held (unsubscribed, lapsed, or claimed by another instance).
-func (w *webhookServer) adopt(ctx context.Context, held []WebhookRecord) {
+// longer held (unsubscribed, lapsed, or claimed by another instance). If a
+// worker was stopped since the claim (stops moved on), what was claimed
+// may be stale: an unsubscribed record would get a worker again, so none
+// is started this round, and the loop claims again at once.
+func (w *webhookServer) adopt(ctx context.Context, held []WebhookRecord, stops uint64) {
 	keep := make(map[string]bool, len(held))
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	stale := w.stops != stops
+	if stale {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
 	for _, rec := range held {
 		keep[rec.ID] = true
 		if wk := w.workers[rec.ID]; wk != nil {
@@ -173,13 +193,16 @@ func (w *webhookServer) adopt(ctx context.Context, held []WebhookRecord) {
 			}
 			continue
 		}
+		if stale {
+			continue
+		}
 		wctx, stop := context.WithCancel(ctx)
 		wk := &webhookWorker{id: rec.ID, name: rec.Name, wake: make(chan struct{}, 1), stop: stop, rec: rec}
 		w.workers[rec.ID] = wk
 		go w.run(wctx, wk)
 	}
 	for id, wk := range w.workers {
-		if !keep[id] {
+		if !keep[id] && !stale {
 			delete(w.workers, id)
 			wk.stop()
 		}

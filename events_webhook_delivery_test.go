@@ -79,12 +79,12 @@ func (e *scriptedEndpoint) tickets(t *testing.T) []int {
 }
 
 // bubbleServer returns a server whose webhooks reach e in process.
-func bubbleServer(ctx context.Context, e *scriptedEndpoint, opts func(*WebhookOptions)) (*Server, *EventTopic[ticket]) {
+func bubbleServer(ctx context.Context, e *scriptedEndpoint, opts func(*WebhookOptions), more ...ServerOption) (*Server, *EventTopic[ticket]) {
 	o := WebhookOptions{Context: ctx, Client: &http.Client{Transport: handlerTransport{e}}, FirstRetry: time.Second}
 	if opts != nil {
 		opts(&o)
 	}
-	return eventsServer(WithWebhooks(o))
+	return eventsServer(append(more, WithWebhooks(o))...)
 }
 
 // subscribeAs calls events/subscribe (or unsubscribe) as principal.
@@ -254,6 +254,50 @@ func TestWebhookSuspension(t *testing.T) {
 		// Ticket 0 was given up on; delivery stopped at ticket 1.
 		if got := e.tickets(t); len(got) != 2 || got[0] != 1 || got[1] != 2 {
 			t.Fatalf("after the refresh the receiver got %v, want [1 2]", got)
+		}
+	})
+}
+
+// keepLeases is a WebhookStore whose Release does nothing: an instance
+// that stops through it leaves its leases to lapse, as one that died.
+type keepLeases struct{ WebhookStore }
+
+func (keepLeases) Release(context.Context, string, string) error { return nil }
+
+// TestWebhookLeaseHandover: two instances share the store and the log; the
+// one that delivered a subscription stops without giving up its lease;
+// once the lease lapsed, the other resumes from the stored cursor, so the
+// endpoint gets every occurrence once, in order.
+func TestWebhookLeaseHandover(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		e := newScriptedEndpoint()
+		store, log := keepLeases{NewMemoryWebhookStore(0)}, NewMemoryEventLog(0, 0)
+		ctxA, stopA := context.WithCancel(t.Context())
+		opts := func(o *WebhookOptions) { o.Store, o.Lease = store, 30*time.Second }
+		a, topicA := bubbleServer(ctxA, e, opts, WithEvents(EventOptions{Log: log}))
+		_, topicB := bubbleServer(t.Context(), e, opts, WithEvents(EventOptions{Log: log}))
+		secret := NewWebhookSecret()
+		e.receiver.AddSecret(secret)
+		if _, err := subscribeAs(t, a, "events/subscribe", "alice", hookParams("/h", secret, 0)); err != nil {
+			t.Fatal(err)
+		}
+		publishTickets(t, topicA, 0, 2)
+		synctest.Wait()
+		stopA()
+		synctest.Wait()
+		publishTickets(t, topicB, 2, 4) // b's loop starts, but a's lease holds
+		synctest.Wait()
+		if got := e.tickets(t); len(got) != 2 {
+			t.Fatalf("while a's lease holds the endpoint got %v", got)
+		}
+		time.Sleep(40 * time.Second)
+		synctest.Wait()
+		if got := e.tickets(t); len(got) != 4 || got[0] != 0 || got[1] != 1 || got[2] != 2 || got[3] != 3 {
+			t.Fatalf("the endpoint got %v, want [0 1 2 3]", got)
+		}
+		if len(e.got) != 4 {
+			t.Fatalf("the endpoint got %d messages, want the four occurrences and no gap", len(e.got))
 		}
 	})
 }
