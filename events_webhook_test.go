@@ -420,3 +420,31 @@ func main() {
 		t.Error("a server made WithWebhooks links no webhook code; the check sees nothing")
 	}
 }
+
+// TestKeepEventsSubscribed: the loop subscribes, then refreshes halfway to
+// each grant, keeping the id, until its context ends.
+func TestKeepEventsSubscribed(t *testing.T) {
+	t.Parallel()
+	k := newWebhookSink(t)
+	s, _ := webhookTestServer(t, k, func(o *WebhookOptions) { o.MinTTL, o.MaxTTL = 2*time.Second, 2*time.Second })
+	cl := connectAs(t, s, Version20260728, "alice")
+	d := WebhookDelivery{URL: k.ts.URL + "/hook", Secret: NewWebhookSecret()}
+	k.receiver.AddSecret(d.Secret)
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	var results []*EventSubscribeResult
+	err := cl.KeepEventsSubscribed(ctx, EventSubscription{Name: "ticket.created"}, d, time.Hour, nil, func(r *EventSubscribeResult) {
+		results = append(results, r)
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("KeepEventsSubscribed returned %v", err)
+	}
+	if len(results) < 2 {
+		t.Fatalf("%d subscribe calls in 2.5s of a 2s grant, want a refresh", len(results))
+	}
+	for _, r := range results[1:] {
+		if r.ID != results[0].ID || r.DeliveryStatus == nil || !r.RefreshBefore.After(*results[0].RefreshBefore) {
+			t.Fatalf("refresh %+v after %+v", r, results[0])
+		}
+	}
+}
