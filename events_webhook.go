@@ -54,7 +54,7 @@ const (
 	DefaultWebhooksPerPrincipal   = 100
 	DefaultWebhookAttempts        = 5
 	DefaultWebhookRetryWindow     = 15 * time.Minute
-	DefaultWebhookFirstRetry      = 5 * time.Second
+	DefaultWebhookFirstRetry      = 30 * time.Second
 	DefaultWebhookTimeout         = 5 * time.Second
 	DefaultWebhookRescan          = 5 * time.Second
 	DefaultWebhookLease           = 30 * time.Second
@@ -73,6 +73,11 @@ const (
 	maxWebhookVerified = 10_000
 	// maxWebhookResponseBytes is what is read of an endpoint's answer.
 	maxWebhookResponseBytes = 4 << 10
+	// webhookChallenges bounds the verification POSTs to one host per
+	// minute, so that subscribing cannot be used to flood a host.
+	webhookChallenges = 10
+	// maxWebhookChallengeHosts bounds the hosts that count is kept for.
+	maxWebhookChallengeHosts = 10_000
 )
 
 // WebhookOptions configure webhook delivery; see [WithWebhooks]. Server
@@ -184,12 +189,17 @@ type webhookServer struct {
 	kick      chan struct{} // wakes the loop; holds one wake-up
 	workers   map[string]*webhookWorker
 	verified  map[string]time.Time // principal "\x00" URL → until
+	// challenges counts the verification POSTs per host in the current
+	// minute, which started at challengeMinute.
+	challenges      map[string]int
+	challengeMinute time.Time
 }
 
 func newWebhookServer(s *Server, ev *serverEvents, o WebhookOptions) *webhookServer {
 	return &webhookServer{
 		srv: s, ev: ev, o: o.withDefaults(), owner: "wh_" + randomID()[:16],
 		kick: make(chan struct{}, 1), workers: make(map[string]*webhookWorker), verified: make(map[string]time.Time),
+		challenges: make(map[string]int),
 	}
 }
 
@@ -314,6 +324,9 @@ func (w *webhookServer) subscribe(ctx context.Context, principal string, params 
 	}
 	rec.Cursor = page.From
 	if !w.isVerified(principal, rec.URL, now) {
+		if !w.mayChallenge(rec.URL, now) {
+			return nil, NewError(CodeResourceExhausted, "Resource exhausted: too many verifications of this host; try again later", map[string]any{"limit": "verifications", "max": webhookChallenges})
+		}
 		if err := w.verify(ctx, &rec); err != nil {
 			return nil, err
 		}
@@ -464,6 +477,27 @@ func (w *webhookServer) setVerified(principal, url string, now time.Time) {
 		}
 	}
 	w.verified[principal+"\x00"+url] = now.Add(w.o.VerificationTTL)
+}
+
+// mayChallenge counts a verification POST to rawURL's host, and reports
+// whether the host has had fewer than webhookChallenges this minute.
+func (w *webhookServer) mayChallenge(rawURL string, now time.Time) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.Sub(w.challengeMinute) >= time.Minute || len(w.challenges) >= maxWebhookChallengeHosts {
+		clear(w.challenges)
+		w.challengeMinute = now
+	}
+	if w.challenges[host] >= webhookChallenges {
+		return false
+	}
+	w.challenges[host]++
+	return true
 }
 
 // verify POSTs the verification envelope to a new subscription's URL and

@@ -448,3 +448,27 @@ func TestKeepEventsSubscribed(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookChallengeLimit: a host gets at most webhookChallenges
+// verification POSTs a minute, whatever the path; other hosts are not
+// held back, and the next minute the count starts again.
+func TestWebhookChallengeLimit(t *testing.T) {
+	t.Parallel()
+	s, _ := eventsServer(WithWebhooks(WebhookOptions{Context: t.Context()}))
+	w := s.eventsOn().webhooks.(*webhookServer)
+	now := time.Now()
+	for i := range webhookChallenges {
+		if !w.mayChallenge("https://victim.example/p"+fmt.Sprint(i), now) {
+			t.Fatalf("challenge %d refused", i)
+		}
+	}
+	if w.mayChallenge("https://VICTIM.example/other", now) {
+		t.Fatal("one challenge over the limit allowed")
+	}
+	if !w.mayChallenge("https://other.example/", now) {
+		t.Fatal("another host held back")
+	}
+	if !w.mayChallenge("https://victim.example/p", now.Add(time.Minute)) {
+		t.Fatal("the next minute still refused")
+	}
+}
