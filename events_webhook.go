@@ -60,6 +60,7 @@ const (
 	DefaultWebhookLease           = 30 * time.Second
 	DefaultWebhookSuspendAfter    = 3
 	DefaultWebhookConcurrent      = 64
+	DefaultWebhookHeld            = DefaultWebhookStoreSize
 	DefaultWebhookVerificationTTL = 24 * time.Hour
 )
 
@@ -117,8 +118,11 @@ type WebhookOptions struct {
 	// Lease is how long an instance holds a subscription it delivers
 	// without renewing it.
 	Lease time.Duration
-	// Concurrent bounds the subscriptions one instance delivers at once.
+	// Concurrent bounds the POSTs one instance has under way at once.
 	Concurrent int
+	// Held bounds the subscriptions one instance delivers (holds the
+	// leases of), each with its worker.
+	Held int
 	// VerificationTTL is how long a verified (principal, URL) needs no
 	// new challenge.
 	VerificationTTL time.Duration
@@ -165,6 +169,9 @@ func (o WebhookOptions) withDefaults() WebhookOptions {
 	if o.Concurrent <= 0 {
 		o.Concurrent = DefaultWebhookConcurrent
 	}
+	if o.Held <= 0 {
+		o.Held = DefaultWebhookHeld
+	}
 	if o.Store == nil {
 		o.Store = NewMemoryWebhookStore(0)
 	}
@@ -180,7 +187,8 @@ type webhookServer struct {
 	srv   *Server
 	ev    *serverEvents
 	o     WebhookOptions
-	owner string // this instance, as leases name it
+	owner string        // this instance, as leases name it
+	slots chan struct{} // one per POST under way (Concurrent)
 
 	mu        sync.Mutex
 	running   bool          // the delivery loop runs
@@ -196,8 +204,9 @@ type webhookServer struct {
 }
 
 func newWebhookServer(s *Server, ev *serverEvents, o WebhookOptions) *webhookServer {
+	o = o.withDefaults()
 	return &webhookServer{
-		srv: s, ev: ev, o: o.withDefaults(), owner: "wh_" + randomID()[:16],
+		srv: s, ev: ev, o: o, owner: "wh_" + randomID()[:16], slots: make(chan struct{}, o.Concurrent),
 		kick: make(chan struct{}, 1), workers: make(map[string]*webhookWorker), verified: make(map[string]time.Time),
 		challenges: make(map[string]int),
 	}
@@ -318,7 +327,9 @@ func (w *webhookServer) subscribe(ctx context.Context, principal string, params 
 			q.Since = rec.Floor
 		}
 	}
-	page, err := w.ev.log.Read(ctx, q)
+	rctx, cancel := storeCallCtx(ctx)
+	page, err := w.ev.log.Read(rctx, q)
+	cancel()
 	if err != nil {
 		return nil, eventLogError(err)
 	}

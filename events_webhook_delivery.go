@@ -133,7 +133,7 @@ func (w *webhookServer) loop() {
 		w.mu.Unlock()
 		now := time.Now()
 		sctx, scancel := context.WithTimeout(ctx, min(sharedCallTimeout, w.o.Lease/3))
-		held, total, err := w.o.Store.Claim(sctx, w.owner, now, now.Add(w.o.Lease), w.o.Concurrent)
+		held, total, err := w.o.Store.Claim(sctx, w.owner, now, now.Add(w.o.Lease), w.o.Held)
 		scancel()
 		if err != nil && ctx.Err() == nil {
 			w.srv.cfg.logger.Warn("cannot claim webhook subscriptions", "err", err)
@@ -371,7 +371,13 @@ func (w *webhookServer) deliver(ctx context.Context, wk *webhookWorker, msgID st
 		if rec.expired(time.Now()) {
 			return webhookStopped
 		}
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return webhookStopped
+		}
 		code, _, reason := w.post(ctx, &rec, msgID, body, false)
+		<-w.slots
 		now := time.Now()
 		switch {
 		case reason == "" && code >= 200 && code <= 299:

@@ -301,3 +301,30 @@ func TestWebhookLeaseHandover(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookMoreSubscriptionsThanSlots: Concurrent bounds the POSTs under
+// way, not the subscriptions delivered: with one slot, three
+// subscriptions each get the occurrence.
+func TestWebhookMoreSubscriptionsThanSlots(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		e := newScriptedEndpoint()
+		s, topic := bubbleServer(t.Context(), e, func(o *WebhookOptions) { o.Concurrent = 1 })
+		secret := NewWebhookSecret()
+		e.receiver.AddSecret(secret)
+		for _, path := range []string{"/a", "/b", "/c"} {
+			if _, err := subscribeAs(t, s, "events/subscribe", "alice", hookParams(path, secret, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		publishTickets(t, topic, 0, 1)
+		synctest.Wait()
+		to := map[string]bool{}
+		for _, m := range e.got {
+			to[m.SubscriptionID] = true
+		}
+		if len(to) != 3 {
+			t.Fatalf("the occurrence reached %d subscriptions, want 3", len(to))
+		}
+	})
+}
