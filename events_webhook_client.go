@@ -255,7 +255,7 @@ func (r *WebhookReceiver) Remove(id string) {
 	delete(r.bound, id)
 }
 
-// ServeHTTP receives one delivery.
+// ServeHTTP receives one delivery. Client only.
 func (r *WebhookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)

@@ -35,6 +35,7 @@ type scriptedEndpoint struct {
 	mu       sync.Mutex
 	script   []int
 	attempts []time.Time
+	sigs     []string // the webhook-signature of each event attempt
 }
 
 func newScriptedEndpoint(script ...int) *scriptedEndpoint {
@@ -52,6 +53,7 @@ func (e *scriptedEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.Header.Get("webhook-id"), "evt_") {
 		e.mu.Lock()
 		e.attempts = append(e.attempts, time.Now())
+		e.sigs = append(e.sigs, r.Header.Get("webhook-signature"))
 		status := 0
 		if len(e.script) > 0 {
 			status, e.script = e.script[0], e.script[1:]
@@ -325,6 +327,38 @@ func TestWebhookMoreSubscriptionsThanSlots(t *testing.T) {
 		}
 		if len(to) != 3 {
 			t.Fatalf("the occurrence reached %d subscriptions, want 3", len(to))
+		}
+	})
+}
+
+// TestWebhookSecretRotation: a refresh with a new secret replaces it; for
+// a grace window deliveries carry both signatures, so that the receiver
+// verifies them with either, and after it only the new one's.
+func TestWebhookSecretRotation(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		e := newScriptedEndpoint()
+		s, topic := bubbleServer(t.Context(), e, nil)
+		old, next := NewWebhookSecret(), NewWebhookSecret()
+		e.receiver.AddSecret(old)
+		if _, err := subscribeAs(t, s, "events/subscribe", "alice", hookParams("/h", old, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := subscribeAs(t, s, "events/subscribe", "alice", hookParams("/h", next, 0)); err != nil {
+			t.Fatal(err)
+		}
+		publishTickets(t, topic, 0, 1)
+		synctest.Wait()
+		time.Sleep(webhookRotationGrace)
+		publishTickets(t, topic, 1, 2)
+		synctest.Wait()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if len(e.sigs) != 2 || len(strings.Fields(e.sigs[0])) != 2 || len(strings.Fields(e.sigs[1])) != 1 {
+			t.Fatalf("signatures %q, want two during the grace window and one after", e.sigs)
+		}
+		if len(e.got) != 1 {
+			t.Fatalf("the receiver, which knows only the old secret, took %d deliveries; want the one signed with both", len(e.got))
 		}
 	})
 }
