@@ -649,8 +649,19 @@ func refusePrivateAddress(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// sharedAddressSpace is 100.64.0.0/10 (carrier-grade NAT).
-var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
+// specialPrefixes are ranges that are not globally routable beyond what
+// netip's predicates cover: this network, shared (CGNAT) space, IETF
+// protocol assignments, benchmarking, reserved, and NAT64, whose addresses
+// embed an IPv4 address that may be private.
+var specialPrefixes = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+}
 
 // publicAddress reports whether ip is globally routable, as far as the
 // common special-purpose ranges go.
@@ -660,8 +671,11 @@ func publicAddress(ip netip.Addr) bool {
 	case !ip.IsValid(), ip.IsLoopback(), ip.IsPrivate(), ip.IsUnspecified(),
 		ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast(), ip.IsMulticast():
 		return false
-	case ip.Is4() && (ip.As4()[0] == 0 || sharedAddressSpace.Contains(ip) || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255})):
-		return false
+	}
+	for _, p := range specialPrefixes {
+		if p.Contains(ip) {
+			return false
+		}
 	}
 	return true
 }

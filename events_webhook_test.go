@@ -472,3 +472,20 @@ func TestWebhookChallengeLimit(t *testing.T) {
 		t.Fatal("the next minute still refused")
 	}
 }
+
+// TestWebhookPublicAddress: the default client's dialer refuses what is
+// not globally routable and lets the rest through.
+func TestWebhookPublicAddress(t *testing.T) {
+	t.Parallel()
+	for addr, want := range map[string]bool{
+		"127.0.0.1:443": false, "[::1]:443": false, "10.1.2.3:443": false, "172.16.0.1:443": false,
+		"192.168.1.1:443": false, "169.254.169.254:80": false, "0.0.0.0:443": false, "[::]:443": false,
+		"[fe80::1]:443": false, "[fc00::1]:443": false, "[::ffff:127.0.0.1]:443": false, "100.64.0.1:443": false,
+		"[64:ff9b::a00:1]:443": false, "255.255.255.255:443": false, "224.0.0.1:443": false, "not-an-ip:443": false,
+		"93.184.216.34:443": true, "[2606:4700::1111]:443": true, "8.8.8.8:53": true,
+	} {
+		if got := refusePrivateAddress("tcp", addr, nil) == nil; got != want {
+			t.Errorf("%s: allowed %v, want %v", addr, got, want)
+		}
+	}
+}
