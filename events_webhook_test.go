@@ -228,6 +228,8 @@ func TestWebhookSubscribeRefused(t *testing.T) {
 
 		_, err := anonymous.SubscribeEvents(ctx, tickets, good, 0)
 		wantCode(t, err, CodeForbidden, "", "")
+		_, err = pair(t, s, WithProtocolVersion(v)).SubscribeEvents(ctx, tickets, good, 0) // in memory: no principal
+		wantCode(t, err, CodeForbidden, "", "")
 		err = anonymous.UnsubscribeEvents(ctx, tickets, good.URL)
 		wantCode(t, err, CodeForbidden, "", "")
 
