@@ -170,8 +170,11 @@ const (
 	webhookTolerance = 5 * time.Minute
 	// maxWebhookSignatures bounds the signatures checked of one delivery.
 	maxWebhookSignatures = 8
-	// maxWebhookPending bounds the secrets that await an id.
+	// maxWebhookPending bounds the secrets that await an id, and
+	// maxWebhookBound the ids a receiver ties secrets to (past it a
+	// pending secret still verifies, it is just not tied to a new id).
 	maxWebhookPending = 256
+	maxWebhookBound   = 100_000
 	// webhookSeen is how many delivery ids are remembered to drop
 	// duplicates.
 	webhookSeen = 4096
@@ -235,7 +238,10 @@ func (r *WebhookReceiver) Bind(id, secret string) error {
 }
 
 func (r *WebhookReceiver) bindLocked(id string, key []byte) {
-	keys := r.bound[id]
+	keys, ok := r.bound[id]
+	if !ok && len(r.bound) >= maxWebhookBound {
+		return
+	}
 	for _, k := range keys {
 		if hmac.Equal(k, key) {
 			return
