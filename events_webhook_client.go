@@ -225,7 +225,8 @@ func (r *WebhookReceiver) AddSecret(secret string) error {
 }
 
 // Bind ties secret to subscription id, as SubscribeEvents returned it;
-// the id keeps its two newest secrets. Client only.
+// the id keeps its two newest secrets. It fails when the receiver already
+// serves 100,000 ids. Client only.
 func (r *WebhookReceiver) Bind(id, secret string) error {
 	key, err := webhookSecretKey(secret)
 	if err != nil {
@@ -233,24 +234,29 @@ func (r *WebhookReceiver) Bind(id, secret string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.bindLocked(id, key)
+	if !r.bindLocked(id, key) {
+		return errorf("webhook receiver: more than %d subscriptions", maxWebhookBound)
+	}
 	return nil
 }
 
-func (r *WebhookReceiver) bindLocked(id string, key []byte) {
+// bindLocked ties key to id; it reports false when the receiver has as
+// many ids as it may.
+func (r *WebhookReceiver) bindLocked(id string, key []byte) bool {
 	keys, ok := r.bound[id]
 	if !ok && len(r.bound) >= maxWebhookBound {
-		return
+		return false
 	}
 	for _, k := range keys {
 		if hmac.Equal(k, key) {
-			return
+			return true
 		}
 	}
 	if len(keys) >= 2 {
 		keys = keys[len(keys)-1:]
 	}
 	r.bound[id] = append(keys, key)
+	return true
 }
 
 // Remove forgets subscription id: its deliveries are answered 503 from now
