@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -359,6 +360,60 @@ func TestWebhookSecretRotation(t *testing.T) {
 		}
 		if len(e.got) != 1 {
 			t.Fatalf("the receiver, which knows only the old secret, took %d deliveries; want the one signed with both", len(e.got))
+		}
+	})
+}
+
+// TestWebhookReplayAndGap: a subscription made with an older cursor gets
+// what followed it; when the log drops occurrences the subscription had
+// not reached yet (here, while the endpoint was failing), the endpoint
+// gets a gap envelope with the fresh cursor, then what the log still has.
+func TestWebhookReplayAndGap(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		e := newScriptedEndpoint(200, 200, 500, 500, 500)
+		log := NewMemoryEventLog(3, 0)
+		s, topic := bubbleServer(t.Context(), e, func(o *WebhookOptions) { o.Attempts = 10 }, WithEvents(EventOptions{Log: log}))
+		start, err := log.Read(context.Background(), EventQuery{Name: "ticket.created"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publishTickets(t, topic, 0, 2)
+		secret := NewWebhookSecret()
+		e.receiver.AddSecret(secret)
+		params := hookParams("/h", secret, 0)
+		params["cursor"] = start.Cursor
+		res, err := subscribeAs(t, s, "events/subscribe", "alice", params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Truncated || res.Cursor != start.Cursor {
+			t.Fatalf("subscribe from an older cursor: %+v", res)
+		}
+		synctest.Wait()
+		if got := e.tickets(t); len(got) != 2 || got[0] != 0 || got[1] != 1 {
+			t.Fatalf("replayed %v, want [0 1]", got)
+		}
+		publishTickets(t, topic, 2, 3) // its delivery fails, and is retried
+		synctest.Wait()
+		publishTickets(t, topic, 3, 7) // the log keeps 3: tickets 2 and 3 go
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		e.mu.Lock()
+		var kinds []string
+		for _, m := range e.got[2:] {
+			if m.Type == "gap" {
+				kinds = append(kinds, "gap")
+				if m.Cursor == "" {
+					t.Error("a gap without a cursor")
+				}
+			} else {
+				kinds = append(kinds, strconv.Itoa(ticketIDs(t, []EventOccurrence{*m.Event})[0]))
+			}
+		}
+		e.mu.Unlock()
+		if strings.Join(kinds, ",") != "2,gap,4,5,6" {
+			t.Fatalf("after the drop the endpoint got %v, want 2, a gap, 4, 5, 6", kinds)
 		}
 	})
 }
