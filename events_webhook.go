@@ -6,6 +6,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -592,11 +594,20 @@ func httpStatusCategory(status int) string {
 // answer. It never carries the error's text: that could serve as an
 // oracle on attacker-chosen URLs.
 func transportCategory(err error) string {
-	var netErr net.Error
+	var (
+		netErr     net.Error
+		verifyErr  *tls.CertificateVerificationError
+		recordErr  tls.RecordHeaderError
+		alertErr   tls.AlertError
+		unknownErr x509.UnknownAuthorityError
+		hostErr    x509.HostnameError
+		invalidErr x509.CertificateInvalidError
+	)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
 		return "timeout"
-	case strings.Contains(err.Error(), "tls:") || strings.Contains(err.Error(), "x509:"):
+	case errors.As(err, &verifyErr), errors.As(err, &recordErr), errors.As(err, &alertErr),
+		errors.As(err, &unknownErr), errors.As(err, &hostErr), errors.As(err, &invalidErr):
 		return "tls_error"
 	}
 	return "connection_refused"

@@ -261,6 +261,11 @@ func TestWebhookSubscribeRefused(t *testing.T) {
 		_, err = connectAs(t, s2, v, "alice").SubscribeEvents(ctx, tickets, WebhookDelivery{URL: mute.URL, Secret: good.Secret}, 0)
 		wantCode(t, err, CodeCallbackEndpointError, "reason", "challenge_failed")
 
+		// A client that does not trust the endpoint's certificate.
+		s4, _ := webhookTestServer(t, k, func(o *WebhookOptions) { o.Client = &http.Client{Transport: &http.Transport{}} })
+		_, err = connectAs(t, s4, v, "alice").SubscribeEvents(ctx, tickets, good, 0)
+		wantCode(t, err, CodeCallbackEndpointError, "reason", "tls_error")
+
 		// The default client refuses loopback, so the sink cannot be
 		// verified by a server that uses it.
 		s3 := NewServer(Implementation{Name: "events", Version: "1"}, WithWebhooks(WebhookOptions{Context: t.Context()}))
