@@ -236,6 +236,7 @@ func (w *webhookServer) run(ctx context.Context, wk *webhookWorker) {
 	rec := wk.record()
 	cursor, status := rec.Cursor, rec.Status
 	givenUp := 0
+	lost := false // the log refused the cursor: a gap to tell
 	save := func() bool {
 		sctx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
 		defer cancel()
@@ -266,8 +267,8 @@ func (w *webhookServer) run(ctx context.Context, wk *webhookWorker) {
 		rctx, cancel := context.WithTimeout(ctx, sharedCallTimeout)
 		page, err := w.ev.log.Read(rctx, EventQuery{Name: rec.Name, Cursor: cursor, MaxEvents: webhookBatch, Since: rec.Floor})
 		cancel()
-		if errors.Is(err, ErrInvalidEventCursor) {
-			cursor = "" // a cursor the log no longer takes: start from now
+		if errors.Is(err, ErrInvalidEventCursor) && cursor != "" {
+			cursor, lost = "", true // a cursor the log no longer takes: start from now
 			continue
 		}
 		if err != nil {
@@ -279,8 +280,9 @@ func (w *webhookServer) run(ctx context.Context, wk *webhookWorker) {
 			}
 			continue
 		}
-		if page.Truncated && page.From != cursor && cursor != "" {
+		if lost || (page.Truncated && page.From != cursor && cursor != "") {
 			// The log dropped what followed the cursor: say so first.
+			lost = false
 			body, _ := json.Marshal(map[string]string{"type": "gap", "cursor": page.From})
 			if w.deliver(ctx, wk, "msg_gap_"+randomID()[:16], body, &status) == webhookStopped {
 				return
