@@ -15,9 +15,10 @@ import (
 // types and publishes their occurrences; a client lists the types, polls
 // them with an opaque cursor (events/poll) or holds a push stream open
 // (events/stream, notifications/events/*). Webhooks (events/subscribe) are
-// not offered. Nothing here is linked into a server that declares no event
-// type: the core reaches it only through the hook AddEventType installs
-// (Server.serveEvents).
+// offered only by a server made WithWebhooks (events_webhook.go), through
+// the hook it installs (serverEvents.webhooks). Nothing here is linked into
+// a server that declares no event type: the core reaches it only through
+// the hook AddEventType installs (Server.serveEvents).
 //
 // Retention sits behind EventLog, whose methods take a context and return
 // errors, and which alone mints and reads cursors. The server keeps nothing
@@ -74,7 +75,7 @@ type EventType struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	// Delivery lists the modes the type supports. A server fills it in:
-	// poll and push.
+	// poll and push, and webhook when made WithWebhooks.
 	Delivery []string `json:"delivery"`
 	// InputSchema is the JSON Schema of a subscription's arguments; empty
 	// means {"type":"object"}. A server validates arguments against it.
@@ -142,6 +143,18 @@ type serverEvents struct {
 	order   []string // names in declaration order, for events/list
 	streams map[*eventStream]struct{}
 	watch   eventWatch // wake-ups from other instances (events_watch.go)
+
+	// webhooks serves events/subscribe and delivers to webhooks; nil
+	// unless the server was made WithWebhooks.
+	webhooks eventWebhooks
+}
+
+// eventWebhooks is what WithWebhooks adds to a server's events.
+type eventWebhooks interface {
+	// serve serves events/subscribe and events/unsubscribe.
+	serve(ctx context.Context, method string, params json.RawMessage, info *RequestInfo) (any, error)
+	// wake tells delivery that an occurrence of name was published.
+	wake(name string)
 }
 
 // eventTypeEntry is a declared type with its compiled input schema.
@@ -168,8 +181,11 @@ func (s *Server) AddEventType(t EventType) {
 	if len(t.PayloadSchema) > 0 && !json.Valid(t.PayloadSchema) {
 		panic("mcp: AddEventType: the payload schema of " + t.Name + " is not JSON")
 	}
-	t.Delivery = []string{EventDeliveryPoll, EventDeliveryPush}
 	ev := s.eventsOn()
+	t.Delivery = []string{EventDeliveryPoll, EventDeliveryPush}
+	if ev.webhooks != nil {
+		t.Delivery = append(t.Delivery, EventDeliveryWebhook)
+	}
 	ev.mu.Lock()
 	if _, ok := ev.types[t.Name]; !ok {
 		ev.order = append(ev.order, t.Name)
@@ -198,6 +214,9 @@ func (s *Server) eventsOn() *serverEvents {
 		log = NewMemoryEventLog(0, 0)
 	}
 	s.events = &serverEvents{opts: o, log: log, types: make(map[string]*eventTypeEntry), streams: make(map[*eventStream]struct{})}
+	if newWebhooks := s.cfg.server.eventWebhooks; newWebhooks != nil {
+		s.events.webhooks = newWebhooks(s, s.events)
+	}
 	s.serveEvents = s.events.serve
 	return s.events
 }
@@ -272,6 +291,9 @@ func (s *Server) PublishEvent(ctx context.Context, e EventOccurrence) (EventOccu
 		return EventOccurrence{}, err
 	}
 	ev.wake(e.Name)
+	if ev.webhooks != nil {
+		ev.webhooks.wake(e.Name)
+	}
 	return e, nil
 }
 
@@ -292,6 +314,10 @@ func (ev *serverEvents) serve(ctx context.Context, ss *serverSession, req *inbou
 		return ev.poll(ctx, req.params)
 	case "events/stream":
 		return ev.stream(ctx, info)
+	case "events/subscribe", "events/unsubscribe":
+		if ev.webhooks != nil {
+			return ev.webhooks.serve(ctx, req.method, req.params, info)
+		}
 	}
 	return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.method}
 }

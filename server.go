@@ -36,6 +36,8 @@ type serverConfig struct {
 	broadcaster      Broadcaster
 	cluster          func(*Server) clusterSeam // WithBroadcaster's wing; nil: one instance
 	events           EventOptions              // WithEvents
+	// eventWebhooks makes a server's webhook delivery (WithWebhooks); nil: none.
+	eventWebhooks func(*Server, *serverEvents) eventWebhooks
 }
 
 // WithInstructions sets the instructions a server gives clients on how to
