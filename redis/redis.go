@@ -1,9 +1,10 @@
 // Package mcpredis keeps the shared state of an MCP server that runs as
 // several instances on Redis: the event logs of legacy HTTP sessions
 // ([EventStore]), the sessions themselves ([SessionStore]), tasks
-// ([TaskStore]), the occurrences of Events ([EventLog]), the messages
-// between instances ([Broadcaster]) and the DPoP proofs a resource server
-// accepted ([DPoPReplayStore]). Each
+// ([TaskStore]), the occurrences of Events ([EventLog]) and their webhook
+// subscriptions ([WebhookStore]), the messages between instances
+// ([Broadcaster]) and the DPoP proofs a resource server accepted
+// ([DPoPReplayStore]). Each
 // implements the interface of the same name in github.com/e6ac58cb/mcp.
 // Server side.
 //
