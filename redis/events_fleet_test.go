@@ -25,10 +25,12 @@ import (
 // (sessions, the legacy sessions' event store, the broadcaster, and the
 // EventLog), behind the round-robin proxy of multi_test.go.
 
-// eventFleet is Redis, three in-process instances and the proxy.
+// eventFleet is Redis, three in-process instances and the proxy, and the
+// TLS endpoint the webhook subscriber's deliveries go to.
 type eventFleet struct {
 	t       *testing.T
 	redis   *redisServer
+	hooks   *webhookSink
 	servers []*mcp.Server
 	fronts  []*httptest.Server
 	stops   []context.CancelFunc // each instance's handler context
@@ -44,10 +46,64 @@ type fleetEvent struct {
 	N int `json:"n"`
 }
 
+// webhookSink is the webhook subscriber's endpoint: it checks, as the
+// stream's callback does, that each occurrence comes once and each
+// instance's in order (the receiver has dropped repeated deliveries of
+// one id by then).
+type webhookSink struct {
+	receiver *mcp.WebhookReceiver
+	url      string
+	secret   string
+
+	mu       sync.Mutex
+	next     [3]int
+	seen     map[string]bool
+	failure  string
+	received atomic.Int64
+	posts    atomic.Int64  // POSTs the endpoint got, verification and repeats included
+	want     int64         // set before the subscription is made
+	done     chan struct{} // closed when want have arrived
+}
+
+func newWebhookSink() *webhookSink {
+	k := &webhookSink{secret: mcp.NewWebhookSecret(), seen: make(map[string]bool)}
+	k.receiver = mcp.NewWebhookReceiver(func(_ context.Context, m mcp.WebhookMessage) error {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		var p fleetEvent
+		switch {
+		case m.Type != "" || m.Event == nil:
+			k.failure = fmt.Sprintf("a %q envelope", m.Type)
+		case json.Unmarshal(m.Event.Data, &p) != nil || p.P < 0 || p.P >= len(k.next):
+			k.failure = fmt.Sprintf("occurrence %s: payload %s", m.Event.EventID, m.Event.Data)
+		case k.seen[m.Event.EventID]:
+			k.failure = fmt.Sprintf("occurrence %s (instance %d, number %d) handed on twice", m.Event.EventID, p.P+1, p.N)
+		case p.N != k.next[p.P]:
+			k.failure = fmt.Sprintf("instance %d: number %d after %d", p.P+1, p.N, k.next[p.P]-1)
+		}
+		if k.failure != "" {
+			return nil // acknowledged: the failure is the test's to report
+		}
+		k.seen[m.Event.EventID] = true
+		k.next[p.P]++
+		if k.received.Add(1) == k.want {
+			close(k.done)
+		}
+		return nil
+	})
+	k.receiver.AddSecret(k.secret)
+	return k
+}
+
 // startEventFleet starts the fleet; everything ends with the test.
 func startEventFleet(t *testing.T, heartbeat time.Duration) *eventFleet {
 	t.Helper()
-	f := &eventFleet{t: t, redis: startRedis(t)}
+	f := &eventFleet{t: t, redis: startRedis(t), hooks: newWebhookSink()}
+	hookServer := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.hooks.posts.Add(1)
+		f.hooks.receiver.ServeHTTP(w, r)
+	}))
+	f.hooks.url = hookServer.URL + "/hook"
 	key := make([]byte, 32)
 	rand.Read(key)
 	var backends []string
@@ -55,12 +111,19 @@ func startEventFleet(t *testing.T, heartbeat time.Duration) *eventFleet {
 		rdb := redis.NewClient(&redis.Options{Addr: f.redis.addr(), ContextTimeoutEnabled: true, PoolSize: 32})
 		opts := []Option{WithKeyPrefix("fleet:"), WithTimeout(5 * time.Second)}
 		bc := NewBroadcaster(rdb, opts...)
+		// Killing an instance ends its webhook delivery too (ctx): another
+		// takes the subscription over when the lease lapses.
+		ctx, stop := context.WithCancel(context.Background())
 		srv := mcp.NewServer(mcp.Implementation{Name: fmt.Sprintf("i%d", i+1), Version: "1"},
 			mcp.WithStateKey(key), mcp.WithBroadcaster(bc),
-			mcp.WithEvents(mcp.EventOptions{Log: NewEventLog(rdb, opts...), Heartbeat: heartbeat}))
+			mcp.WithEvents(mcp.EventOptions{Log: NewEventLog(rdb, opts...), Heartbeat: heartbeat}),
+			mcp.WithWebhooks(mcp.WebhookOptions{
+				Context: ctx, Store: NewWebhookStore(rdb, 0, opts...), Client: hookServer.Client(),
+				Rescan: 100 * time.Millisecond, Lease: time.Second, FirstRetry: 50 * time.Millisecond,
+			}))
 		srv.AddEventType(mcp.EventType{Name: "seq", Description: "A numbered occurrence."})
-		ctx, stop := context.WithCancel(context.Background())
 		h := mcp.NewHTTPHandler(srv, mcp.WithContext(ctx),
+			mcp.WithAuthorizer(mcp.AuthorizerFunc(func(r *http.Request) (string, error) { return r.Header.Get("X-Test-Principal"), nil })),
 			mcp.WithSessionStore(NewSessionStore(rdb, opts...)),
 			mcp.WithEventStore(NewEventStore(rdb, opts...)))
 		hs := httptest.NewServer(h)
@@ -68,6 +131,7 @@ func startEventFleet(t *testing.T, heartbeat time.Duration) *eventFleet {
 		backends = append(backends, hs.URL)
 		f.closers = append(f.closers, func() { stop(); hs.CloseClientConnections(); hs.Close(); bc.Close(); rdb.Close() })
 	}
+	f.closers = append(f.closers, func() { hookServer.Client().CloseIdleConnections(); hookServer.Close() })
 	f.proxy = newProxy(backends)
 	f.front = httptest.NewServer(f.proxy)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -107,7 +171,10 @@ func (f *eventFleet) close() {
 // instances, each its own numbered sequence, reach one StreamEvents
 // subscriber through the proxy exactly once and, per instance, in order;
 // midway the instance holding the stream is killed, and the stream resumes
-// by its cursor on another with nothing lost or repeated. On both eras
+// by its cursor on another with nothing lost or repeated. A webhook
+// subscriber of another principal, subscribed through the proxy, gets the
+// same at its TLS endpoint from whichever instance leases its subscription
+// (in the shared WebhookStore), the kill notwithstanding. On both eras
 // (the legacy one through shared sessions); goroutines settle after.
 func TestEventsFleet(t *testing.T) {
 	total := 10000
@@ -138,6 +205,20 @@ func runEventsFleet(t *testing.T, f *eventFleet, v string, total int) {
 	defer cl.Close()
 	first, err := cl.PollEvents(ctx, mcp.EventSubscription{Name: "seq"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The webhook subscriber, another principal, subscribes through the
+	// proxy from the same cursor: whichever instance leases the
+	// subscription delivers what all three publish.
+	hooker := mcp.NewClient(mcp.Implementation{Name: "fleet-webhooks", Version: "1"}, mcp.WithProtocolVersion(v))
+	if err := hooker.Connect(ctx, mcp.NewHTTPTransport(f.front.URL, mcp.WithHTTPClient(f.http),
+		mcp.WithHeader("X-Test-Client", "webhooks"), mcp.WithHeader("X-Test-Principal", "hooks"))); err != nil {
+		t.Fatal(err)
+	}
+	defer hooker.Close()
+	f.hooks.want, f.hooks.done = int64(total+1), make(chan struct{})
+	if _, err := hooker.SubscribeEvents(ctx, mcp.EventSubscription{Name: "seq", Cursor: first.Cursor},
+		mcp.WebhookDelivery{URL: f.hooks.url, Secret: f.hooks.secret}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 
@@ -271,6 +352,25 @@ func runEventsFleet(t *testing.T, f *eventFleet, v string, total int) {
 	if n := len(f.proxy.find(`"events/stream"`)); n != opened {
 		t.Fatalf("what instance %v published last arrived on a stream opened again, not by a wake-up: %s", tail, f.proxy.routeOf("subscriber"))
 	}
+	// The webhook subscriber got the same: every occurrence once, each
+	// instance's in order, the last one's included.
+	if len(tail) != 1 {
+		t.Fatalf("%d instances neither held the stream nor were killed", len(tail))
+	}
+	select {
+	case <-f.hooks.done:
+	case <-ctx.Done():
+		t.Fatalf("the webhook endpoint got %d of %d occurrences", f.hooks.received.Load(), f.hooks.want)
+	}
+	t.Logf("webhook: %d occurrences in %d POSTs", f.hooks.received.Load(), f.hooks.posts.Load())
+	f.hooks.mu.Lock()
+	if f.hooks.failure != "" {
+		t.Error("webhook: " + f.hooks.failure)
+	}
+	if f.hooks.next != next {
+		t.Errorf("webhook: %v occurrences per instance, the stream %v", f.hooks.next, next)
+	}
+	f.hooks.mu.Unlock()
 	stopStream()
 	if err := <-streamed; !errors.Is(err, context.Canceled) {
 		t.Errorf("StreamEvents returned %v", err)
