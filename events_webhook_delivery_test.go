@@ -417,3 +417,64 @@ func TestWebhookReplayAndGap(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookExpiryEras: on both eras, through the client and the HTTP
+// handler (on the in-memory network, so that the bubble's clock runs the
+// TTL), a subscription its client stops refreshing gets nothing once its
+// grant ran out, while one refreshed in time still gets each occurrence.
+func TestWebhookExpiryEras(t *testing.T) {
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				e := newScriptedEndpoint()
+				s, topic := bubbleServer(t.Context(), e, func(o *WebhookOptions) { o.MinTTL = time.Second })
+				h := NewHTTPHandler(s, WithAuthorizer(AuthorizerFunc(func(r *http.Request) (string, error) {
+					return r.Header.Get(principalHeader), nil
+				})))
+				_, hc := servePipe(t, &http.Server{Handler: h})
+				cl := NewClient(Implementation{Name: "c", Version: "1"}, WithProtocolVersion(v))
+				if err := cl.Connect(context.Background(), NewHTTPTransport(pipeURL, WithHTTPClient(hc), WithHeader(principalHeader, "alice"))); err != nil {
+					t.Fatal(err)
+				}
+				defer cl.Close()
+				secret := NewWebhookSecret()
+				e.receiver.AddSecret(secret)
+				sub := EventSubscription{Name: "ticket.created"}
+				lapsing, err := cl.SubscribeEvents(context.Background(), sub, WebhookDelivery{URL: "https://hooks.example/lapsing", Secret: secret}, 10*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept, err := cl.SubscribeEvents(context.Background(), sub, WebhookDelivery{URL: "https://hooks.example/kept", Secret: secret}, 10*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := lapsing.RefreshBefore.Sub(time.Now()); got != 10*time.Second {
+					t.Fatalf("granted %v, want the 10s asked", got)
+				}
+				publishTickets(t, topic, 0, 1)
+				synctest.Wait()
+				if n := len(e.tickets(t)); n != 2 {
+					t.Fatalf("%d deliveries before expiry, want one to each", n)
+				}
+				time.Sleep(8 * time.Second)
+				if _, err := cl.SubscribeEvents(context.Background(), sub, WebhookDelivery{URL: "https://hooks.example/kept", Secret: secret}, 10*time.Second); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(4 * time.Second) // lapsing's grant ran out; kept's runs 6s more
+				synctest.Wait()
+				publishTickets(t, topic, 1, 2)
+				synctest.Wait()
+				e.mu.Lock()
+				var to []string
+				for _, m := range e.got[2:] {
+					to = append(to, m.SubscriptionID)
+				}
+				e.mu.Unlock()
+				if len(to) != 1 || to[0] != kept.ID {
+					t.Fatalf("after expiry, deliveries went to %v, want only %s", to, kept.ID)
+				}
+			})
+		})
+	}
+}

@@ -266,7 +266,20 @@ func (l *testLogger) logged(want string) bool {
 
 // ownGoroutines counts the goroutines of the broadcaster and its
 // subscribers.
+//
+// A goroutine that signalled its WaitGroup (defer wg.Done) may not have
+// returned yet when Close, waiting on that group, does: so it looks again,
+// a bounded number of times, while any is left.
 func ownGoroutines() int {
+	n := countOwnGoroutines()
+	for i := 0; n > 0 && i < 200; i++ {
+		time.Sleep(5 * time.Millisecond)
+		n = countOwnGoroutines()
+	}
+	return n
+}
+
+func countOwnGoroutines() int {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
