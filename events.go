@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,17 @@ type EventType struct {
 	// PayloadSchema is the JSON Schema of an occurrence's data.
 	PayloadSchema json.RawMessage `json:"payloadSchema,omitempty"`
 	Meta          Meta            `json:"_meta,omitempty"`
+	// Filter, when set, gives what a subscription made with args (its
+	// arguments, checked against InputSchema; {} when none) gets of
+	// occurrence e: false skips it (arguments as filters), and the
+	// occurrence returned may carry other Data or Meta (arguments as
+	// transforms; the rest stays as published). Polls, streams and
+	// webhooks apply it, their cursors moving past what it skips. It runs
+	// on the server's goroutines, once per subscription and occurrence
+	// read; a panic in it, or Data that is not JSON, skips the occurrence,
+	// logged. Nil: every subscription gets every occurrence as published.
+	// Server only; see also [EventTopic.Filter].
+	Filter func(args json.RawMessage, e EventOccurrence) (EventOccurrence, bool) `json:"-"`
 }
 
 // EventOccurrence is one occurrence of an event type. Both sides: a server
@@ -135,8 +147,9 @@ func WithEvents(o EventOptions) ServerOption {
 // serverEvents is a server's events: the declared types, the log, and the
 // push streams that wait for new occurrences.
 type serverEvents struct {
-	opts EventOptions // defaults filled in
-	log  EventLog
+	opts   EventOptions // defaults filled in
+	log    EventLog
+	logger *slog.Logger
 
 	mu      sync.RWMutex
 	types   map[string]*eventTypeEntry
@@ -213,7 +226,7 @@ func (s *Server) eventsOn() *serverEvents {
 	if log == nil {
 		log = NewMemoryEventLog(0, 0)
 	}
-	s.events = &serverEvents{opts: o, log: log, types: make(map[string]*eventTypeEntry), streams: make(map[*eventStream]struct{})}
+	s.events = &serverEvents{opts: o, log: log, logger: s.cfg.logger, types: make(map[string]*eventTypeEntry), streams: make(map[*eventStream]struct{})}
 	if newWebhooks := s.cfg.server.eventWebhooks; newWebhooks != nil {
 		s.events.webhooks = newWebhooks(s, s.events)
 	}
@@ -445,7 +458,7 @@ func (ev *serverEvents) poll(ctx context.Context, params json.RawMessage) (any, 
 	if err != nil {
 		return nil, eventLogError(err)
 	}
-	res := &EventPollResult{Events: page.Events, Cursor: page.Cursor, Truncated: page.Truncated, HasMore: page.HasMore}
+	res := &EventPollResult{Events: ev.filter(sub.Name, sub.Arguments, page.Events), Cursor: page.Cursor, Truncated: page.Truncated, HasMore: page.HasMore}
 	if res.Events == nil {
 		res.Events = []EventOccurrence{}
 	}

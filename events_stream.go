@@ -109,7 +109,7 @@ func (ev *serverEvents) stream(ctx context.Context, info *RequestInfo) (any, err
 			}
 		}
 		first = false
-		if !ev.deliver(ctx, send, page.Events) {
+		if !ev.deliver(ctx, send, ev.filter(sub.Name, sub.Arguments, page.Events)) {
 			break
 		}
 		cursor = page.Cursor

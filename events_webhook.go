@@ -282,9 +282,30 @@ func (w *webhookServer) key(principal string, params json.RawMessage, p *webhook
 	p.Delivery.URL = u
 	args := json.RawMessage("{}")
 	if a := trimJSONSpace(p.Arguments); len(a) > 0 && string(a) != "null" {
-		args = canonicalJSON(a)
+		if args, err = webhookArguments(a); err != nil {
+			return "", nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: arguments: " + err.Error()}
+		}
 	}
 	return webhookID(principal, u, p.Name, args), args, nil
+}
+
+// webhookArguments spells a subscription's arguments the one way its key
+// compares them, the SEP's canonical JSON (RFC 8785): members sorted, no
+// insignificant space, each number as a float64 spells it (as JavaScript
+// does), so 5, 5.0 and 0.5e1 are all 5. The event type's Filter gets them
+// so too.
+func webhookArguments(raw json.RawMessage) (json.RawMessage, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // webhookID derives a subscription's id from its key: a truncated SHA-256

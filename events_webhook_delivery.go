@@ -303,7 +303,16 @@ func (w *webhookServer) run(ctx context.Context, wk *webhookWorker) {
 		if page.Truncated && page.From != cursor {
 			cursor = page.From
 		}
-		for _, e := range page.Events {
+		events := w.ev.filter(rec.Name, rec.Arguments, page.Events)
+		if len(events) == 0 {
+			// The subscription gets none of these: move past them.
+			cursor = page.Cursor
+			if !save() {
+				return
+			}
+			continue
+		}
+		for _, e := range events {
 			body, err := json.Marshal(e)
 			if err != nil {
 				continue

@@ -338,37 +338,39 @@ func (tr *tamperOnce) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestWebhookTamperedRefused: a delivery whose body was changed on the
 // way fails the receiver's signature check (401), never reaches the
-// callback, and the server's retry delivers the true one.
+// callback, and the server's retry delivers the true one; on both eras.
 func TestWebhookTamperedRefused(t *testing.T) {
 	t.Parallel()
-	refused := 0
-	var mu sync.Mutex
-	k := newWrappedWebhookSink(t, func(inner http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rw := &statusRecorder{ResponseWriter: w}
-			inner.ServeHTTP(rw, r)
-			if rw.status == http.StatusUnauthorized {
-				mu.Lock()
-				refused++
-				mu.Unlock()
-			}
+	eachWebhookEra(t, func(t *testing.T, v string) {
+		refused := 0
+		var mu sync.Mutex
+		k := newWrappedWebhookSink(t, func(inner http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				rw := &statusRecorder{ResponseWriter: w}
+				inner.ServeHTTP(rw, r)
+				if rw.status == http.StatusUnauthorized {
+					mu.Lock()
+					refused++
+					mu.Unlock()
+				}
+			})
 		})
+		tr := &tamperOnce{base: k.ts.Client().Transport}
+		s, topic := webhookTestServer(t, k, func(o *WebhookOptions) { o.Client = &http.Client{Transport: tr} })
+		cl := connectAs(t, s, v, "alice")
+		k.subscribe(t, cl, EventSubscription{Name: "ticket.created"}, "/hook", 0)
+		publishTickets(t, topic, 0, 1)
+		m := k.next(t)
+		var tk ticket
+		if err := json.Unmarshal(m.Event.Data, &tk); err != nil || tk.Title != "t" {
+			t.Fatalf("delivered %s", m.Event.Data)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if refused != 1 {
+			t.Fatalf("the receiver refused %d deliveries, want the tampered one", refused)
+		}
 	})
-	tr := &tamperOnce{base: k.ts.Client().Transport}
-	s, topic := webhookTestServer(t, k, func(o *WebhookOptions) { o.Client = &http.Client{Transport: tr} })
-	cl := connectAs(t, s, Version20251125, "alice")
-	k.subscribe(t, cl, EventSubscription{Name: "ticket.created"}, "/hook", 0)
-	publishTickets(t, topic, 0, 1)
-	m := k.next(t)
-	var tk ticket
-	if err := json.Unmarshal(m.Event.Data, &tk); err != nil || tk.Title != "t" {
-		t.Fatalf("delivered %s", m.Event.Data)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if refused != 1 {
-		t.Fatalf("the receiver refused %d deliveries, want the tampered one", refused)
-	}
 }
 
 // statusRecorder remembers the status a handler wrote.
@@ -494,5 +496,25 @@ func TestWebhookPublicAddress(t *testing.T) {
 		if got := refusePrivateAddress("tcp", addr, nil) == nil; got != want {
 			t.Errorf("%s: allowed %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// TestWebhookArgumentsCanonical: arguments that say the same thing make
+// the same key, spelled as RFC 8785 does, which the Filter gets too.
+func TestWebhookArgumentsCanonical(t *testing.T) {
+	t.Parallel()
+	want := `{"a":"<x>","b":5,"c":[1.5,true,null]}`
+	for _, in := range []string{
+		`{"b":5,"a":"<x>","c":[1.5,true,null]}`,
+		` { "c" : [ 15e-1 , true , null ] , "b" : 5.0 , "a" : "\u003cx>" } `,
+		`{"a":"<x>","b":0.5e1,"c":[1.50,true,null]}`,
+	} {
+		got, err := webhookArguments(json.RawMessage(in))
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %s, %v; want %s", in, got, err, want)
+		}
+	}
+	if _, err := webhookArguments(json.RawMessage(`{"a":`)); err == nil {
+		t.Error("broken JSON was spelled")
 	}
 }
