@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 
@@ -100,4 +101,51 @@ func ExampleClient_StreamEvents() {
 	// alert.raised {"severity":"P1"}
 	// alert.raised {"severity":"P3"}
 	// context canceled true
+}
+
+// An event type's subscription arguments can filter what a subscription
+// gets: here a subscriber names the one service it watches, and the
+// server's Filter passes on only that service's deploys.
+func ExampleEventTopic_Filter() {
+	type Deploy struct {
+		Service string `json:"service"`
+		Version string `json:"version"`
+	}
+	srv := mcp.NewServer(mcp.Implementation{Name: "deployments", Version: "1.0.0"})
+	deploys := mcp.AddEventType[Deploy](srv, "deploy.finished", "A deployment finished.")
+	deploys.Filter(func(args json.RawMessage, d Deploy) (Deploy, bool) {
+		var want struct {
+			Service string `json:"service"`
+		}
+		json.Unmarshal(args, &want)
+		return d, want.Service == "" || want.Service == d.Service
+	})
+
+	ctx := context.Background()
+	clientSide, serverSide := mcp.NewInMemoryTransports()
+	go srv.Serve(ctx, serverSide)
+	client := mcp.NewClient(mcp.Implementation{Name: "agent", Version: "1.0.0"})
+	if err := client.Connect(ctx, clientSide); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	sub := mcp.EventSubscription{Name: "deploy.finished", Arguments: map[string]string{"service": "web"}}
+	page, err := client.PollEvents(ctx, sub)
+	if err != nil {
+		log.Fatal(err)
+	}
+	deploys.Publish(ctx, Deploy{Service: "api", Version: "v2"})
+	deploys.Publish(ctx, Deploy{Service: "web", Version: "v7"})
+	deploys.Publish(ctx, Deploy{Service: "api", Version: "v3"})
+	sub.Cursor = page.Cursor
+	page, err = client.PollEvents(ctx, sub)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, e := range page.Events {
+		fmt.Println(string(e.Data))
+	}
+	// Output:
+	// {"service":"web","version":"v7"}
 }
