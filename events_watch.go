@@ -144,21 +144,3 @@ func (ev *serverEvents) admit(st *eventStream) error {
 	ev.streams[st] = struct{}{}
 	return nil
 }
-
-// streamOwner is whom a stream counts against: the request's principal;
-// without one, its session (on the older revisions, or the connection);
-// anonymous 2026-07-28 requests, which carry nothing else that tells them
-// apart, by the host they came from.
-func (r *RequestInfo) streamOwner() string {
-	if p := r.Principal(); p != "" || r.session == nil {
-		return p
-	}
-	if r.modern {
-		host := ""
-		if push := r.session.conn.push; push != nil {
-			host = push.peer()
-		}
-		return anonymousOwner + "host " + host
-	}
-	return r.session.anonymousOwner()
-}

@@ -33,10 +33,11 @@ func signedDelivery(t testing.TB, secret, subID, msgID string, ts time.Time, bod
 const testOccurrence = `{"eventId":"evt_1","name":"ticket.created","timestamp":"2026-01-01T00:00:00Z","data":{"id":1},"cursor":"c1"}`
 
 // TestWebhookReceiver: what the receiver accepts, refuses and hands on.
+// Each delivery is signed when its case runs, not when the table is made:
+// under load a parallel case may run minutes later.
 func TestWebhookReceiver(t *testing.T) {
 	t.Parallel()
 	secret, other := NewWebhookSecret(), NewWebhookSecret()
-	now := time.Now()
 	for _, tc := range []struct {
 		name   string
 		req    func() *http.Request
@@ -44,56 +45,56 @@ func TestWebhookReceiver(t *testing.T) {
 		handed string // the message type handed on, "-" for none
 	}{
 		{"an occurrence", func() *http.Request {
-			return signedDelivery(t, secret, "sub_1", "evt_1", now, testOccurrence)
+			return signedDelivery(t, secret, "sub_1", "evt_1", time.Now(), testOccurrence)
 		}, 200, "event"},
 		{"a gap", func() *http.Request {
-			return signedDelivery(t, secret, "sub_1", "msg_gap_1", now, `{"type":"gap","cursor":"c9"}`)
+			return signedDelivery(t, secret, "sub_1", "msg_gap_1", time.Now(), `{"type":"gap","cursor":"c9"}`)
 		}, 200, "gap"},
 		{"a termination", func() *http.Request {
-			return signedDelivery(t, secret, "sub_1", "msg_terminated_1", now, `{"type":"terminated","error":{"code":-32023,"message":"gone"}}`)
+			return signedDelivery(t, secret, "sub_1", "msg_terminated_1", time.Now(), `{"type":"terminated","error":{"code":-32023,"message":"gone"}}`)
 		}, 200, "terminated"},
 		{"a changed body", func() *http.Request {
-			r := signedDelivery(t, secret, "sub_1", "evt_1", now, testOccurrence)
+			r := signedDelivery(t, secret, "sub_1", "evt_1", time.Now(), testOccurrence)
 			r.Body = httptestBody(strings.Replace(testOccurrence, `"id":1`, `"id":2`, 1))
 			return r
 		}, 401, "-"},
 		{"a changed signature", func() *http.Request {
-			r := signedDelivery(t, secret, "sub_1", "evt_1", now, testOccurrence)
+			r := signedDelivery(t, secret, "sub_1", "evt_1", time.Now(), testOccurrence)
 			sig := r.Header.Get("webhook-signature")
 			r.Header.Set("webhook-signature", sig[:len(sig)-4]+"AAA=")
 			return r
 		}, 401, "-"},
 		{"another secret's signature", func() *http.Request {
-			return signedDelivery(t, other, "sub_1", "evt_1", now, testOccurrence)
+			return signedDelivery(t, other, "sub_1", "evt_1", time.Now(), testOccurrence)
 		}, 401, "-"},
 		{"one good signature among several", func() *http.Request {
-			r := signedDelivery(t, secret, "sub_1", "evt_1", now, testOccurrence)
-			bad := signedDelivery(t, other, "sub_1", "evt_1", now, testOccurrence)
+			r := signedDelivery(t, secret, "sub_1", "evt_1", time.Now(), testOccurrence)
+			bad := signedDelivery(t, other, "sub_1", "evt_1", time.Now(), testOccurrence)
 			r.Header.Set("webhook-signature", "v1a,xyz "+bad.Header.Get("webhook-signature")+" "+r.Header.Get("webhook-signature"))
 			return r
 		}, 200, "event"},
 		{"a stale timestamp", func() *http.Request {
-			return signedDelivery(t, secret, "sub_1", "evt_1", now.Add(-6*time.Minute), testOccurrence)
+			return signedDelivery(t, secret, "sub_1", "evt_1", time.Now().Add(-6*time.Minute), testOccurrence)
 		}, 400, "-"},
 		{"a future timestamp", func() *http.Request {
-			return signedDelivery(t, secret, "sub_1", "evt_1", now.Add(6*time.Minute), testOccurrence)
+			return signedDelivery(t, secret, "sub_1", "evt_1", time.Now().Add(6*time.Minute), testOccurrence)
 		}, 400, "-"},
 		{"no subscription id", func() *http.Request {
-			r := signedDelivery(t, secret, "sub_1", "evt_1", now, testOccurrence)
+			r := signedDelivery(t, secret, "sub_1", "evt_1", time.Now(), testOccurrence)
 			r.Header.Del("X-MCP-Subscription-Id")
 			return r
 		}, 400, "-"},
 		{"an unknown subscription", func() *http.Request {
-			return signedDelivery(t, other, "sub_2", "evt_1", now, testOccurrence)
+			return signedDelivery(t, other, "sub_2", "evt_1", time.Now(), testOccurrence)
 		}, 503, "-"},
 		{"not JSON", func() *http.Request {
-			return signedDelivery(t, secret, "sub_1", "evt_1", now, `[1]`)
+			return signedDelivery(t, secret, "sub_1", "evt_1", time.Now(), `[1]`)
 		}, 400, "-"},
 		{"an occurrence without id", func() *http.Request {
-			return signedDelivery(t, secret, "sub_1", "evt_1", now, `{"name":"x","data":{}}`)
+			return signedDelivery(t, secret, "sub_1", "evt_1", time.Now(), `{"name":"x","data":{}}`)
 		}, 400, "-"},
 		{"too big", func() *http.Request {
-			return signedDelivery(t, secret, "sub_1", "evt_1", now, `{"eventId":"e","name":"x","data":{"s":"`+strings.Repeat("a", maxWebhookBodyBytes)+`"}}`)
+			return signedDelivery(t, secret, "sub_1", "evt_1", time.Now(), `{"eventId":"e","name":"x","data":{"s":"`+strings.Repeat("a", maxWebhookBodyBytes)+`"}}`)
 		}, 413, "-"},
 		{"GET", func() *http.Request {
 			return httptest.NewRequest(http.MethodGet, "/hook", nil)

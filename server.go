@@ -36,6 +36,7 @@ type serverConfig struct {
 	broadcaster      Broadcaster
 	cluster          func(*Server) clusterSeam // WithBroadcaster's wing; nil: one instance
 	events           EventOptions              // WithEvents
+	maxListens       int                       // WithMaxListenStreams; 0: the default, <0: none
 	// eventWebhooks makes a server's webhook delivery (WithWebhooks); nil: none.
 	eventWebhooks func(*Server, *serverEvents) eventWebhooks
 }

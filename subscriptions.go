@@ -204,6 +204,43 @@ func (s *Server) broadcast(method string, params json.RawMessage, id string, ses
 	}
 }
 
+// DefaultMaxListenStreams bounds the subscriptions/listen streams one
+// caller holds open; see [WithMaxListenStreams]. Server only.
+const DefaultMaxListenStreams = 16
+
+// WithMaxListenStreams bounds the 2026-07-28 subscriptions/listen streams
+// one caller holds open on this server at once (default
+// DefaultMaxListenStreams; negative: no bound): its principal, else its
+// session or connection, else, for anonymous requests over HTTP, the host
+// they came from. One past it is refused with CodeOverloaded. An open
+// stream holds no WithMaxInFlight slot, so idle listeners never lock
+// ordinary requests out. It configures a server (NewServer).
+func WithMaxListenStreams(n int) ServerOption {
+	return serverOption(func(c *config) {
+		if n != 0 {
+			c.server.maxListens = n
+		}
+	})
+}
+
+// streamOwner is whom a stream counts against: the request's principal;
+// without one, its session (on the older revisions, or the connection);
+// anonymous 2026-07-28 requests, which carry nothing else that tells them
+// apart, by the host they came from.
+func (r *RequestInfo) streamOwner() string {
+	if p := r.Principal(); p != "" || r.session == nil {
+		return p
+	}
+	if r.modern {
+		host := ""
+		if push := r.session.conn.push; push != nil {
+			host = push.peer()
+		}
+		return anonymousOwner + "host " + host
+	}
+	return r.session.anonymousOwner()
+}
+
 // listenStream is one 2026-07-28 subscriptions/listen in progress: its
 // notifications ride with the listen request (on HTTP, its response
 // stream) and carry its id as the subscription id.
@@ -212,6 +249,7 @@ type listenStream struct {
 	id     ID
 	route  msgRoute
 	filter SubscriptionFilter // what the server agreed to send
+	owner  string             // whom it counts against (streamOwner)
 	// ended is closed as soon as the client ends the stream, before the
 	// handler returns, so that nothing is sent after the client's cancel.
 	ended <-chan struct{}
@@ -251,7 +289,7 @@ func (s *Server) listen(ctx context.Context, info *RequestInfo) (any, error) {
 	if err := decodeParams(info.params, &p); err != nil {
 		return nil, err
 	}
-	l := &listenStream{conn: info.conn, id: info.id, route: info.route, filter: s.honour(ctx, p.Notifications, info), ended: ctx.Done()}
+	l := &listenStream{conn: info.conn, id: info.id, route: info.route, filter: s.honour(ctx, p.Notifications, info), owner: info.streamOwner(), ended: ctx.Done()}
 	if s.cluster != nil {
 		// What any instance announces, from the acknowledgement on.
 		holds := []channelHold{s.cluster.holdServer()}
@@ -271,8 +309,23 @@ func (s *Server) listen(ctx context.Context, info *RequestInfo) (any, error) {
 	}
 	l.mu.Lock()
 	s.sessionsMu.Lock()
+	if limit := s.maxListens(); limit > 0 {
+		n := 0
+		for o := range s.listeners {
+			if o.owner == l.owner {
+				n++
+			}
+		}
+		if n >= limit {
+			s.sessionsMu.Unlock()
+			l.mu.Unlock()
+			return nil, &Error{Code: CodeOverloaded, Message: "too many subscriptions/listen streams open (at most " + strconv.Itoa(limit) + " per caller)"}
+		}
+	}
 	s.listeners[l] = struct{}{}
 	s.sessionsMu.Unlock()
+	// Admitted under its own bound, the stream holds no in-flight slot.
+	info.conn.detachInbound(info.id)
 	filter, _ := json.Marshal(listenParams{Notifications: l.filter})
 	ack := withMeta(filter, []metaEntry{{key: metaSubscriptionID, value: l.id.appendJSON(nil)}})
 	err := info.conn.notify("notifications/subscriptions/acknowledged", ack, l.id, l.route)
@@ -322,4 +375,16 @@ func (s *Server) watchesTask(id string) bool {
 		}
 	}
 	return false
+}
+
+// maxListens is the bound on one caller's listen streams; 0 for none.
+func (s *Server) maxListens() int {
+	switch n := s.cfg.server.maxListens; {
+	case n < 0:
+		return 0
+	case n == 0:
+		return DefaultMaxListenStreams
+	default:
+		return n
+	}
 }

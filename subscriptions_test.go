@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"regexp"
 	"runtime"
@@ -287,4 +288,48 @@ func heldBacklog(s *httpSession) (bool, int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return true, len(st.pending)
+}
+
+// TestListenStreamBound: a caller holds at most WithMaxListenStreams
+// listen streams (one more is refused with CodeOverloaded), and the open
+// ones hold no WithMaxInFlight slot: requests run beside three streams
+// under a cap of two, and a stream the caller ends makes room for another.
+func TestListenStreamBound(t *testing.T) {
+	t.Parallel()
+	srv := featureServer(WithMaxInFlight(2), WithMaxListenStreams(3))
+	p := rawServer(t, srv)
+	listen := func(id string) {
+		p.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+	}
+	for _, id := range []string{"l1", "l2", "l3"} {
+		listen(id)
+		if msg := p.recv(); !strings.Contains(msg, "notifications/subscriptions/acknowledged") || !strings.Contains(msg, `"`+id+`"`) {
+			t.Fatalf("listen %s: %s", id, msg)
+		}
+	}
+	listen("l4")
+	if msg := p.recv(); field(t, msg, "id") != "l4" || !strings.Contains(msg, `"code":-32000`) {
+		t.Fatalf("a fourth listen: %s", msg)
+	}
+	for i := range 3 {
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"prompts/list","params":{`+modernMeta+`}}`, 10+i))
+		if msg := p.recv(); field(t, msg, "id") != float64(10+i) || strings.Contains(msg, `"error"`) {
+			t.Fatalf("a request beside three listens under a cap of two: %s", msg)
+		}
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"l1"}}`)
+	// The server ends l1 in its own time: the next listen may still find
+	// three; it is admitted once l1 is gone.
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("l5-%d", i)
+		listen(id)
+		msg := p.recv()
+		if strings.Contains(msg, "notifications/subscriptions/acknowledged") {
+			break
+		}
+		if field(t, msg, "id") != id || !strings.Contains(msg, `"code":-32000`) || i == 100 {
+			t.Fatalf("a listen after one ended: %s", msg)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
