@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,7 @@ type webhookSink struct {
 	failure  string
 	received atomic.Int64
 	posts    atomic.Int64  // POSTs the endpoint got, verification and repeats included
+	from     atomic.Int32  // the instance that delivered the last occurrence
 	want     int64         // set before the subscription is made
 	done     chan struct{} // closed when want have arrived
 }
@@ -95,12 +97,28 @@ func newWebhookSink() *webhookSink {
 	return k
 }
 
+// instanceTag names the instance that makes a webhook delivery, in a
+// header the endpoint reads.
+type instanceTag struct {
+	base http.RoundTripper
+	i    int
+}
+
+func (t instanceTag) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Test-Instance", strconv.Itoa(t.i))
+	return t.base.RoundTrip(r)
+}
+
 // startEventFleet starts the fleet; everything ends with the test.
 func startEventFleet(t *testing.T, heartbeat time.Duration) *eventFleet {
 	t.Helper()
 	f := &eventFleet{t: t, redis: startRedis(t), hooks: newWebhookSink()}
 	hookServer := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.hooks.posts.Add(1)
+		if i, err := strconv.Atoi(r.Header.Get("X-Test-Instance")); err == nil && strings.HasPrefix(r.Header.Get("webhook-id"), "p") {
+			f.hooks.from.Store(int32(i))
+		}
 		f.hooks.receiver.ServeHTTP(w, r)
 	}))
 	f.hooks.url = hookServer.URL + "/hook"
@@ -118,7 +136,8 @@ func startEventFleet(t *testing.T, heartbeat time.Duration) *eventFleet {
 			mcp.WithStateKey(key), mcp.WithBroadcaster(bc),
 			mcp.WithEvents(mcp.EventOptions{Log: NewEventLog(rdb, opts...), Heartbeat: heartbeat}),
 			mcp.WithWebhooks(mcp.WebhookOptions{
-				Context: ctx, Store: NewWebhookStore(rdb, 0, opts...), Client: hookServer.Client(),
+				Context: ctx, Store: NewWebhookStore(rdb, 0, opts...),
+				Client: &http.Client{Transport: instanceTag{hookServer.Client().Transport, i}},
 				Rescan: 100 * time.Millisecond, Lease: time.Second, FirstRetry: 50 * time.Millisecond,
 			}))
 		srv.AddEventType(mcp.EventType{Name: "seq", Description: "A numbered occurrence."})
@@ -174,8 +193,10 @@ func (f *eventFleet) close() {
 // by its cursor on another with nothing lost or repeated. A webhook
 // subscriber of another principal, subscribed through the proxy, gets the
 // same at its TLS endpoint from whichever instance leases its subscription
-// (in the shared WebhookStore), the kill notwithstanding. On both eras
-// (the legacy one through shared sessions); goroutines settle after.
+// (in the shared WebhookStore), the kill notwithstanding; then the instance
+// delivering the webhook is killed too, and another takes its lease over:
+// 50 more occurrences arrive once each, in order. On both eras (the
+// legacy one through shared sessions); goroutines settle after.
 func TestEventsFleet(t *testing.T) {
 	total := 10000
 	if testing.Short() {
@@ -393,4 +414,43 @@ func runEventsFleet(t *testing.T, f *eventFleet, v string, total int) {
 	if len(resumed) == 0 {
 		t.Errorf("the stream was not resumed on another instance: %s", f.proxy.routeOf("subscriber"))
 	}
+
+	// Now the instance that delivers the webhook dies too (unless the
+	// first kill was it): another takes its lease over from the stored
+	// watermark, and what is published next still arrives once, in order.
+	deliverer := int(f.hooks.from.Load())
+	if deliverer != holder {
+		f.kill(deliverer)
+	}
+	live := now
+	if live == deliverer {
+		live = tail[0]
+	}
+	const more = 50
+	f.hooks.mu.Lock()
+	from := f.hooks.next[live]
+	f.hooks.want += more
+	f.hooks.done = make(chan struct{})
+	done := f.hooks.done
+	f.hooks.mu.Unlock()
+	for n := from; n < from+more; n++ {
+		data, _ := json.Marshal(fleetEvent{P: live, N: n})
+		if _, err := f.servers[live].PublishEvent(ctx, mcp.EventOccurrence{Name: "seq", EventID: fmt.Sprintf("p%d-%d", live, n), Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatalf("after instance %d, which delivered the webhook, died: %d of %d occurrences", deliverer+1, f.hooks.received.Load(), f.hooks.want)
+	}
+	f.hooks.mu.Lock()
+	defer f.hooks.mu.Unlock()
+	if f.hooks.failure != "" {
+		t.Fatal("webhook after the deliverer died: " + f.hooks.failure)
+	}
+	if by := int(f.hooks.from.Load()); by == deliverer {
+		t.Fatalf("instance %d, killed, still delivers", by+1)
+	}
+	t.Logf("webhook: instance %d delivered until it died; instance %d took over (%d POSTs in all)", deliverer+1, f.hooks.from.Load()+1, f.hooks.posts.Load())
 }
