@@ -315,8 +315,9 @@ type serverSession struct {
 	sessionID string
 	// started is when the session began, for WithSessionEndHandler.
 	started time.Time
-	// anonOwner owns the tasks of the session's anonymous requests
-	// (anonymousOwner, tasks_server.go); made on first use, under mu.
+	// anonOwner owns the tasks and streams of the session's anonymous
+	// requests (anonymousOwner, subscriptions.go); made on first use,
+	// under mu.
 	anonOwner string
 
 	mu          sync.Mutex

@@ -223,6 +223,25 @@ func WithMaxListenStreams(n int) ServerOption {
 	})
 }
 
+// anonymousOwner prefixes the owner of an anonymous caller's tasks and
+// streams; no principal an authorizer names starts with a NUL byte.
+const anonymousOwner = "\x00anonymous "
+
+// anonymousOwner is the session's own name as an anonymous owner: its HTTP
+// session's id, or else a random name for its connection.
+func (ss *serverSession) anonymousOwner() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.anonOwner == "" {
+		if ss.sessionID != "" {
+			ss.anonOwner = anonymousOwner + "session " + ss.sessionID
+		} else {
+			ss.anonOwner = anonymousOwner + "connection " + randomID()
+		}
+	}
+	return ss.anonOwner
+}
+
 // streamOwner is whom a stream counts against: the request's principal;
 // without one, its session (on the older revisions, or the connection);
 // anonymous 2026-07-28 requests, which carry nothing else that tells them

@@ -341,10 +341,6 @@ func (tt *taskTable) len() int {
 	return len(tt.tasks)
 }
 
-// anonymousOwner prefixes the owner of an anonymous session's tasks; no
-// principal an authorizer names starts with a NUL byte.
-const anonymousOwner = "\x00anonymous "
-
 // taskOwner is who owns the tasks the request creates, and whose tasks it
 // may see, read and cancel: its principal. Without one, on the older
 // revisions, its session owns them (the HTTP session, shared by the
@@ -357,20 +353,6 @@ func (r *RequestInfo) taskOwner() string {
 		return p
 	}
 	return r.session.anonymousOwner()
-}
-
-// anonymousOwner is the owner of the session's anonymous tasks.
-func (ss *serverSession) anonymousOwner() string {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.anonOwner == "" {
-		if ss.sessionID != "" {
-			ss.anonOwner = anonymousOwner + "session " + ss.sessionID
-		} else {
-			ss.anonOwner = anonymousOwner + "connection " + newTaskID()
-		}
-	}
-	return ss.anonOwner
 }
 
 // taskStore returns the server's TaskStore.

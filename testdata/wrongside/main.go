@@ -25,6 +25,7 @@ func main() {
 	mcp.NewClient(info, mcp.WithPageSize(7))                                   // ERROR
 	mcp.NewClient(info, mcp.WithEvents(mcp.EventOptions{}))                    // ERROR
 	mcp.NewClient(info, mcp.WithWebhooks(mcp.WebhookOptions{}))                // ERROR
+	mcp.NewClient(info, mcp.WithMaxListenStreams(1))                           // ERROR
 	mcp.NewClient(info, mcp.WithBroadcaster(nil))                              // ERROR
 
 	// Client options given to a server.
