@@ -68,6 +68,18 @@ func (e *scriptedEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.receiver.ServeHTTP(w, r)
 }
 
+// subscriptionsFrom returns the subscriptions of the messages handed to
+// the receiver's callback, from the i-th on.
+func (e *scriptedEndpoint) subscriptionsFrom(i int) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var to []string
+	for _, m := range e.got[i:] {
+		to = append(to, m.SubscriptionID)
+	}
+	return to
+}
+
 // messages returns the tickets handed to the receiver's callback.
 func (e *scriptedEndpoint) tickets(t *testing.T) []int {
 	e.mu.Lock()
@@ -210,13 +222,7 @@ func TestWebhookExpiry(t *testing.T) {
 		synctest.Wait()
 		publishTickets(t, topic, 1, 2)
 		synctest.Wait()
-		e.mu.Lock()
-		var to []string
-		for _, m := range e.got[2:] {
-			to = append(to, m.SubscriptionID)
-		}
-		e.mu.Unlock()
-		if len(to) != 1 || to[0] != kept.ID {
+		if to := e.subscriptionsFrom(2); len(to) != 1 || to[0] != kept.ID {
 			t.Fatalf("after expiry, deliveries went to %v, want only %s", to, kept.ID)
 		}
 		_, total, err := store.Claim(context.Background(), "nobody", time.Now(), time.Now(), 0)
@@ -465,13 +471,7 @@ func TestWebhookExpiryEras(t *testing.T) {
 				synctest.Wait()
 				publishTickets(t, topic, 1, 2)
 				synctest.Wait()
-				e.mu.Lock()
-				var to []string
-				for _, m := range e.got[2:] {
-					to = append(to, m.SubscriptionID)
-				}
-				e.mu.Unlock()
-				if len(to) != 1 || to[0] != kept.ID {
+				if to := e.subscriptionsFrom(2); len(to) != 1 || to[0] != kept.ID {
 					t.Fatalf("after expiry, deliveries went to %v, want only %s", to, kept.ID)
 				}
 			})
