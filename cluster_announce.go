@@ -106,7 +106,7 @@ func (c *serverCluster) deliver(m *serverMessage) {
 		c.srv.resourceUpdatedHere(m.URI, m.ID)
 	case kindListChanged:
 		switch m.List {
-		case "tools", "resources", "prompts":
+		case "tools", "resources", "prompts", "events":
 			c.srv.listChangedHere(m.List, m.ID)
 		}
 	default:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -205,6 +206,44 @@ func (s *Server) AddEventType(t EventType) {
 	}
 	ev.types[t.Name] = &eventTypeEntry{desc: t, input: &input}
 	ev.mu.Unlock()
+	s.listChanged("events")
+}
+
+// RemoveEventType stops offering the event type name and reports whether
+// it was declared. Its push streams end with notifications/events/terminated
+// and its webhook subscriptions get a terminated envelope and are dropped,
+// both with the error a poll of it now gets (CodeNotFound, kind "event");
+// clients that asked are told the list changed. Occurrences published
+// before stay in the log. Server only.
+func (s *Server) RemoveEventType(name string) bool {
+	s.mu.RLock()
+	ev := s.events
+	s.mu.RUnlock()
+	if ev == nil {
+		return false
+	}
+	ev.mu.Lock()
+	_, ok := ev.types[name]
+	if ok {
+		delete(ev.types, name)
+		ev.order = slices.DeleteFunc(ev.order, func(n string) bool { return n == name })
+	}
+	ev.mu.Unlock()
+	if !ok {
+		return false
+	}
+	ev.wake(name) // its streams see it gone
+	if ev.webhooks != nil {
+		ev.webhooks.wake(name)
+	}
+	s.listChanged("events")
+	return true
+}
+
+// errEventTypeGone is what a subscription of a removed or unknown type
+// gets.
+func errEventTypeGone(name string) *Error {
+	return NewError(CodeNotFound, "Event type not found: "+truncateForMessage(name), map[string]any{"kind": "event"})
 }
 
 // eventsOn returns the server's events, made and hooked into the core on
@@ -411,7 +450,7 @@ func (ev *serverEvents) check(sub *eventSubscription) error {
 	t, ok := ev.types[sub.Name]
 	ev.mu.RUnlock()
 	if !ok {
-		return NewError(CodeNotFound, "Event type not found: "+truncateForMessage(sub.Name), map[string]any{"kind": "event"})
+		return errEventTypeGone(sub.Name)
 	}
 	if _, err := validateArguments(t.input, sub.Arguments); err != nil {
 		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}

@@ -298,7 +298,9 @@ func (c *Client) streamOnce(ctx context.Context, table *clientEventStreams, sub 
 					Error *Error `json:"error"`
 				}
 				stop()
-				<-done
+				if !ended { // else its end was taken already
+					<-done
+				}
 				if json.Unmarshal(n.params, &p) == nil && p.Error != nil {
 					return active, p.Error
 				}
@@ -309,7 +311,9 @@ func (c *Client) streamOnce(ctx context.Context, table *clientEventStreams, sub 
 		}
 		if overflow {
 			stop()
-			<-done
+			if !ended {
+				<-done
+			}
 			return active, errEventStreamStalled
 		}
 		if ended {

@@ -127,6 +127,11 @@ func (ev *serverEvents) stream(ctx context.Context, info *RequestInfo) (any, err
 		select {
 		case <-ctx.Done():
 		case <-st.wake:
+			if !ev.declared(sub.Name) {
+				// The type was removed: the stream ends, saying why.
+				send("notifications/events/terminated", eventTerminatedNote{Error: errEventTypeGone(sub.Name)})
+				break
+			}
 			continue
 		case <-heartbeat.C:
 			beat = true
@@ -135,6 +140,11 @@ func (ev *serverEvents) stream(ctx context.Context, info *RequestInfo) (any, err
 		break
 	}
 	return withMeta(json.RawMessage("{}"), meta), nil
+}
+
+// eventTerminatedNote is the params of notifications/events/terminated.
+type eventTerminatedNote struct {
+	Error *Error `json:"error"`
 }
 
 // deliver sends events in order; it reports whether all went out.

@@ -413,3 +413,97 @@ func TestPolledEventsPauseIsBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestRemoveEventType: on both eras over memory and HTTP, a removed event
+// type's push stream ends with notifications/events/terminated, which
+// StreamEvents returns as a CodeNotFound error of kind "event"; polls get
+// the same; the list no longer has it; the server says it sends
+// list_changed.
+func TestRemoveEventType(t *testing.T) {
+	t.Parallel()
+	eachEventsCase(t, func(t *testing.T, connect func(*Server) *Client) {
+		s, topic := eventsServer()
+		cl := connect(s)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if got := string(cl.ServerCapabilities().Extensions[EventsExtension]); got != `{"listChanged":true}` {
+			t.Fatalf("the extension's settings: %s", got)
+		}
+		start, err := cl.PollEvents(ctx, EventSubscription{Name: "ticket.created"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan EventOccurrence, 8)
+		ended := make(chan error, 1)
+		go func() {
+			_, err := cl.StreamEvents(ctx, EventSubscription{Name: "ticket.created", Cursor: start.Cursor}, 0, func(e EventOccurrence) { got <- e })
+			ended <- err
+		}()
+		publishTickets(t, topic, 0, 1)
+		receive(t, got, 1)
+		if !s.RemoveEventType("ticket.created") || s.RemoveEventType("ticket.created") {
+			t.Fatal("RemoveEventType did not report the type, then its absence")
+		}
+		select {
+		case err := <-ended:
+			wantCode(t, err, CodeNotFound, "kind", "event")
+		case <-ctx.Done():
+			t.Fatal("the stream of a removed type did not end")
+		}
+		_, err = cl.PollEvents(ctx, EventSubscription{Name: "ticket.created", Cursor: start.Cursor})
+		wantCode(t, err, CodeNotFound, "kind", "event")
+		var names []string
+		for et, err := range cl.EventTypes(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, et.Name)
+		}
+		if fmt.Sprint(names) != "[build.finished]" {
+			t.Fatalf("event types after the removal: %v", names)
+		}
+	})
+}
+
+// TestEventsListChanged: a 2026-07-28 listen stream that asks for
+// eventsListChanged gets it acknowledged and is told of each event type
+// added or removed once the server serves; a 2025-11-25 session is told
+// only if its client declared the extension.
+func TestEventsListChanged(t *testing.T) {
+	t.Parallel()
+	t.Run("listen", func(t *testing.T) {
+		t.Parallel()
+		s, _ := eventsServer()
+		p := rawServer(t, s)
+		p.send(`{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"notifications":{"eventsListChanged":true},` + modernMeta + `}}`)
+		p.expect(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"eventsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":"l"}}}`)
+		s.AddEventType(EventType{Name: "added"})
+		if msg := p.recv(); !strings.Contains(msg, `"notifications/events/list_changed"`) {
+			t.Fatalf("after AddEventType: %s", msg)
+		}
+		s.RemoveEventType("added")
+		if msg := p.recv(); !strings.Contains(msg, `"notifications/events/list_changed"`) {
+			t.Fatalf("after RemoveEventType: %s", msg)
+		}
+	})
+	t.Run("legacy", func(t *testing.T) {
+		t.Parallel()
+		s, _ := eventsServer()
+		told := make(chan struct{}, 4)
+		note := WithNotificationHandler("notifications/events/list_changed", func(context.Context, json.RawMessage) { told <- struct{}{} })
+		with := pair(t, s, WithProtocolVersion(Version20251125), WithExtension(EventsExtension, struct{}{}), note)
+		without := pair(t, s, WithProtocolVersion(Version20251125), WithNotificationHandler("notifications/events/list_changed", func(context.Context, json.RawMessage) { t.Error("told a client that did not declare the extension") }))
+		s.AddEventType(EventType{Name: "added"})
+		select {
+		case <-told:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the client that declared the extension was not told")
+		}
+		// A round trip on the other session: a notification sent to it
+		// would have come first.
+		if _, err := without.ListEventTypes(context.Background(), ""); err != nil {
+			t.Fatal(err)
+		}
+		_ = with
+	})
+}

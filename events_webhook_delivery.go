@@ -255,6 +255,14 @@ func (w *webhookServer) run(ctx context.Context, wk *webhookWorker) {
 			w.reclaim(wk.id)
 			return
 		}
+		if !w.ev.declared(rec.Name) {
+			// The type was removed: the subscription ends, saying why.
+			body, _ := json.Marshal(map[string]any{"type": "terminated", "error": errEventTypeGone(rec.Name)})
+			if w.deliver(ctx, wk, "msg_terminated_"+randomID()[:16], body, &status) != webhookStopped {
+				w.reclaim(wk.id)
+			}
+			return
+		}
 		if !rec.Status.Active {
 			if !w.idle(ctx, wk, &rec) {
 				return

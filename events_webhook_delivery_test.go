@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -477,4 +478,34 @@ func TestWebhookExpiryEras(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestWebhookEventTypeRemoved: a subscription to an event type the server
+// removes gets a terminated envelope with the CodeNotFound error of kind
+// "event", and is dropped from the store.
+func TestWebhookEventTypeRemoved(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		e := newScriptedEndpoint()
+		store := NewMemoryWebhookStore(0)
+		s, topic := bubbleServer(t.Context(), e, func(o *WebhookOptions) { o.Store = store })
+		secret := NewWebhookSecret()
+		e.receiver.AddSecret(secret)
+		if _, err := subscribeAs(t, s, "events/subscribe", "alice", hookParams("/h", secret, 0)); err != nil {
+			t.Fatal(err)
+		}
+		publishTickets(t, topic, 0, 1)
+		synctest.Wait()
+		s.RemoveEventType("ticket.created")
+		synctest.Wait()
+		e.mu.Lock()
+		got := slices.Clone(e.got)
+		e.mu.Unlock()
+		if len(got) != 2 || got[0].Event == nil || got[1].Type != "terminated" || got[1].Error == nil || got[1].Error.Code != CodeNotFound {
+			t.Fatalf("handed on %+v", got)
+		}
+		if _, total, err := store.Claim(context.Background(), "nobody", time.Now(), time.Now(), 0); err != nil || total != 0 {
+			t.Fatalf("the store holds %d subscriptions (%v)", total, err)
+		}
+	})
 }

@@ -658,6 +658,9 @@ type SubscriptionFilter struct {
 	ToolsListChanged     bool `json:"toolsListChanged,omitempty"`
 	PromptsListChanged   bool `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged bool `json:"resourcesListChanged,omitempty"`
+	// EventsListChanged asks for notifications/events/list_changed (the
+	// Events extension). Both sides.
+	EventsListChanged bool `json:"eventsListChanged,omitempty"`
 	// ResourceSubscriptions are the URIs whose notifications/resources/updated
 	// the stream carries.
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`

@@ -290,6 +290,7 @@ func (s *Server) capabilities(version string) ServerCapabilities {
 	}
 	if s.serveEvents != nil {
 		caps.addExtension(EventsExtension)
+		caps.Extensions[EventsExtension] = json.RawMessage(`{"listChanged":true}`)
 	}
 	return caps
 }
@@ -710,7 +711,7 @@ func (ss *serverSession) dispatch(ctx context.Context, req *inboundRequest, info
 		return s.cfg.server.tasks.serveLegacy(ss, ctx, req, info)
 	case skills != nil && (req.method == "skills/list" || req.method == "skills/get" || req.method == "resources/directory/read"):
 		return skills.serve(s, req.method, req.params, info)
-	case req.method == "subscriptions/listen" && info.modern && (tools || resources || prompts):
+	case req.method == "subscriptions/listen" && info.modern && (tools || resources || prompts || serveEvents != nil):
 		return s.listen(ctx, info)
 	case len(req.method) > 7 && req.method[:7] == "events/" && serveEvents != nil:
 		return serveEvents(ctx, ss, req, info)

@@ -123,8 +123,8 @@ func (s *Server) awaitBroadcasts(ctx context.Context, ss *serverSession) error {
 }
 
 // listChanged tells clients that a list changed: kind is "tools",
-// "resources" or "prompts". With a broadcaster, the clients of every
-// instance.
+// "resources", "prompts" or "events". With a broadcaster, the clients of
+// every instance.
 //
 // A change made before this server serves (before Serve, before its HTTP
 // handler is made, before any session) is no change to anyone: its own
@@ -149,14 +149,20 @@ func (s *Server) listChanged(kind string) {
 
 // listChangedHere is listChanged for this instance's clients.
 func (s *Server) listChangedHere(kind, id string) {
-	s.broadcast("notifications/"+kind+"/list_changed", nil, id,
-		func(*serverSession) bool { return true },
+	sessionWants := func(*serverSession) bool { return true }
+	if kind == "events" {
+		// An extension's notification goes to the clients that declared it.
+		sessionWants = func(ss *serverSession) bool { return ss.clientCaps.hasSub("extensions", EventsExtension) }
+	}
+	s.broadcast("notifications/"+kind+"/list_changed", nil, id, sessionWants,
 		func(f *SubscriptionFilter) bool {
 			switch kind {
 			case "tools":
 				return f.ToolsListChanged
 			case "resources":
 				return f.ResourcesListChanged
+			case "events":
+				return f.EventsListChanged
 			}
 			return f.PromptsListChanged
 		})
@@ -380,6 +386,7 @@ func (s *Server) honour(ctx context.Context, want SubscriptionFilter, info *Requ
 	got.ToolsListChanged = want.ToolsListChanged && s.offersTools
 	got.PromptsListChanged = want.PromptsListChanged && s.offersPrompts
 	got.ResourcesListChanged = want.ResourcesListChanged && s.offersResources
+	got.EventsListChanged = want.EventsListChanged && s.serveEvents != nil
 	return got
 }
 
