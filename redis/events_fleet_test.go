@@ -252,6 +252,8 @@ func runEventsFleet(t *testing.T, f *eventFleet, v string, total int) {
 		received atomic.Int64
 		seen     = make(map[string]bool, total)
 		failure  string
+		// lastCursor is the cursor of the occurrence handled last.
+		lastCursor string
 	)
 	quarter, all := make(chan struct{}), make(chan struct{})
 	streamCtx, stopStream := context.WithCancel(ctx)
@@ -267,8 +269,9 @@ func runEventsFleet(t *testing.T, f *eventFleet, v string, total int) {
 			case seen[e.EventID]:
 				failure = fmt.Sprintf("occurrence %s (instance %d, number %d) twice", e.EventID, p.P+1, p.N)
 			case p.N != next[p.P]:
-				failure = fmt.Sprintf("instance %d: number %d after %d", p.P+1, p.N, next[p.P]-1)
+				failure = fmt.Sprintf("instance %d: number %d after %d (cursor %s, the one before %s)", p.P+1, p.N, next[p.P]-1, e.Cursor, lastCursor)
 			}
+			lastCursor = e.Cursor
 			if failure != "" {
 				stopStream()
 				return
@@ -331,7 +334,7 @@ func runEventsFleet(t *testing.T, f *eventFleet, v string, total int) {
 	select {
 	case <-all:
 	case err := <-streamed:
-		t.Fatalf("the stream ended: %v (%s); %d of %d arrived", err, failure, received.Load(), total)
+		t.Fatalf("the stream ended: %v (%s); %d of %d arrived; the subscriber's requests: %s", err, failure, received.Load(), total, f.proxy.routeOf("subscriber"))
 	case <-ctx.Done():
 		t.Fatalf("%d of %d occurrences arrived; the subscriber's requests: %s", received.Load(), total, f.proxy.routeOf("subscriber"))
 	}
