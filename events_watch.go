@@ -114,14 +114,7 @@ func (ev *serverEvents) holdWatch(ctx context.Context) (release func(), err erro
 
 // maxStreams is the bound on one principal's open streams; 0 for none.
 func (ev *serverEvents) maxStreams() int {
-	switch n := ev.opts.MaxStreams; {
-	case n < 0:
-		return 0
-	case n == 0:
-		return DefaultEventMaxStreams
-	default:
-		return n
-	}
+	return perCallerBound(ev.opts.MaxStreams, DefaultEventMaxStreams)
 }
 
 // admit registers st unless its owner holds the most streams allowed

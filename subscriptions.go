@@ -404,13 +404,16 @@ func (s *Server) watchesTask(id string) bool {
 }
 
 // maxListens is the bound on one caller's listen streams; 0 for none.
-func (s *Server) maxListens() int {
-	switch n := s.cfg.server.maxListens; {
+func (s *Server) maxListens() int { return perCallerBound(s.cfg.server.maxListens, DefaultMaxListenStreams) }
+
+// perCallerBound reads an option that bounds one caller's long-lived
+// streams: negative for none (0), zero for the default.
+func perCallerBound(n, def int) int {
+	switch {
 	case n < 0:
 		return 0
 	case n == 0:
-		return DefaultMaxListenStreams
-	default:
-		return n
+		return def
 	}
+	return n
 }
