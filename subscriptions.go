@@ -404,7 +404,9 @@ func (s *Server) watchesTask(id string) bool {
 }
 
 // maxListens is the bound on one caller's listen streams; 0 for none.
-func (s *Server) maxListens() int { return perCallerBound(s.cfg.server.maxListens, DefaultMaxListenStreams) }
+func (s *Server) maxListens() int {
+	return perCallerBound(s.cfg.server.maxListens, DefaultMaxListenStreams)
+}
 
 // perCallerBound reads an option that bounds one caller's long-lived
 // streams: negative for none (0), zero for the default.
