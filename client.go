@@ -194,7 +194,7 @@ type Client struct {
 	// eventStreams are the open events/stream calls (StreamEvents), which
 	// also set eventNotes, the hook that routes their notifications.
 	eventStreams *clientEventStreams
-	eventNotes   atomic.Pointer[func(method string) NotificationHandler]
+	eventNotes   atomic.Pointer[func(method string, params json.RawMessage) bool]
 
 	tasks        serverTasks                 // what the server said of tasks
 	taskEnv      []metaEntry                 // envelope with the tasks extension declared; built when needed
@@ -726,10 +726,18 @@ func (c *Client) notificationHandler(method string) NotificationHandler {
 	if method == "notifications/subscriptions/acknowledged" {
 		return c.acknowledged
 	}
-	if h := c.eventNotes.Load(); h != nil && strings.HasPrefix(method, "notifications/events/") {
-		return (*h)(method)
-	}
 	return nil
+}
+
+// takeNotification hands notifications/events/* to the open event stream
+// they name, on the read path: the stream's own bound (a queue that, once
+// full, makes the stream reopen from its cursor) keeps them, where the
+// dispatch cap would shed them and lose occurrences.
+func (c *Client) takeNotification(method string, params json.RawMessage) bool {
+	if h := c.eventNotes.Load(); h != nil && strings.HasPrefix(method, "notifications/events/") {
+		return (*h)(method, params)
+	}
+	return false
 }
 
 // WithToolListChangedHandler calls h when the server says its list of tools

@@ -25,6 +25,11 @@ type dispatcher interface {
 	handleRequest(ctx context.Context, r request) (any, error)
 	// notificationHandler returns the built-in handler for method, or nil.
 	notificationHandler(method string) NotificationHandler
+	// takeNotification hands a notification to the layer on the read path,
+	// ahead of the dispatch cap: it must be cheap and never wait. It
+	// reports whether the layer took it (a client's open event stream
+	// takes its notifications, which a cap must not shed).
+	takeNotification(method string, params json.RawMessage) bool
 	// acceptNotification reports whether a notification should be handled
 	// at all (a client drops those of a listen stream it has replaced).
 	acceptNotification(method string, params json.RawMessage) bool
@@ -627,8 +632,9 @@ func marshalResult(v any) (json.RawMessage, error) {
 	return json.Marshal(v)
 }
 
-// routeNotification routes progress and cancellation itself and queues every
-// other notification that has a handler behind the cap.
+// routeNotification routes progress and cancellation itself, hands the layer
+// what it takes on the read path, and queues every other notification that
+// has a handler behind the cap.
 func (c *conn) routeNotification(method string, params json.RawMessage) {
 	switch method {
 	case "notifications/progress":
@@ -639,7 +645,7 @@ func (c *conn) routeNotification(method string, params json.RawMessage) {
 		c.routeCancelled(params)
 		return
 	}
-	if !c.disp.acceptNotification(method, params) {
+	if !c.disp.acceptNotification(method, params) || c.disp.takeNotification(method, params) {
 		return
 	}
 	h := c.cfg.notifications[method]

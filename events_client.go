@@ -128,22 +128,21 @@ func (c *Client) eventStreamsOn() *clientEventStreams {
 	}
 	t := &clientEventStreams{byID: make(map[string]*clientEventStream)}
 	c.eventStreams = t
-	hook := func(method string) NotificationHandler {
-		return func(_ context.Context, params json.RawMessage) { t.route(method, params) }
-	}
+	hook := t.route
 	c.eventNotes.Store(&hook)
 	return t
 }
 
-// route queues a notification for its stream; one for no open stream (a
-// stream already ended) is dropped.
-func (t *clientEventStreams) route(method string, params json.RawMessage) {
+// route queues a notification for its stream; it reports false for one of
+// no open stream (a stream already ended), which goes the way of any other
+// notification.
+func (t *clientEventStreams) route(method string, params json.RawMessage) bool {
 	id := subscriptionIDOf(params)
 	t.mu.Lock()
 	st := t.byID[id]
 	t.mu.Unlock()
 	if st == nil {
-		return
+		return false
 	}
 	st.mu.Lock()
 	if len(st.queue) >= eventStreamQueue {
@@ -156,6 +155,7 @@ func (t *clientEventStreams) route(method string, params json.RawMessage) {
 	case st.signal <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 // errEventStreamStalled ends a stream whose handler fell behind or whose
@@ -323,7 +323,7 @@ func (c *Client) streamOnce(ctx context.Context, table *clientEventStreams, sub 
 		case <-st.signal:
 		case callErr = <-done:
 			// Notifications sent before the result are queued by now
-			// (the client's handlers run in arrival order); handle them.
+			// (the read path queues them as they arrive); handle them.
 			ended = true
 		case <-quiet.C:
 			stop()

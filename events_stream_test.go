@@ -296,3 +296,57 @@ func TestEventsStreamReopensWhenQuiet(t *testing.T) {
 		})
 	}
 }
+
+// TestEventsStreamNotShedAtTheDispatchCap: a client whose dispatch slots
+// are all taken by a notification handler that does not return still gets
+// every occurrence of its event stream, in order: the stream's
+// notifications go to it on the read path, not behind the cap, which would
+// shed them (TestEventsFleet/2025-11-25 lost occurrences that way under
+// load).
+func TestEventsStreamNotShedAtTheDispatchCap(t *testing.T) {
+	t.Parallel()
+	for _, v := range eras {
+		for _, carrier := range []string{"memory", "http"} {
+			t.Run(v+"/"+carrier, func(t *testing.T) {
+				t.Parallel()
+				s, topic := eventsServer()
+				s.AddTool(Tool{Name: "hold"}, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+					return &CallToolResult{}, req.Gateway().Notify("notifications/test/hold", nil)
+				})
+				held, release := make(chan struct{}, 1), make(chan struct{})
+				defer close(release)
+				opts := []ClientOption{WithProtocolVersion(v), WithMaxInFlight(1),
+					WithNotificationHandler("notifications/test/hold", func(context.Context, json.RawMessage) {
+						held <- struct{}{}
+						<-release
+					})}
+				var cl *Client
+				if carrier == "http" {
+					cl = connectHTTP(t, s, opts...)
+				} else {
+					cl = pair(t, s, opts...)
+				}
+				if _, err := cl.CallTool(context.Background(), "hold", nil); err != nil {
+					t.Fatal(err)
+				}
+				<-held // the one slot is taken until the test ends
+				start, err := cl.PollEvents(context.Background(), EventSubscription{Name: "ticket.created"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, stop := streamInto(cl, EventSubscription{Name: "ticket.created", Cursor: start.Cursor})
+				const n = 50
+				publishTickets(t, topic, 0, n)
+				ids := ticketIDs(t, receive(t, got, n))
+				for i, id := range ids {
+					if id != i {
+						t.Fatalf("occurrences %v, want 0 through %d in order", ids, n-1)
+					}
+				}
+				if _, err := stop(); !errors.Is(err, context.Canceled) {
+					t.Errorf("StreamEvents: %v", err)
+				}
+			})
+		}
+	}
+}

@@ -665,6 +665,8 @@ func (ss *serverSession) initialize(params json.RawMessage) (any, error) {
 
 func (ss *serverSession) acceptNotification(string, json.RawMessage) bool { return true }
 
+func (ss *serverSession) takeNotification(string, json.RawMessage) bool { return false }
+
 func (ss *serverSession) isClient() bool { return false }
 
 // notificationHandler returns the server's built-in handling of a
