@@ -256,6 +256,7 @@ func runEventsFleet(t *testing.T, f *eventFleet, v string, total int) {
 		lastCursor string
 	)
 	quarter, all := make(chan struct{}), make(chan struct{})
+	arrived := make(chan struct{}, 1) // signalled at each occurrence handled
 	streamCtx, stopStream := context.WithCancel(ctx)
 	streamed := make(chan error, 1)
 	go func() {
@@ -278,7 +279,12 @@ func runEventsFleet(t *testing.T, f *eventFleet, v string, total int) {
 			}
 			seen[e.EventID] = true
 			next[p.P]++
-			switch received.Add(1) {
+			n := received.Add(1)
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
+			switch n {
 			case int64(total / 4):
 				close(quarter)
 			case int64(total):
@@ -366,7 +372,7 @@ func runEventsFleet(t *testing.T, f *eventFleet, v string, total int) {
 	}
 	for received.Load() < want {
 		select {
-		case <-time.After(time.Millisecond):
+		case <-arrived:
 		case <-ctx.Done():
 			t.Fatalf("what instance %v published last did not arrive", tail)
 		}
