@@ -196,7 +196,11 @@ func parseBlock(lines []string, first int) (any, error) {
 			if m != nil {
 				return nil, fmt.Errorf("frontmatter line %d: list item inside a map", n)
 			}
-			v, err := scalar(strings.TrimSpace(item[1:]), n)
+			value := strings.TrimSpace(item[1:])
+			if value == "" {
+				return nil, fmt.Errorf("frontmatter line %d: an empty list item (or a nested block) is not supported", n)
+			}
+			v, err := scalar(value, n)
 			if err != nil {
 				return nil, err
 			}

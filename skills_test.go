@@ -200,6 +200,13 @@ func TestParseFrontmatter(t *testing.T) {
 			t.Errorf("plain %q accepted as a string", v)
 		}
 	}
+	// An empty list item is refused, not a panic (a server's manifest is
+	// a hostile peer's input to the client that verifies it).
+	for _, v := range []string{"-", "-   ", "- # a comment"} {
+		if _, err := parseFrontmatter([]byte("---\nname: a\ntags:\n  " + v + "\n---\n")); err == nil {
+			t.Errorf("list item %q accepted", v)
+		}
+	}
 }
 
 // TestReadSkillFileRefuses: each way a file can differ from its entry is
